@@ -1,4 +1,5 @@
-"""Agents that play termgym environments: ``openai``, ``oracle``, ``nop``, ``replay``, or your own.
+"""Agents that play termgym environments: ``openai``, ``oracle``, ``nop``, ``replay``, ``minisweagent``
+(mini-swe-agent's own ``DefaultAgent``), or your own.
 
 ``make_agent(name_or_path, **options)`` builds one from a name in :data:`AGENTS` or an import
 path ``"my_pkg.my_agent:MyAgent"`` (a class or a factory). See :mod:`termgym.agents.base` for the
@@ -19,6 +20,7 @@ AGENTS: dict[str, str] = {
     "oracle": "termgym.agents.oracle:OracleAgent",
     "nop": "termgym.agents.nop:NopAgent",
     "replay": "termgym.agents.replay:ReplayAgent",
+    "minisweagent": "termgym.agents.minisweagent:MiniSweAgent",
 }
 
 

@@ -126,6 +126,21 @@ async def _loop(spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeRe
     episode = Episode(task_id=spec.task_id, attempt=spec.attempt, env=unwrapped,
                       messages=unwrapped.messages, tools=info.get("tools"),
                       system_prompt=info.get("system_prompt", ""), prompt=prompt)
+    try:
+        await _play(spec, agent, env, episode, result, timings)
+    finally:
+        # Also on cancellation (the episode timeout): an agent's own loop must not outlive its episode.
+        end = getattr(agent, "end", None)
+        if end is not None:
+            with contextlib.suppress(Exception):
+                value = end(episode)
+                if inspect.isawaitable(value):
+                    await value
+
+
+async def _play(spec: EpisodeSpec, agent: Agent, env: gym.Env, episode: Episode, result: EpisodeResult,
+                timings: dict[str, float]) -> None:
+    unwrapped = env.unwrapped
     t0 = time.monotonic()
     await agent.start(episode)
     timings["agent"] += time.monotonic() - t0
