@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-EVALUATE = Path(__file__).resolve().parent.parent / "evaluate"
-if str(EVALUATE) not in sys.path:  # the scripted model server and its suite
-    sys.path.insert(0, str(EVALUATE))
+HERE = Path(__file__).resolve().parent
+for folder in (HERE, HERE.parent / "evaluate"):  # scripted_agents; the scripted model server and its suite
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")  # mini-swe-agent's import banner
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch from GitHub (offline CI)
 
