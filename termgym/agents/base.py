@@ -129,6 +129,9 @@ class Agent(ABC):
     async def act(self, episode: Episode) -> Reply | str | dict[str, Any]:
         """The next assistant message for ``episode`` (see :class:`Reply`)."""
 
+    # Optional, not defined here: ``prepare_env(self, env: TerminalEnv) -> None`` is called with each
+    # episode's env before its reset (before the sandbox starts), e.g. to forward a host service into it.
+
     async def end(self, episode: Episode) -> None:  # noqa: B027 - optional hook
         """Called once per episode when it is over, however it ended (graded, timed out, failed).
 

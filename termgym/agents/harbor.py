@@ -96,7 +96,7 @@ class TermgymSandboxEnvironment(BaseEnvironment):  # type: ignore[misc,valid-typ
         parts.append(f"exec bash -c {shlex.quote(command)}")
         script = "; ".join(parts[:-1]) + " && " + parts[-1]
         # A subshell: the sandbox's persistent shell (if any) keeps its own state.
-        result = await asyncio.to_thread(self._sandbox.exec, f"( {script} )", timeout_sec)
+        result = await asyncio.to_thread(self._sandbox.exec, f"(\n{script}\n)", timeout_sec)
         return HarborExecResult(stdout=result.output, stderr="", return_code=result.exit_code)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:

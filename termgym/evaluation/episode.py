@@ -121,6 +121,9 @@ async def play_episode(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
 
 async def _loop(spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeResult,
                 timings: dict[str, float]) -> None:
+    prepare = getattr(agent, "prepare_env", None)
+    if prepare is not None:  # e.g. a CLI agent asks for its model endpoint to be forwarded into the sandbox
+        prepare(env.unwrapped)
     prompt, info = await _env_call(timings, "reset", env.reset, seed=spec.seed, options={"task_id": spec.task_id})
     unwrapped = env.unwrapped
     episode = Episode(task_id=spec.task_id, attempt=spec.attempt, env=unwrapped,
