@@ -128,3 +128,16 @@ def test_a_bad_model_class_is_an_agent_error_naming_it(tmp_path, swesynth_task):
     episode = _episode(tmp_path, "bad", swesynth_task)
     assert outcome.summary["agent_errors"] == 1
     assert "cannot build the model" in episode["error"]["message"] and "no.such.ModelQ" in episode["error"]["message"]
+
+
+def test_the_episode_timeout_stops_mini_swe_agents_thread(tmp_path, swesynth_task):
+    import threading
+
+    # The model "thinks" for 3 s (the deterministic model's /sleep action), past the 1 s episode cap.
+    outputs = [make_output("", [{"command": "/sleep 3"}]), *_outputs("ls", "ls")]
+    outcome = evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "t", task_ids=swesynth_task.task_id,
+                       split="all", progress="off", episode_timeout=1,
+                       agent_options={"model_class": "deterministic", "model_config": {"outputs": outputs}})
+    episode = _episode(tmp_path, "t", swesynth_task)
+    assert outcome.summary["agent_errors"] == 1 and episode["end_reason"] == "episode_timeout"
+    assert not [t for t in threading.enumerate() if t.name.startswith("minisweagent-") and t.is_alive()]
