@@ -50,41 +50,90 @@ def _require_harbor() -> None:
 
 
 class TermgymSandboxEnvironment(BaseEnvironment):  # type: ignore[misc,valid-type]
-    """Harbor's environment interface over a started termgym sandbox.
+    """Harbor's environment interface over a termgym sandbox (bubblewrap or Docker).
+
+    Two ways in:
+
+    - ``TermgymSandboxEnvironment(sandbox=box, logs_dir=...)``: over a sandbox termgym already
+      started (the :class:`HarborAgent` path; termgym owns the sandbox and ``stop`` leaves it).
+    - from Harbor's trial runner, as an external environment
+      (``EnvironmentConfig(import_path="termgym.agents.harbor:TermgymSandboxEnvironment",
+      kwargs={"backend": "local"})``): Harbor passes the task's ``environment/`` folder, and
+      ``start`` builds the sandbox termgym's Harbor loader makes for that task folder (its
+      Dockerfile emulated on the local backend, built on Docker); ``stop`` closes it.
 
     Every ``exec`` runs in a fresh ``bash -c`` inside the sandbox (as Harbor's container
-    environments do), in ``cwd`` or the task's working directory, with ``env`` exported. ``user``
-    is ignored: a termgym sandbox has one user. The sandbox's lifetime belongs to termgym (the
-    episode closes it), so ``stop`` does nothing unless ``owns_sandbox`` is set.
+    environments do), in ``cwd`` or the sandbox's working directory, with ``env`` exported.
+    ``user`` is ignored: a termgym sandbox has one user.
     """
 
-    def __init__(self, sandbox: Any, *, logs_dir: Path, name: str = "termgym", owns_sandbox: bool = False,
+    def __init__(self, environment_dir: Path | None = None, environment_name: str = "termgym",
+                 session_id: str | None = None, trial_paths: Any = None, task_env_config: Any = None, *,
+                 sandbox: Any = None, logs_dir: Path | str | None = None, backend: str = "local",
                  **kwargs: Any) -> None:
         _require_harbor()
         from harbor.models.task.config import EnvironmentConfig
         from harbor.models.trial.paths import TrialPaths
 
+        if sandbox is None and environment_dir is None:
+            raise ValueError("TermgymSandboxEnvironment needs a started termgym sandbox (sandbox=...) or, from "
+                             "Harbor's trial runner, the task's environment_dir")
+        if backend not in ("local", "docker"):
+            raise ValueError(f"TermgymSandboxEnvironment: backend must be 'local' or 'docker', not {backend!r}")
+        if trial_paths is None:
+            if logs_dir is None:
+                raise ValueError("TermgymSandboxEnvironment needs trial_paths (Harbor) or logs_dir")
+            trial_paths = TrialPaths(trial_dir=Path(logs_dir))
+            trial_paths.mkdir()
         self._sandbox = sandbox
-        self._owns_sandbox = owns_sandbox
-        trial_paths = TrialPaths(trial_dir=Path(logs_dir))
-        trial_paths.mkdir()
-        empty = Path(tempfile.mkdtemp(prefix="termgym-harbor-env-"))  # no Dockerfile: termgym built the sandbox
-        super().__init__(environment_dir=empty, environment_name=name, session_id=f"{name}__{uuid.uuid4().hex[:8]}",
-                         trial_paths=trial_paths, task_env_config=EnvironmentConfig(),
+        self._owns_sandbox = sandbox is None
+        self._backend = backend
+        # No Dockerfile of its own when termgym built the sandbox: an empty folder stands in.
+        environment_dir = Path(environment_dir) if environment_dir else Path(tempfile.mkdtemp(prefix="termgym-env-"))
+        super().__init__(environment_dir=environment_dir, environment_name=environment_name,
+                         session_id=session_id or f"{environment_name}__{uuid.uuid4().hex[:8]}",
+                         trial_paths=trial_paths, task_env_config=task_env_config or EnvironmentConfig(),
                          enable_environment_dir_upload=False, **kwargs)
 
     @staticmethod
     def type() -> str:
         return "termgym"
 
+    @property
+    def capabilities(self) -> Any:
+        """termgym sandboxes have no network unless the task allows it (Harbor's ``allow_internet``)."""
+        from harbor.environments.capabilities import EnvironmentCapabilities
+
+        return EnvironmentCapabilities(disable_internet=True)
+
     def _validate_definition(self) -> None:
-        """Nothing to validate: the termgym task defines the sandbox."""
+        """A task folder must be one termgym's Harbor loader reads (checked in ``start``)."""
+        if self._sandbox is None and not (self.environment_dir / "Dockerfile").is_file() and not (
+                self.environment_dir.parent / "task.toml").is_file():
+            raise FileNotFoundError(f"{self.environment_dir}: no Dockerfile, and no task.toml beside it")
 
     async def start(self, force_build: bool) -> None:
-        """The sandbox is already running (termgym started it for the episode)."""
+        """Start the task folder's sandbox (trial-runner mode); a given sandbox is already running."""
+        if self._sandbox is not None:
+            return
+        from termgym.sandbox import make_sandbox
+        from termgym.tasks.harbor.loader import load_task
+
+        def build() -> Any:
+            task = load_task(self.environment_dir.parent, backend=self._backend)
+            box = make_sandbox(self._backend, task.sandbox_spec(), mode="stateless")
+            try:
+                box.start()
+                task.setup(box)
+            except BaseException:
+                box.close()
+                raise
+            return box
+
+        self._sandbox = await asyncio.to_thread(build)
 
     async def stop(self, delete: bool) -> None:
-        if self._owns_sandbox:
+        if self._owns_sandbox and self._sandbox is not None:
             await asyncio.to_thread(self._sandbox.close)
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
@@ -170,7 +219,8 @@ class HarborAgent(Agent):
         if self.base_url:  # litellm reads the key from the environment for openai/ models
             os.environ.setdefault("OPENAI_API_KEY", os.environ.get(self.api_key_env, "EMPTY"))
         logs_dir = self.logs_dir / f"{episode.task_id}__{episode.attempt}"
-        environment = TermgymSandboxEnvironment(episode.env.sandbox, logs_dir=logs_dir, name=episode.task_id)
+        environment = TermgymSandboxEnvironment(sandbox=episode.env.sandbox, logs_dir=logs_dir,
+                                                environment_name=episode.task_id)
         agent = self._build(environment.trial_paths.agent_dir)
         episode.state.update(harbor_env=environment, harbor_agent=agent, context=AgentContext(),
                              logs_dir=logs_dir, done=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -90,7 +91,7 @@ def test_the_environment_interface_over_a_sandbox(tmp_path):
 
     with make_sandbox("local", SandboxSpec()) as sandbox:
         sandbox.start()
-        env = TermgymSandboxEnvironment(sandbox, logs_dir=tmp_path / "trial")
+        env = TermgymSandboxEnvironment(sandbox=sandbox, logs_dir=tmp_path / "trial")
         assert env.type() == "termgym"
         asyncio.run(scenario(env))
 
@@ -101,3 +102,50 @@ def test_an_unknown_harbor_agent_is_named():
         agent._build(agent.logs_dir)
     with pytest.raises(ValueError, match="agent_kwargs must be a mapping, not list"):
         make_agent("harbor", agent_kwargs=[1])
+
+
+# -- Harbor's own trial runner, with termgym's sandbox as an external environment -----------------
+
+SAMPLE = Path(__file__).resolve().parents[2] / "termgym" / "tasks" / "harbor" / "samples" / "csv-region-totals"
+SOLUTION = (SAMPLE / "solution" / "solve.sh").read_text().split("set -euo pipefail\n", 1)[1]
+
+
+def _trial(tmp_path, agent, backend="local"):
+    from harbor.models.trial.config import EnvironmentConfig, TaskConfig, TrialConfig
+    from harbor.trial.trial import Trial
+
+    config = TrialConfig(task=TaskConfig(path=SAMPLE), trials_dir=tmp_path / "trials", agent=agent,
+                         environment=EnvironmentConfig(import_path="termgym.agents.harbor:TermgymSandboxEnvironment",
+                                                       kwargs={"backend": backend}))
+
+    async def run():
+        trial = await Trial.create(config)
+        return await trial.run()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_harbors_trial_runner_and_oracle_on_a_termgym_sandbox(tmp_path, backend):
+    from harbor.models.trial.config import AgentConfig
+
+    result = _trial(tmp_path, AgentConfig(name="oracle"), backend)
+    assert result.exception_info is None, result.exception_info
+    assert result.verifier_result.rewards["reward"] == 1.0
+
+
+def test_harbors_trial_runner_with_terminus_2_on_a_termgym_sandbox(tmp_path, monkeypatch):
+    from harbor.models.trial.config import AgentConfig
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # litellm insists on a key; the scripted server ignores it
+
+    rewards = {}
+    for name, commands in (("right", [SOLUTION.strip()]), ("wrong", ["echo '{}' > /app/summary.json"])):
+        with TerminusScripted(commands) as server:
+            agent = AgentConfig(name="terminus-2", model_name="openai/scripted-1",
+                                kwargs={"api_base": server.base_url, **QUIET})
+            result = _trial(tmp_path / name, agent)
+        assert result.exception_info is None, result.exception_info
+        assert len(server.requests) == len(commands) + 2  # the commands, then task_complete twice
+        rewards[name] = result.verifier_result.rewards["reward"]
+    assert rewards["right"] == 1.0 and rewards["wrong"] < 1.0
