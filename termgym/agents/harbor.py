@@ -198,6 +198,9 @@ class HarborAgent(Agent):
         from harbor.models.agent.name import AgentName
 
         kwargs = dict(self.agent_kwargs)
+        if self.agent == "terminus-2":
+            # Recording the session means pip-installing asciinema, which a sandbox without network cannot.
+            kwargs.setdefault("record_terminal_session", False)
         if self.base_url:
             kwargs.setdefault("api_base", self.base_url)
         if ":" in self.agent:

@@ -230,6 +230,9 @@ class MiniSweAgent(Agent):
         from minisweagent.models import get_model
 
         env = episode.env
+        if env.protocol.name == "terminus":
+            raise ValueError("the minisweagent agent runs shell commands, not keystrokes: use the minisweagent "
+                             "(default) or toolcall protocol, not terminus")
         uname = await asyncio.to_thread(_sandbox_uname, env)
         bridge = _Bridge()
         environment = TermgymEnvironment(bridge, task_id=episode.task_id, backend=env.backend,

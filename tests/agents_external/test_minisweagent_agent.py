@@ -141,3 +141,24 @@ def test_the_episode_timeout_stops_mini_swe_agents_thread(tmp_path, swesynth_tas
     episode = _episode(tmp_path, "t", swesynth_task)
     assert outcome.summary["agent_errors"] == 1 and episode["end_reason"] == "episode_timeout"
     assert not [t for t in threading.enumerate() if t.name.startswith("minisweagent-") and t.is_alive()]
+
+
+def test_the_toolcall_protocol_submits_through_mini_swe_agents_own_sentinel(tmp_path, swesynth_task):
+    # toolcall has no output sentinel: mini-swe-agent's environment sees it and the adapter submits.
+    task = swesynth_task
+    evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "tc", task_ids=task.task_id, split="all",
+             progress="off", env_kwargs={"protocol": "toolcall"},
+             agent_options={"model_class": "deterministic",
+                            "model_config": {"outputs": _outputs(*task.oracle_commands(), SUBMIT)}})
+    episode = _episode(tmp_path, "tc", task)
+    assert episode["passed"] is True and episode["end_reason"] == "submitted"
+    assert episode["turns"][-1]["meta"]["minisweagent_exit_status"] == "Submitted"
+    assert [t["action"]["kind"] for t in episode["turns"]] == ["command", "command", "submit"]
+
+
+def test_the_terminus_protocol_is_refused_with_the_reason(tmp_path, swesynth_task):
+    evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "tm", task_ids=swesynth_task.task_id,
+             split="all", progress="off", env_kwargs={"protocol": "terminus"},
+             agent_options={"model_class": "deterministic", "model_config": {"outputs": _outputs("ls")}})
+    episode = _episode(tmp_path, "tm", swesynth_task)
+    assert episode["status"] == "agent_error" and "not keystrokes" in episode["error"]["message"]
