@@ -1,4 +1,6 @@
-"""Agents that play termgym environments: ``openai``, ``oracle``, ``nop``, ``replay``, or your own.
+"""Agents that play termgym environments: ``openai``, ``oracle``, ``nop``, ``replay``, ``minisweagent``
+(mini-swe-agent's own ``DefaultAgent``), ``harbor`` (Harbor's agents, Python >= 3.12),
+``cli`` (a command-line agent run inside the sandbox), or your own.
 
 ``make_agent(name_or_path, **options)`` builds one from a name in :data:`AGENTS` or an import
 path ``"my_pkg.my_agent:MyAgent"`` (a class or a factory). See :mod:`termgym.agents.base` for the
@@ -19,6 +21,9 @@ AGENTS: dict[str, str] = {
     "oracle": "termgym.agents.oracle:OracleAgent",
     "nop": "termgym.agents.nop:NopAgent",
     "replay": "termgym.agents.replay:ReplayAgent",
+    "minisweagent": "termgym.agents.minisweagent:MiniSweAgent",
+    "harbor": "termgym.agents.harbor:HarborAgent",
+    "cli": "termgym.agents.cli:CliAgent",
 }
 
 

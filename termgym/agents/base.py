@@ -114,7 +114,7 @@ class Episode:
 class Agent(ABC):
     """Base class for agents; see the module docstring for the contract.
 
-    Subclasses implement :meth:`act`; :meth:`start` and :meth:`close` are optional hooks.
+    Subclasses implement :meth:`act`; :meth:`start`, :meth:`end` and :meth:`close` are optional hooks.
     Constructor keyword arguments come from ``termgym eval --agent-arg key=value`` (and the
     ``--model``/``--base-url``… flags for agents that take them).
     """
@@ -128,6 +128,15 @@ class Agent(ABC):
     @abstractmethod
     async def act(self, episode: Episode) -> Reply | str | dict[str, Any]:
         """The next assistant message for ``episode`` (see :class:`Reply`)."""
+
+    # Optional, not defined here: ``prepare_env(self, env: TerminalEnv) -> None`` is called with each
+    # episode's env before its reset (before the sandbox starts), e.g. to forward a host service into it.
+
+    async def end(self, episode: Episode) -> None:  # noqa: B027 - optional hook
+        """Called once per episode when it is over, however it ended (graded, timed out, failed).
+
+        Agents that drive their own loop in a thread (mini-swe-agent) stop it here.
+        """
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Called once when the run is over (release connections, files…)."""

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("env_id", help="environment id (termgym/SweSynth-v0, a registered id) or alias (swe-synth)")
     g = p.add_argument_group("agent")
     g.add_argument("-a", "--agent", default="openai",
-                   help="openai (default), oracle, nop, replay, or an import path pkg.module:Class")
+                   help="openai (default), oracle, nop, replay, minisweagent (mini-swe-agent's DefaultAgent; --model, "
+                        "--base-url), or an import path pkg.module:Class")
     g.add_argument("-m", "--model", help="model name for the endpoint (default: the first one it lists)")
     g.add_argument("--base-url", help="OpenAI-compatible API root, e.g. http://localhost:8000/v1 "
                                       "(default $OPENAI_BASE_URL or OpenAI)")

@@ -121,11 +121,29 @@ async def play_episode(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
 
 async def _loop(spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeResult,
                 timings: dict[str, float]) -> None:
+    prepare = getattr(agent, "prepare_env", None)
+    if prepare is not None:  # e.g. a CLI agent asks for its model endpoint to be forwarded into the sandbox
+        prepare(env.unwrapped)
     prompt, info = await _env_call(timings, "reset", env.reset, seed=spec.seed, options={"task_id": spec.task_id})
     unwrapped = env.unwrapped
     episode = Episode(task_id=spec.task_id, attempt=spec.attempt, env=unwrapped,
                       messages=unwrapped.messages, tools=info.get("tools"),
                       system_prompt=info.get("system_prompt", ""), prompt=prompt)
+    try:
+        await _play(spec, agent, env, episode, result, timings)
+    finally:
+        # Also on cancellation (the episode timeout): an agent's own loop must not outlive its episode.
+        end = getattr(agent, "end", None)
+        if end is not None:
+            with contextlib.suppress(Exception):
+                value = end(episode)
+                if inspect.isawaitable(value):
+                    await value
+
+
+async def _play(spec: EpisodeSpec, agent: Agent, env: gym.Env, episode: Episode, result: EpisodeResult,
+                timings: dict[str, float]) -> None:
+    unwrapped = env.unwrapped
     t0 = time.monotonic()
     await agent.start(episode)
     timings["agent"] += time.monotonic() - t0
