@@ -84,7 +84,13 @@ class TermgymTokenEnv(types.Env):
 
     @property
     def done(self) -> bool:
+        """Whether the episode has ended (``final_info`` holds its last ``info``)."""
         return self.final_info is not None
+
+    @property
+    def gym_env(self) -> gym.Env | None:
+        """The live termgym env (``None`` before ``initial_observation`` and after the episode)."""
+        return self._env
 
     async def initial_observation(self) -> tuple[types.Observation, StopCondition]:
         if self._started:
@@ -208,7 +214,8 @@ class TermgymEnvGroupBuilder(types.EnvGroupBuilder):
     renderer_name: str
     max_trajectory_tokens: int | None = None
     seed: int | None = None
-    _envs: list[TermgymTokenEnv] = field(default_factory=list, init=False, repr=False)
+    #: The envs of the last ``make_envs`` call (closed by ``cleanup``).
+    envs: list[TermgymTokenEnv] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.group_size < 1:
@@ -217,13 +224,13 @@ class TermgymEnvGroupBuilder(types.EnvGroupBuilder):
     async def make_envs(self) -> Sequence[types.Env]:
         tokenizer = tokenizer_utils.get_tokenizer(self.model_name)
         renderer = renderers.get_renderer(self.renderer_name, tokenizer)
-        self._envs = [TermgymTokenEnv(self.env, self.task_id, renderer, max_trajectory_tokens=self.max_trajectory_tokens,
+        self.envs = [TermgymTokenEnv(self.env, self.task_id, renderer, max_trajectory_tokens=self.max_trajectory_tokens,
                                       seed=None if self.seed is None else self.seed + i)
                       for i in range(self.group_size)]
-        return self._envs
+        return self.envs
 
     async def cleanup(self) -> None:
-        for env in self._envs:
+        for env in self.envs:
             await env.close()
 
     def logging_tags(self) -> list[str]:
