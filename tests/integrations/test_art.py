@@ -203,3 +203,15 @@ def test_bad_input_is_refused_with_the_reason(model, config):
         asyncio.run(gather_groups(model, ["right-1"], config, rollouts_per_group=2, max_concurrent=0))
     with pytest.raises(ValueError, match="sample rate must be within 0..1"):
         TrajectoryLogger("logs", "exp", 1.5, "abc")
+
+
+def test_function_calling_protocol_keeps_tool_calls_and_results(model):
+    config = RolloutConfig(EnvConfig(scripted_model.ENV_ID, env_kwargs={"protocol": "toolcall"}))
+    trajectory = asyncio.run(rollout(model, "right-2", config))
+    assert trajectory.metrics["passed"] == 1.0 and trajectory.reward == 1.0
+    assert trajectory.tools and {t["function"]["name"] for t in trajectory.tools} >= {"bash", "submit"}
+    first = next(m for m in trajectory.messages_and_choices if isinstance(m, Choice))
+    [call] = first.message.tool_calls
+    assert call.function.name == "bash" and "answer.txt" in call.function.arguments
+    results = [m for m in trajectory.messages_and_choices if isinstance(m, dict) and m["role"] == "tool"]
+    assert results and results[0]["tool_call_id"] == call.id

@@ -189,3 +189,32 @@ def test_bad_input_is_refused_with_the_reason(env_config, tokenizer_dir, tiny_to
     with pytest.raises(KeyError, match="has no split 'nope'"):
         asyncio.run(TermgymDatasetBuilder(env_id=scripted_model.ENV_ID, model_name_for_tokenizer=tokenizer_dir,
                                           renderer_name=RENDERER, batch_size=2, group_size=2, split="nope")())
+
+
+def test_function_calling_protocol_goes_through_the_renderers_tool_format(tokenizer_dir, tiny_tokenizer):
+    import json
+
+    end = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    class ToolSampler(TokenCompleter):
+        """Writes Qwen3's <tool_call> blocks: a bash call, then submit."""
+
+        calls = [("bash", {"command": f"echo {scripted_model.WORD} > answer.txt"}), ("submit", {"answer": ""})]
+        prompts: list[str] = []
+
+        async def __call__(self, model_input, stop, *, max_tokens=None):
+            self.prompts.append(tiny_tokenizer.decode(model_input.to_ints()))
+            name, arguments = self.calls.pop(0)
+            text = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+            tokens = tiny_tokenizer.encode(text, add_special_tokens=False) + [end]
+            return TokensWithLogprobs(tokens=tokens, maybe_logprobs=[-0.1] * len(tokens))
+
+    config = EnvConfig(scripted_model.ENV_ID, env_kwargs={"protocol": "toolcall"})
+    sampler = ToolSampler()
+    result = asyncio.run(do_group_rollout(_group(config, tokenizer_dir, "right-2", size=1), sampler))
+    [trajectory] = result.trajectories_G
+    assert result.get_total_rewards() == [1.0] and trajectory.transitions[-1].metrics["passed"] == 1.0
+    assert [t.metrics["format_error"] for t in trajectory.transitions] == [0, 0]
+    # the tool schemas are in the system turn, the command's result comes back as a tool response
+    assert '"name": "bash"' in sampler.prompts[0] and "<tools>" in sampler.prompts[0]
+    assert "<tool_response>" in sampler.prompts[1]
