@@ -174,13 +174,14 @@ def rollout_config(config: ExperimentConfig):
 def initial_step(state: dict[str, Any] | None, config_hash: str) -> int:
     """Where to resume: the step after the last one ``state.json`` records (seed 004's rule).
 
-    A state written by a run with another config is refused: resuming it would mix experiments.
+    Resuming a run whose config changed (say, more steps or a new learning rate) is allowed but
+    logged with both hashes, so the trajectory logs and metrics can be told apart.
     """
     if not state or "step" not in state:
         return 0
     if state.get("config_hash") not in (None, config_hash):
-        raise SystemExit(f"the model's state.json was written by config {state['config_hash']}, this run is "
-                         f"{config_hash}: use another --model-name (or delete the state to start over)")
+        logger.warning("resuming from step %d with a changed config: %s -> %s", int(state["step"]) + 1,
+                       state["config_hash"], config_hash)
     return int(state["step"]) + 1
 
 
