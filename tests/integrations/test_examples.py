@@ -48,6 +48,18 @@ def test_art_defaults_are_seed_000s_and_the_hash_follows_the_config():
     assert config.hash() == art_train.parse_args([])[0].hash() != other.hash()
 
 
+def test_art_trainable_model_carries_the_settings(tmp_path):
+    config, options = art_train.parse_args(["--lora-rank", "32", "--max-context-tokens", "16000",
+                                            "--art-path", str(tmp_path)])
+    model = art_train.trainable_model(config, options)
+    assert model.trainable and model.base_model == "Qwen/Qwen3-4B" and model.name == "termgym-qwen3-4b"
+    assert model._internal_config["peft_args"]["r"] == 32
+    assert model._internal_config["init_args"]["max_seq_length"] == 16000
+    assert model.read_state() is None  # a fresh run starts at step 0
+    model.merge_state({"step": 4, "config_hash": config.hash()})
+    assert art_train.initial_step(model.read_state(), config.hash()) == 5
+
+
 def test_art_resume_starts_after_the_recorded_step(caplog):
     assert art_train.initial_step(None, "abc") == 0
     assert art_train.initial_step({"sft_done": True}, "abc") == 0

@@ -171,6 +171,17 @@ def rollout_config(config: ExperimentConfig):
     return RolloutConfig(env, temperature=config.temperature, max_tokens=config.max_new_tokens)
 
 
+def trainable_model(config: ExperimentConfig, options: RunOptions):
+    """The ART model to train: the base model with a LoRA adapter of ``lora_rank``, sequences up to the context budget."""
+    import art
+
+    return art.TrainableModel(
+        name=config.model_name, project=config.project, base_model=config.base_model, base_path=options.art_path,
+        _internal_config=art.dev.InternalModelConfig(
+            init_args={"max_seq_length": config.max_context_tokens},
+            peft_args={"r": config.lora_rank, "lora_alpha": config.lora_rank}))
+
+
 def initial_step(state: dict[str, Any] | None, config_hash: str) -> int:
     """Where to resume: the step after the last one ``state.json`` records (seed 004's rule).
 
@@ -242,11 +253,7 @@ async def run(config: ExperimentConfig, options: RunOptions) -> dict[str, Any]:
     from art.local import LocalBackend
 
     backend = LocalBackend(path=options.art_path)
-    model = art.TrainableModel(
-        name=config.model_name, project=config.project, base_model=config.base_model, base_path=options.art_path,
-        _internal_config=art.dev.InternalModelConfig(
-            init_args={"max_seq_length": config.max_context_tokens},
-            peft_args={"r": config.lora_rank, "lora_alpha": config.lora_rank}))
+    model = trainable_model(config, options)
     await model.register(backend)
     state = model.read_state() or {}
     start = initial_step(state, digest)
