@@ -1,0 +1,33 @@
+"""Fixtures for the trainer-adapter tests: the scripted model, the tiny Qwen-style tokenizer, the suite.
+
+The adapters' own packages (``openpipe-art``, ``tinker``, ``tinker-cookbook``) are required; see
+docs/integrations.md for the CI install line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+for path in (HERE, HERE.parent / "evaluate", ROOT):  # token_server, scripted_model, trainers/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+# LiteLLM (imported by ART) fetches a price list from GitHub at import; use its bundled copy.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+if shutil.which("bwrap") is None:
+    pytest.skip("the integration tests need bubblewrap (apt-get install bubblewrap)", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    from trainers.verl.tiny_model import build_tiny_tokenizer
+
+    return build_tiny_tokenizer()
