@@ -16,7 +16,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def check_local() -> tuple[bool, str]:
     from termgym.sandbox.base import BackendUnavailable, SandboxSpec
     from termgym.sandbox.local import BubblewrapSandbox, cgroups_available
-
     from termgym.sandbox.runtime import find_runtime
 
     # bubblewrap itself is checked on the host's /usr when the runtime is not built (its own row says so)

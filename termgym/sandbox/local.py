@@ -168,7 +168,7 @@ def _scan_system(root: Path, label: str) -> SystemTree:
     return tree
 
 
-def masked_site_args(usr: Path, hidden: set[str]) -> list[str]:
+def masked_site_args(usr: Path, hidden: set[str], *, max_age: float | None = None) -> list[str]:
     """bubblewrap arguments that hide ``hidden`` distributions from the Python dirs of ``usr``.
 
     A site directory holding one of them is rebuilt as a read-only tmpfs with every other entry
@@ -176,7 +176,7 @@ def masked_site_args(usr: Path, hidden: set[str]) -> list[str]:
     as a namespace package).
     """
     args: list[str] = []
-    for site in task_runtime.site_dirs(usr):
+    for site in task_runtime.site_dirs(usr, max_age=max_age):
         drop = set(task_runtime.hidden_entries(site, hidden))
         if drop:
             args += _rebuild_dir_args(site, "/usr/" + str(site.relative_to(usr)), drop)
@@ -488,9 +488,11 @@ class BubblewrapSandbox(Sandbox):
         args = [bwrap_path(), "--bind", str(self.root), "/", "--ro-bind", str(system.usr), "/usr"]
         for name in system.etc:
             args += ["--ro-bind", str(system.root / "etc" / name), f"/etc/{name}"]
-        args += masked_site_args(system.usr, task_runtime.hidden_distributions(self.spec))
+        # The host's /usr may change under a long run (a package installed): look again every minute.
+        max_age = 60.0 if system.label == "host" else None
+        args += masked_site_args(system.usr, task_runtime.hidden_distributions(self.spec), max_age=max_age)
         own = task_runtime.termgym_install_dir() if system.label == "host" else None
-        if own is not None and not any(own.is_relative_to(d) for d in task_runtime.site_dirs(system.usr)):
+        if own is not None and not any(own.is_relative_to(d) for d in task_runtime.site_dirs(system.usr, max_age=max_age)):
             args += ["--tmpfs", str(own), "--remount-ro", str(own)]  # an install outside the site dirs
         if self.spec.network and os.path.exists("/etc/resolv.conf"):
             args += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]

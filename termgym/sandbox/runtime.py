@@ -483,29 +483,63 @@ def entry_distribution(entry: str) -> str | None:
 
 
 def hidden_entries(site_dir: str | Path, names: Iterable[str]) -> list[str]:
-    """Entries of ``site_dir`` (a site- or dist-packages directory) that belong to ``names``."""
+    """Paths (relative to ``site_dir``, a site- or dist-packages directory) that belong to ``names``.
+
+    Top-level entries, the bytecode single-module distributions leave in ``__pycache__``, and
+    vendored copies inside other packages (``pkg_resources/_vendor/more_itertools``).
+    """
     wanted = {normalise(n) for n in names}
-    try:
-        entries = sorted(os.listdir(site_dir))
-    except OSError:
-        return []
-    found = [e for e in entries if entry_distribution(e) in wanted]
-    # Single-module distributions (six.py) leave their bytecode in the directory's __pycache__.
-    if "__pycache__" in entries:
-        with contextlib.suppress(OSError):
-            found += [f"__pycache__/{e}" for e in sorted(os.listdir(Path(site_dir, "__pycache__")))
-                      if normalise(e.split(".", 1)[0]) in wanted]
-    return found
+
+    def scan(directory, prefix, depth):
+        try:
+            entries = sorted(os.listdir(directory))
+        except OSError:
+            return []
+        found = [prefix + e for e in entries if entry_distribution(e) in wanted]
+        if "__pycache__" in entries:
+            try:
+                cached = sorted(os.listdir(os.path.join(directory, "__pycache__")))
+            except OSError:
+                cached = []
+            found += [f"{prefix}__pycache__/{e}" for e in cached if normalise(e.split(".", 1)[0]) in wanted]
+        if depth < 2:
+            for e in entries:
+                for vendor in ("_vendor", "vendor", "extern", "_vendored"):
+                    inner = os.path.join(directory, e, vendor)
+                    if prefix + e not in found and os.path.isdir(inner) and not os.path.islink(inner):
+                        found += scan(inner, f"{prefix}{e}/{vendor}/", depth + 1)
+        return found
+
+    return scan(str(site_dir), "", 0)
 
 
-def site_dirs(usr: str | Path) -> list[Path]:
-    """The Python package directories under a ``/usr`` tree (``usr`` is its host path)."""
-    usr = Path(usr)
+_SITE_DIR_NAMES = ("site-packages", "dist-packages")
+_site_dirs_cache: dict[str, tuple[float, list[Path]]] = {}
+
+
+def site_dirs(usr: str | Path, *, max_age: float | None = None) -> list[Path]:
+    """Every Python package directory (``site-packages``, ``dist-packages``) under a ``/usr`` tree.
+
+    Not only the system Python's: a bundled interpreter (a cloud SDK's, a tool's virtualenv) has
+    its own, often with vendored copies of popular projects. The walk is cached per tree;
+    ``max_age`` (seconds) bounds how old a cached answer may be (None: forever, for a runtime that
+    never changes).
+    """
+    key = str(usr)
+    cached = _site_dirs_cache.get(key)
+    if cached is not None and (max_age is None or time.monotonic() - cached[0] < max_age):
+        return cached[1]
     found: list[Path] = []
-    for pattern in ("lib/python3/dist-packages", "lib/python3*/dist-packages", "lib/python3*/site-packages",
-                    "local/lib/python3*/dist-packages", "local/lib/python3*/site-packages"):
-        found += sorted(p for p in usr.glob(pattern) if p.is_dir() and not p.is_symlink())
-    return list(dict.fromkeys(found))
+    for dirpath, dirnames, _ in os.walk(key):  # does not follow symlinks
+        for name in list(dirnames):
+            if name in _SITE_DIR_NAMES:
+                found.append(Path(dirpath, name))
+                dirnames.remove(name)  # a site dir's packages are scanned by hidden_entries
+            elif name in ("share", "include", "src") and dirpath == key:
+                dirnames.remove(name)  # /usr/share, /usr/include, /usr/src hold no importable trees
+    found.sort()
+    _site_dirs_cache[key] = (time.monotonic(), found)
+    return found
 
 
 def termgym_install_dir() -> Path | None:
@@ -522,23 +556,21 @@ def mask_shell_command(names: Iterable[str]) -> str:
     """
     wanted = sorted({normalise(n) for n in names})
     script = (
-        "import os, sys, glob, shutil\n"
-        f"wanted = set({wanted!r})\n"
+        "from __future__ import annotations\nimport os, shutil\n"
         f"{_ENTRY_SOURCE}\n"
         "dirs = []\n"
-        "for p in ('/usr/lib/python3/dist-packages', '/usr/lib/python3*/dist-packages', "
-        "'/usr/lib/python3*/site-packages', '/usr/local/lib/python3*/dist-packages', "
-        "'/usr/local/lib/python3*/site-packages'):\n"
-        "    dirs += glob.glob(p)\n"
+        "for top in ('/usr', '/opt'):\n"
+        "    for path, subdirs, _ in os.walk(top):\n"
+        "        for n in [n for n in subdirs if n in ('site-packages', 'dist-packages')]:\n"
+        "            dirs.append(os.path.join(path, n))\n"
+        "            subdirs.remove(n)\n"
         "for d in dict.fromkeys(dirs):\n"
-        "    cache = os.path.join(d, '__pycache__')\n"
-        "    found = [os.path.join(d, e) for e in os.listdir(d) if entry_distribution(e) in wanted]\n"
-        "    if os.path.isdir(cache):\n"
-        "        found += [os.path.join(cache, e) for e in os.listdir(cache) if normalise(e.split('.', 1)[0]) in wanted]\n"
-        "    for p in found:\n"
+        f"    for rel in hidden_entries(d, {wanted!r}):\n"
+        "        p = os.path.join(d, rel)\n"
         "        shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)\n"
     )
-    return f"command -v python3 >/dev/null 2>&1 && python3 -I -c {_shell_quote(script)} || true"
+    # An image without python3 has no Python packages to hide; a failure inside must show.
+    return f"if command -v python3 >/dev/null 2>&1; then python3 -I -c {_shell_quote(script)}; fi"
 
 
 def _shell_quote(text: str) -> str:
@@ -557,6 +589,7 @@ _ENTRY_SOURCE = "\n".join([
     "_METADATA_SUFFIXES = " + repr(_METADATA_SUFFIXES),
     _function_source(normalise),
     _function_source(entry_distribution),
+    _function_source(hidden_entries),
 ])
 
 __all__ = [
