@@ -134,6 +134,8 @@ class SystemTree:
 
 
 _SYSTEM_TREES: dict[Path, SystemTree] = {}
+#: masked_site_args per (usr tree, hidden names): every sandbox of a task asks the same question.
+_MASK_ARGS: dict[tuple[str, frozenset[str]], tuple[float, list[str]]] = {}
 _HOST_WARNED = False
 
 
@@ -175,11 +177,16 @@ def masked_site_args(usr: Path, hidden: set[str], *, max_age: float | None = Non
     bound back, so the hidden ones do not exist at all (an empty mount point would still import,
     as a namespace package).
     """
+    key = (str(usr), frozenset(hidden))
+    cached = _MASK_ARGS.get(key)
+    if cached is not None and (max_age is None or time.monotonic() - cached[0] < max_age):
+        return cached[1]
     args: list[str] = []
     for site in task_runtime.site_dirs(usr, max_age=max_age):
         drop = set(task_runtime.hidden_entries(site, hidden))
         if drop:
             args += _rebuild_dir_args(site, "/usr/" + str(site.relative_to(usr)), drop)
+    _MASK_ARGS[key] = (time.monotonic(), args)
     return args
 
 
@@ -583,10 +590,18 @@ class BubblewrapSandbox(Sandbox):
     def _pids_exhausted(self) -> bool:
         if not self._cgroups or not self.spec.limits.pids:
             return False
-        with contextlib.suppress(OSError, ValueError):
-            current = int((self._cgroups[-1] / "pids.current").read_text())
-            return current >= int(self.spec.limits.pids) * 0.9
-        return False
+        # Processes a command killed on its way out are reaped by the sandbox's init a moment later:
+        # give that a few milliseconds before calling the sandbox full.
+        for attempt in range(5):
+            try:
+                current = int((self._cgroups[-1] / "pids.current").read_text())
+            except (OSError, ValueError):
+                return False
+            if current < int(self.spec.limits.pids) * 0.9:
+                return False
+            if attempt < 4:
+                time.sleep(0.02)
+        return True
 
     def _shell(self) -> int | None:
         if self._shell_pid is None and self._init_pid is not None:
