@@ -461,9 +461,12 @@ class DockerSandbox(Sandbox):
         The container's file system is its own, so they are removed before the agent's first
         command (the local backend mounts over them instead); see :mod:`termgym.sandbox.runtime`.
         """
-        from termgym.sandbox.runtime import hidden_distributions, mask_shell_command
+        from termgym.sandbox.runtime import hidden_distributions, mask_shell_command, runtime_has_none_of
 
-        result = self._run(mask_shell_command(hidden_distributions(self.spec)), 60)
+        hidden = hidden_distributions(self.spec)
+        if runtime_has_none_of(self.runtime, hidden):
+            return  # the image is a runtime known here to hold none of them: no command needed
+        result = self._run(mask_shell_command(hidden), 60)
         if result.exit_code != 0:
             raise SandboxError(f"could not hide installed package copies in the container: {result.output[-500:]}")
 

@@ -542,6 +542,25 @@ def site_dirs(usr: str | Path, *, max_age: float | None = None) -> list[Path]:
     return found
 
 
+_clean_cache: dict[tuple[str, frozenset[str]], bool] = {}
+
+
+def runtime_has_none_of(version: str | None, names: Iterable[str]) -> bool:
+    """True when the runtime ``version`` is built here and none of ``names`` is in its Python dirs.
+
+    A container from that runtime's image then has nothing to hide, and the Docker backend skips
+    the clean-up command. False whenever it cannot tell (another image, a runtime not built here).
+    """
+    if not version or not version.startswith(f"{RUNTIME_SUITE}-"):
+        return False
+    key = (version, frozenset(normalise(n) for n in names))
+    if key not in _clean_cache:
+        info = find_runtime(version)
+        _clean_cache[key] = info is not None and not any(
+            hidden_entries(site, key[1]) for top in ("usr", "opt") for site in site_dirs(info.rootfs / top))
+    return _clean_cache[key]
+
+
 def termgym_install_dir() -> Path | None:
     """The directory this termgym is imported from, when it sits under ``/usr`` (a system install)."""
     here = Path(__file__).resolve().parents[1]

@@ -177,7 +177,7 @@ def test_hidden_entries_include_bytecode_of_single_modules(tmp_path):
 
 
 @pytest.mark.docker
-def test_docker_image_is_imported_from_the_same_runtime(runtime):
+def test_docker_image_is_imported_from_the_same_runtime(runtime, tmp_path):
     from termgym.sandbox.docker import DockerSandbox, get_client
     from termgym.sandbox.images import LABEL_RECIPE, import_runtime
 
@@ -198,8 +198,23 @@ def test_docker_image_is_imported_from_the_same_runtime(runtime):
             same = local_box.exec("python3 -c 'import platform; print(platform.python_version())'; "
                                   "python3 -m pytest --version 2>&1; cat /etc/debian_version")
         assert out.exit_code == 0 and out.output == same.output
+        # the runtime holds a pytest dependency (more-itertools): a task on that project must not see it
+        project = tmp_path / "mi"
+        (project / "more_itertools").mkdir(parents=True)
+        (project / "more_itertools" / "__init__.py").write_text("")
+        with DockerSandbox(SandboxSpec(image=name, workdir="/app", copy_dirs={str(project): "/app"})) as box:
+            gone = box.exec("cd / && python3 -c 'import more_itertools' 2>&1; python3 -m pytest --version 2>&1")
+        assert "No module named 'more_itertools'" in gone.output and f"pytest {runtime.pytest}" in gone.output
     finally:
         client.images.remove(name, force=True)
+
+
+def test_runtime_clean_check(runtime):
+    from termgym.sandbox.runtime import runtime_has_none_of
+
+    assert runtime_has_none_of(runtime.version, ["termgym", "ledgerly"])
+    assert not runtime_has_none_of(runtime.version, ["more-itertools"])  # a pytest dependency in the runtime
+    assert not runtime_has_none_of("image:python:3.12", ["termgym"])  # cannot tell: the container cleans up
 
 
 # -- records and commands -------------------------------------------------------------------------
