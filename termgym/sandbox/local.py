@@ -80,9 +80,16 @@ done
 """
 
 
+_BWRAP: list[str] = []  # found once per process: every sandbox start asks
+
+
 def bwrap_path() -> str:
     """The bubblewrap binary, or a clear error saying how to install it."""
+    if _BWRAP and os.path.exists(_BWRAP[0]):
+        return _BWRAP[0]
     path = shutil.which("bwrap")
+    if path:
+        _BWRAP[:] = [path]
     if not path:
         raise BackendUnavailable(
             "the local sandbox needs bubblewrap, which is not installed: "

@@ -32,6 +32,7 @@ import configparser
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -81,6 +82,11 @@ class RuntimeMissing(BackendUnavailable):
 
 def recipe_hash(packages: Iterable[str] = RUNTIME_PACKAGES, suite: str = RUNTIME_SUITE) -> str:
     """A short hash of everything that decides the runtime's content (not the mirror)."""
+    return _recipe_hash(tuple(packages), suite)
+
+
+@functools.lru_cache(maxsize=16)  # asked at every sandbox start
+def _recipe_hash(packages: tuple[str, ...], suite: str) -> str:
     text = "\n".join([f"recipe v{RUNTIME_RECIPE_VERSION}", suite, *sorted(packages), *PRUNED_PATHS])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -154,9 +160,19 @@ def load_runtime(path: Path) -> RuntimeInfo | None:
     return RuntimeInfo(**data)
 
 
+_loaded: dict[Path, RuntimeInfo] = {}
+
+
 def find_runtime(version: str | None = None) -> RuntimeInfo | None:
     """The built runtime of ``version`` (default: :func:`current_version`), or None."""
-    return load_runtime(runtime_home() / (version or current_version()))
+    path = runtime_home() / (version or current_version())
+    info = _loaded.get(path)
+    if info is not None and os.path.isdir(path / "rootfs" / "usr"):  # still there (not removed)
+        return info
+    info = load_runtime(path)
+    if info is not None:
+        _loaded[path] = info
+    return info
 
 
 def installed_runtimes() -> list[RuntimeInfo]:
@@ -261,6 +277,7 @@ def remove_runtime(version: str) -> bool:
     if not (path / "runtime.json").exists():
         return False
     trash = runtime_home() / f".removing-{version}-{os.getpid()}"
+    _loaded.pop(path, None)
     os.rename(path, trash)
     shutil.rmtree(trash, ignore_errors=True)
     return True
@@ -394,6 +411,7 @@ _NOT_PACKAGES = {"test", "tests", "testing", "doc", "docs", "example", "examples
                  "scripts", "tools", "setup", "conftest", "noxfile", "build", "dist", "site", "src"}
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise(name: str) -> str:
     """A distribution or module name in one spelling (PEP 503, underscores): ``More-Itertools`` ->
     ``more_itertools``."""
@@ -604,7 +622,7 @@ def _function_source(fn) -> str:
 
 # The same classification runs inside containers (their python3, not ours): ship its source.
 _ENTRY_SOURCE = "\n".join([
-    "import re",
+    "import functools\nimport re",
     "_METADATA_SUFFIXES = " + repr(_METADATA_SUFFIXES),
     _function_source(normalise),
     _function_source(entry_distribution),
