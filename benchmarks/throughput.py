@@ -3,8 +3,8 @@
 Episodes run in one asyncio event loop through ``TerminalEnv.areset`` / ``astep`` (the path veRL
 agent loops use): reset, the task's oracle actions, submit, grade. At each concurrency level that
 many episodes start at once (level 1 runs two, one after the other; quick mode runs one); the level's throughput is
-episodes whose grade passed divided by the wall time of the level. Levels rise (1, 8, 32, 64)
-until something breaks: an exception, a failed grade, or the level's time budget; the report says
+episodes whose grade passed divided by the wall time of the level. Levels rise (1, 8, 32, 64,
+128, 256) until something breaks: an exception, a failed grade, or the level's time budget; the report says
 what broke and does not go higher for that backend.
 
 Two workloads: **SWE-SYNTH** (a real oracle fix, graded by the repository's test suite in a fresh

@@ -240,7 +240,16 @@ def _build_locked(home: Path, version: str, mirror: str, log: Log) -> RuntimeInf
     root = staging / "rootfs"
     try:
         log(f"building task runtime {version}: debootstrap --variant=minbase {RUNTIME_SUITE} from {mirror}")
-        _run(["debootstrap", "--variant=minbase", RUNTIME_SUITE, str(root), mirror], "debootstrap")
+        keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+        keyring_args = [f"--keyring={keyring}"] if keyring.is_file() else []
+        try:
+            _run(["debootstrap", "--variant=minbase", *keyring_args, RUNTIME_SUITE, str(root), mirror], "debootstrap")
+        except SandboxError as exc:
+            if keyring_args:
+                raise
+            # Ubuntu and other non-Debian hosts lack Debian's signing keys
+            raise SandboxError(f"{exc}\n(no {keyring} here: `apt-get install debian-archive-keyring` "
+                               "lets debootstrap check Debian's signatures)") from exc
         install_packages(root, mirror, RUNTIME_PACKAGES, log)
         for rel in PRUNED_PATHS:
             shutil.rmtree(root / rel, ignore_errors=True)
