@@ -80,16 +80,9 @@ done
 """
 
 
-_BWRAP: list[str] = []  # found once per process: every sandbox start asks
-
-
 def bwrap_path() -> str:
     """The bubblewrap binary, or a clear error saying how to install it."""
-    if _BWRAP and os.path.exists(_BWRAP[0]):
-        return _BWRAP[0]
     path = shutil.which("bwrap")
-    if path:
-        _BWRAP[:] = [path]
     if not path:
         raise BackendUnavailable(
             "the local sandbox needs bubblewrap, which is not installed: "
@@ -127,13 +120,16 @@ class SystemTree:
     """What a local sandbox binds read-only as its system: a ``/`` whose ``usr`` and ``etc`` it uses.
 
     ``label`` is what records show (the runtime version, or ``"host"``); ``etc`` the allow-listed
-    ``/etc`` names present in it; ``links`` the merged-usr symlinks at its top (name -> target).
+    ``/etc`` names present in it that are bound; ``etc_links`` those that are symlinks (recreated
+    as symlinks, so ``/etc/localtime -> /usr/share/zoneinfo/...`` resolves in the sandbox's own
+    ``/usr``, not the host's); ``links`` the merged-usr symlinks at its top (name -> target).
     """
 
     root: Path
     label: str
     etc: tuple[str, ...]
     links: tuple[tuple[str, str], ...]
+    etc_links: tuple[tuple[str, str], ...] = ()
 
     @property
     def usr(self) -> Path:
@@ -167,11 +163,13 @@ def _scan_system(root: Path, label: str) -> SystemTree:
     cached = _SYSTEM_TREES.get(root)
     if cached is not None and cached.label == label:
         return cached
-    etc = [n for n in ETC_ALLOWLIST if os.path.lexists(root / "etc" / n)]
+    names = [n for n in ETC_ALLOWLIST if os.path.lexists(root / "etc" / n)]
     with contextlib.suppress(OSError):
-        etc += sorted(n for n in os.listdir(root / "etc") if n.startswith("python3") and n not in etc)
+        names += sorted(n for n in os.listdir(root / "etc") if n.startswith("python3") and n not in names)
+    etc_links = tuple((n, os.readlink(root / "etc" / n)) for n in names if os.path.islink(root / "etc" / n))
+    etc = tuple(n for n in names if not os.path.islink(root / "etc" / n))
     links = tuple((n, os.readlink(root / n)) for n in MERGED_USR_LINKS if os.path.islink(root / n))
-    tree = SystemTree(root=root, label=label, etc=tuple(etc), links=links)
+    tree = SystemTree(root=root, label=label, etc=etc, links=links, etc_links=etc_links)
     if label != "host":  # a built runtime never changes; the host's /usr may
         _SYSTEM_TREES[root] = tree
     return tree
@@ -227,6 +225,7 @@ class BubblewrapSandbox(Sandbox):
         super().__init__(spec, mode=mode)
         self.runtime_mode = task_runtime.runtime_mode(runtime)
         self._system: SystemTree | None = None
+        self._bwrap = ""  # the bubblewrap binary, found at start
         self._use_cgroups = cgroups_available() if use_cgroups is None else use_cgroups
         self._lock = threading.RLock()
         self._started = False
@@ -247,7 +246,7 @@ class BubblewrapSandbox(Sandbox):
         with self._lock:
             if self._started:
                 return
-            bwrap_path()
+            self._bwrap = bwrap_path()
             self._system = system_tree(self.runtime_mode)
             self.host_dir = Path(tempfile.mkdtemp(prefix="termgym-local-", dir=sandbox_parent_dir()))
             self.root = self.host_dir / "root"
@@ -479,12 +478,13 @@ class BubblewrapSandbox(Sandbox):
         (etc / "hosts").write_text("127.0.0.1\tlocalhost sandbox\n::1\tlocalhost\n")
         (etc / "resolv.conf").write_text("")
         for name in system.etc:
-            src = system.root / "etc" / name
             p = etc / name
-            if src.is_dir() and not src.is_symlink():
+            if (system.root / "etc" / name).is_dir():
                 p.mkdir(exist_ok=True)
             else:
                 p.touch()
+        for name, target in system.etc_links:
+            os.symlink(target, etc / name)
         workdir = root / self.spec.workdir.lstrip("/")
         workdir.mkdir(parents=True, exist_ok=True)
         for host_src, dest in self.spec.copy_dirs.items():
@@ -499,7 +499,7 @@ class BubblewrapSandbox(Sandbox):
         assert self.root is not None
         system = self._system
         assert system is not None
-        args = [bwrap_path(), "--bind", str(self.root), "/", "--ro-bind", str(system.usr), "/usr"]
+        args = [self._bwrap, "--bind", str(self.root), "/", "--ro-bind", str(system.usr), "/usr"]
         for name in system.etc:
             args += ["--ro-bind", str(system.root / "etc" / name), f"/etc/{name}"]
         # The host's /usr may change under a long run (a package installed): look again every minute.
