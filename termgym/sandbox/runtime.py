@@ -478,8 +478,23 @@ def hidden_distributions(spec) -> set[str]:
     names = {normalise(n) for n in ALWAYS_HIDDEN}
     names.update(normalise(n) for n in getattr(spec, "hidden_packages", ()) or ())
     for host_dir in getattr(spec, "copy_dirs", {}) or {}:
-        names |= project_distributions(host_dir)
+        names |= _cached_project_distributions(host_dir)
     return names
+
+
+_projects: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def _cached_project_distributions(host_dir: str) -> frozenset[str]:
+    # Every reset of a task copies the same prepared tree: read its metadata once per directory
+    # mtime (entries added or removed; prepared workspaces are never edited in place).
+    try:
+        key = (str(host_dir), os.stat(host_dir).st_mtime_ns)
+    except OSError:
+        return frozenset()
+    if key not in _projects:
+        _projects[key] = frozenset(project_distributions(host_dir))
+    return _projects[key]
 
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".pth", ".egg")
