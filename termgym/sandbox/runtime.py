@@ -438,12 +438,18 @@ def project_distributions(project_dir: str | Path) -> set[str]:
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         with contextlib.suppress(Exception):
-            import tomllib
-
-            data = tomllib.loads(pyproject.read_text())
-            for name in (data.get("project", {}).get("name"), data.get("tool", {}).get("poetry", {}).get("name")):
-                if isinstance(name, str):
-                    names.add(name)
+            text = pyproject.read_text()
+            try:
+                import tomllib
+            except ImportError:  # Python 3.10: the name line of [project] / [tool.poetry] is enough
+                for section in re.split(r"^\[", text, flags=re.M):
+                    if section.startswith(("project]", "tool.poetry]")):
+                        names.update(re.findall(r"""^name\s*=\s*["']([^"']+)["']""", section, re.M)[:1])
+            else:
+                data = tomllib.loads(text)
+                for name in (data.get("project", {}).get("name"), data.get("tool", {}).get("poetry", {}).get("name")):
+                    if isinstance(name, str):
+                        names.add(name)
     setup_cfg = root / "setup.cfg"
     if setup_cfg.is_file():
         with contextlib.suppress(Exception):
