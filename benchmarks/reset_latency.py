@@ -8,6 +8,9 @@ hand: ``docker run`` plus ``docker cp`` of the same prepared repository. The pre
 closed before each timed reset (its close time is reported separately); the first reset of each
 method, which also builds the prepared-repository cache, is not counted.
 
+The local rows run on the pinned task runtime; one row runs the same sandbox on the host's ``/usr``
+(``runtime="host"``) for comparison.
+
 **Container start** (issue 3): ``docker run -d --rm --network none --init IMAGE sleep infinity``
 through the CLI against ``DockerSandbox`` start plus a first ``exec``, without and with the warm
 pool, and the local sandbox for reference.
@@ -19,6 +22,7 @@ import contextlib
 import subprocess
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 
 from benchmarks.common import (
@@ -101,6 +105,10 @@ def run(ctx: Context) -> Section:
         env_method(f"termgym local (default: root in {default_root}, {filesystem_type(default_root)})", "local")
         if default_root != tmp:  # also on the temp directory's disk, as without a roomy tmpfs
             env_method(f"termgym local (root in {tmp}, {filesystem_type(tmp)})", "local", root=tmp)
+        # the same sandbox on this host's /usr instead of the pinned task runtime (issue 20)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            env_method("local on the host's /usr (runtime='host')", "local", runtime="host")
         if docker_ok:
             from termgym.sandbox.images import DEFAULT_BASE_IMAGE
             from termgym.sandbox.pool import WarmPool

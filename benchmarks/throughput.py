@@ -3,13 +3,21 @@
 Episodes run in one asyncio event loop through ``TerminalEnv.areset`` / ``astep`` (the path veRL
 agent loops use): reset, the task's oracle actions, submit, grade. At each concurrency level that
 many episodes start at once (level 1 runs two, one after the other; quick mode runs one); the level's throughput is
-episodes whose grade passed divided by the wall time of the level. Levels rise (1, 8, 32, 64)
-until something breaks: an exception, a failed grade, or the level's time budget; the report says
+episodes whose grade passed divided by the wall time of the level. Levels rise (1, 8, 32, 64,
+128, 256) until something breaks: an exception, a failed grade, or the level's time budget; the report says
 what broke and does not go higher for that backend.
 
 Two workloads: **SWE-SYNTH** (a real oracle fix, graded by the repository's test suite in a fresh
 sandbox: dominated by pytest's CPU time) and **light** (a custom ``CommandTask``: one command and a
 ``grep`` grader, so the numbers show termgym's own overhead).
+
+Scaling (full runs): the same oracle episodes with the benchmark pinned to 1, 2, ... all cores
+(``sched_setaffinity``, inherited by every sandbox process) and driven by one Python process or by
+one per core (each its own event loop). Efficiency = episodes/s ÷ (cores × the 1-core, 1-process
+rate). One driving process costs a few milliseconds of its own CPU per episode (starting
+bubblewrap, building roots, parsing results, all under one GIL), which caps it near 150-180 light
+episodes/s however many cores there are: several drivers (veRL's agent-loop workers, the Ray
+evaluation runner) lift that cap.
 
 Memory is sampled every 0.1 s during a level: for local sandboxes the resident memory (RSS) of
 every process under this one (bubblewrap, the sandbox shells and what they run); for Docker the
@@ -21,6 +29,7 @@ once per process, so the local figure is an upper bound.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import threading
 import time
@@ -169,8 +178,8 @@ def run(ctx: Context) -> Section:
     from termgym import CommandTask, ListSuite
     from termgym.env import TerminalEnv
 
-    levels = {"light": [1, 4], "swesynth": [2]} if ctx.quick else {"light": [1, 8, 32, 64],
-                                                                     "swesynth": [1, 8, 32, 64]}
+    levels = {"light": [1, 4], "swesynth": [2]} if ctx.quick else {"light": [1, 8, 32, 64, 128, 256],
+                                                                     "swesynth": [1, 8, 32, 64, 128, 256]}
     budget = 120.0 if ctx.quick else 180.0
     backends = ["local"]
     docker_ok, why = ctx.docker()
@@ -182,8 +191,9 @@ def run(ctx: Context) -> Section:
     light = ListSuite([CommandTask(f"light-{i}", f"Write {i} to out.txt.", grade_command=f"grep -qx {i} out.txt",
                                    oracle=[f"echo {i} > out.txt"]) for i in range(8)], name="light")
     workloads = {"light": (light, list(light.task_ids())), "swesynth": (swesynth, ctx.swesynth_task_ids(4))}
+    cores = len(os.sched_getaffinity(0))
     table = Table("Completed oracle episodes per second (passed episodes / wall time of the level)",
-                  ["workload", "backend", "concurrency", "episodes", "passed", "wall s", "episodes/s",
+                  ["workload", "backend", "cores", "concurrency", "episodes", "passed", "wall s", "episodes/s",
                    "peak MB", "MB per episode", "errors"])
     data: dict = {}
     broke: list[str] = []
@@ -203,7 +213,7 @@ def run(ctx: Context) -> Section:
                 per_episode = (peak - baseline) / level / 2**20
                 rate = result["passed"] / result["wall_s"] if result["wall_s"] > 0 else 0.0
                 errors = result["errors"]
-                table.add(workload, backend, level, result["episodes"], result["passed"], f"{result['wall_s']:.1f}",
+                table.add(workload, backend, cores, level, result["episodes"], result["passed"], f"{result['wall_s']:.1f}",
                           f"{rate:.2f}", f"{peak / 2**20:.0f}", f"{per_episode:.1f}", len(errors))
                 data.setdefault(workload, {}).setdefault(backend, {})[level] = {
                     **result, "episodes_per_s": round(rate, 3), "peak_bytes": peak, "baseline_bytes": baseline,
@@ -218,7 +228,11 @@ def run(ctx: Context) -> Section:
     if ctx.quick:
         section.notes.append("Quick mode: SWE-SYNTH runs on the local backend only.")
     section.data = data
-    cores = os.cpu_count() or 1
+    if not ctx.quick:
+        scaling_table, scaling_data = scaling(swesynth_dir=None, cache_dir=str(ctx.scratch / "swesynth-cache"),
+                                              log=ctx.log)
+        section.tables.append(scaling_table)
+        section.data = {**data, "scaling": scaling_data}
     for workload in workloads:
         top = levels[workload][-1]
         local = data.get(workload, {}).get("local", {}).get(top)
@@ -238,3 +252,113 @@ def run(ctx: Context) -> Section:
           memory, "MB per episode (peak)")
     section.plots.append(path.name)
     return section
+
+
+# -- scaling over cores and driving processes ----------------------------------------------------
+
+
+def _light_suite():
+    from termgym import CommandTask, ListSuite
+
+    return ListSuite([CommandTask(f"light-{i}", f"Write {i} to out.txt.", grade_command=f"grep -qx {i} out.txt",
+                                  oracle=[f"echo {i} > out.txt"]) for i in range(8)], name="light")
+
+
+def _driver(workload: str, cpus: list[int], concurrency: int, episodes: int, start_at: float,
+            cache_dir: str, task_ids: list[str]) -> dict:
+    """One driving process: pinned to ``cpus``, warmed up, then ``episodes`` oracle episodes at ``start_at``."""
+    os.sched_setaffinity(0, cpus)
+    from termgym.env import TerminalEnv
+
+    if workload == "light":
+        suite = _light_suite()
+    else:
+        from termgym.tasks.swesynth import BUNDLED_DIR, SweSynthSuite
+
+        suite = SweSynthSuite(BUNDLED_DIR, cache_dir=cache_dir)
+
+    def make_env():
+        return TerminalEnv(suite, max_steps=10)
+
+    asyncio.run(run_level(make_env, task_ids, 1, 300.0, quick=True))  # imports, caches, first sandbox
+    time.sleep(max(0.0, start_at - time.time()))
+    started = time.time()
+
+    async def level() -> dict:
+        semaphore = asyncio.Semaphore(concurrency)
+        errors: list[str] = []
+
+        async def guarded(i: int) -> None:
+            async with semaphore:
+                try:
+                    await one_episode(make_env, task_ids[i % len(task_ids)])
+                except Exception as exc:  # counted, not raised: the level reports its errors
+                    errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+
+        await asyncio.gather(*(guarded(i) for i in range(episodes)))
+        return {"passed": episodes - len(errors), "errors": errors}
+
+    result = asyncio.run(level())
+    return {**result, "started": started, "ended": time.time()}
+
+
+def scaling_point(workload: str, cores: int, drivers: int, concurrency: int, episodes: int, *,
+                  cache_dir: str, task_ids: list[str]) -> dict:
+    """Episodes/s with the run pinned to the first ``cores`` CPUs and split over ``drivers`` processes."""
+    cpus = sorted(os.sched_getaffinity(0))[:cores]
+    ctx = multiprocessing.get_context("spawn")
+    start_at = time.time() + 8.0 + 2.0 * drivers  # after every driver has started and warmed up
+    with ctx.Pool(drivers) as pool:
+        jobs = [pool.apply_async(_driver, (workload, cpus, max(1, concurrency // drivers), episodes // drivers,
+                                           start_at, cache_dir, task_ids)) for _ in range(drivers)]
+        results = [job.get(timeout=900) for job in jobs]
+    wall = max(r["ended"] for r in results) - min(r["started"] for r in results)
+    passed = sum(r["passed"] for r in results)
+    errors = [e for r in results for e in r["errors"]]
+    late = min(r["started"] for r in results) > start_at + 1.0  # a driver missed the common start
+    return {"workload": workload, "cores": cores, "drivers": drivers, "concurrency": concurrency,
+            "episodes": episodes, "passed": passed, "wall_s": round(wall, 3),
+            "episodes_per_s": round(passed / wall, 3) if wall > 0 else 0.0, "errors": errors, "late_start": late}
+
+
+def scaling(*, swesynth_dir=None, cache_dir: str, log=print, light_episodes: int = 256,
+            swesynth_episodes: int = 32) -> tuple[Table, list[dict]]:
+    """The scaling table: 1, 2, ... all cores (doubling), one driver vs one per core."""
+    from termgym.tasks.swesynth import BUNDLED_DIR, SweSynthSuite
+
+    total = len(os.sched_getaffinity(0))
+    core_counts = sorted({1, *[c for c in (2, 4, 8, 16, 32, 64) if c < total], total})
+    ids = list(SweSynthSuite(BUNDLED_DIR, cache_dir=cache_dir).task_ids("all"))
+    work = {"light": ([f"light-{i}" for i in range(8)], light_episodes),
+            "swesynth": ([ids[int(i * len(ids) / 4)] for i in range(4)], swesynth_episodes)}
+    table = Table("Scaling over cores (taskset) and driving processes",
+                  ["workload", "cores", "drivers", "concurrency", "episodes", "passed", "episodes/s",
+                   "efficiency vs 1 core", "errors"])
+    rows: list[dict] = []
+    for workload, (task_ids, episodes) in work.items():
+        base = None
+        for cores in core_counts:
+            for drivers in sorted({1, cores}):
+                concurrency = min(episodes, 16 * cores)
+                log(f"  scaling {workload}: {cores} core(s), {drivers} driver(s), {concurrency} concurrent")
+                row = scaling_point(workload, cores, drivers, concurrency, episodes, cache_dir=cache_dir,
+                                    task_ids=task_ids)
+                if cores == 1:
+                    base = row["episodes_per_s"]
+                row["efficiency"] = round(row["episodes_per_s"] / (cores * base), 3) if base else None
+                rows.append(row)
+                table.add(workload, cores, drivers, concurrency, episodes, row["passed"], f"{row['episodes_per_s']:.2f}",
+                          f"{row['efficiency']:.0%}" if row["efficiency"] is not None else "-", len(row["errors"]))
+    return table, rows
+
+
+if __name__ == "__main__":  # python -m benchmarks.throughput: the scaling table alone
+    import json
+    import sys
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="termgym-scaling-")
+    light_n, swe_n = (int(a) for a in (sys.argv[1:3] if len(sys.argv) > 2 else (256, 32)))
+    result_table, result_rows = scaling(cache_dir=cache, light_episodes=light_n, swesynth_episodes=swe_n,
+                                        log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(json.dumps(result_rows, indent=1))

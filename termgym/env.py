@@ -114,8 +114,9 @@ class TerminalEnv(gym.Env[str, str]):
         sandbox_options / protocol_options: extra constructor arguments for the backend / protocol.
 
     ``reset(seed=..., options={"task_id": ...})`` returns ``(task_prompt, info)`` with
-    ``info["system_prompt"]``, ``info["task_id"]``, ``info["messages"]`` and ``info["tools"]``.
-    ``step(message)`` returns ``(observation, reward, terminated, truncated, info)``; on the last step
+    ``info["system_prompt"]``, ``info["task_id"]``, ``info["messages"]``, ``info["tools"]`` and
+    ``info["runtime"]`` (the system the sandbox runs on: the pinned runtime's version, ``"host"`` or
+    a Docker image). ``step(message)`` returns ``(observation, reward, terminated, truncated, info)``; on the last step
     ``info["grade"]`` holds the grade and ``info["messages"]`` the whole chat history.
     """
 
@@ -206,6 +207,8 @@ class TerminalEnv(gym.Env[str, str]):
             "messages": list(self.messages),
             "tools": self.protocol.tools(),
             "suite": self.suite.name,
+            # the system the task runs on (a pinned runtime version, "host" or a Docker image)
+            "runtime": self.sandbox.runtime,
         }
         return prompt, info
 

@@ -257,6 +257,7 @@ class RecordEpisodes(gym.Wrapper):
             "split": getattr(base, "split", None),
             "protocol": getattr(protocol, "name", None),
             "backend": getattr(base, "backend", None),
+            "runtime": info.get("runtime"),
             "max_steps": getattr(base, "max_steps", None),
             "task_id": info.get("task_id", getattr(task, "task_id", None)),
             "seed": seed,

@@ -13,10 +13,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__)
     parser.add_argument("--docker-host", default=None, help="Docker engine (default: DOCKER_HOST or the local socket)")
     sub = parser.add_subparsers(dest="images_command", metavar="ACTION")
-    build = sub.add_parser("build-base", help="build the Debian base image with debootstrap (needs root)")
+    build = sub.add_parser("build-base", help="import the pinned task runtime as the base image "
+                           "(building the runtime first if needed: root, debootstrap)")
     build.add_argument("--name", default=None, help="image name (default: termgym/base:bookworm)")
-    build.add_argument("--force", action="store_true", help="rebuild even if the image is up to date")
-    build.add_argument("--mirror", default=None, help="Debian mirror (default: the one apt uses here)")
+    build.add_argument("--force", action="store_true", help="import again even if the image is up to date "
+                       "(rebuild the runtime itself with `termgym runtime build --force`)")
+    build.add_argument("--mirror", default=None, help="Debian mirror for a runtime build (default: the one apt uses here)")
     build.set_defaults(func=_build_base)
     listing = sub.add_parser("list", help="list termgym-built images")
     listing.set_defaults(func=_list)

@@ -81,7 +81,7 @@ class SandboxSpec:
     """
 
     workdir: str = "/workspace"
-    image: str | None = None  # a Docker image; the local backend uses the host's /usr
+    image: str | None = None  # a Docker image; the local backend runs on the pinned task runtime
     files: dict[str, str | bytes] = field(default_factory=dict)
     copy_dirs: dict[str, str] = field(default_factory=dict)  # host dir -> sandbox dir
     setup_commands: list[str] = field(default_factory=list)
@@ -89,6 +89,9 @@ class SandboxSpec:
     network: bool = False
     services: list[ServicePort] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
+    # Python distributions the system must not show (besides termgym and the projects in
+    # ``copy_dirs``, which are always hidden): installed copies of what the agent is asked to fix.
+    hidden_packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,12 @@ class Sandbox(ABC):
     @property
     def workdir(self) -> str:
         return self.spec.workdir
+
+    @property
+    def runtime(self) -> str | None:
+        """The system the sandbox runs on, as records show it: a task-runtime version such as
+        ``bookworm-5434a2a7fd2a``, ``"host"``, or ``image:<name>``; None before it started."""
+        return None
 
     @abstractmethod
     def start(self) -> None:

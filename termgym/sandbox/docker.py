@@ -252,6 +252,32 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
     return container.id
 
 
+_image_runtimes: dict[str, str] = {}
+
+
+def image_runtime(client, image: str) -> str:
+    """What records call the system of containers made from ``image`` (cached per image name).
+
+    termgym's base image carries the runtime version it was imported from; a task's own image is
+    named as ``image:<name>@<short id>``.
+    """
+    cached = _image_runtimes.get(image)
+    if cached is None:
+        from termgym.sandbox.images import LABEL_KIND, LABEL_RECIPE
+
+        try:
+            found = client.images.get(image)
+        except Exception:
+            return f"image:{image}"
+        labels = found.labels or {}
+        if labels.get(LABEL_KIND) == "base" and labels.get(LABEL_RECIPE):
+            cached = labels[LABEL_RECIPE]
+        else:
+            cached = f"image:{image}@{found.short_id.split(':')[-1]}"
+        _image_runtimes[image] = cached
+    return cached
+
+
 def remove_container(client, container_id: str) -> None:
     """Remove a container and everything running in it; a missing container is fine."""
     import docker.errors
@@ -422,11 +448,35 @@ class DockerSandbox(Sandbox):
                 if self.spec.services:
                     self._start_services()
                 self._copy_spec_files()
+                self._hide_installed_copies()
                 self._started = True
                 self.run_setup_commands()
             except BaseException:
                 self.close()
                 raise
+
+    def _hide_installed_copies(self) -> None:
+        """Delete termgym and installed copies of the workspace's project from the image's Python dirs.
+
+        The container's file system is its own, so they are removed before the agent's first
+        command (the local backend mounts over them instead); see :mod:`termgym.sandbox.runtime`.
+        """
+        from termgym.sandbox.runtime import hidden_distributions, mask_shell_command, runtime_has_none_of
+
+        hidden = hidden_distributions(self.spec)
+        if runtime_has_none_of(self.runtime, hidden):
+            return  # the image is a runtime known here to hold none of them: no command needed
+        result = self._run(mask_shell_command(hidden), 60)
+        if result.exit_code != 0:
+            raise SandboxError(f"could not hide installed package copies in the container: {result.output[-500:]}")
+
+    @property
+    def runtime(self) -> str | None:
+        """The task runtime version the image was imported from, else ``image:<name>``."""
+        image = self.spec.image or DEFAULT_BASE_IMAGE
+        if self._client is None:
+            return None
+        return image_runtime(self._client, image)
 
     def close(self) -> None:
         with self._lock:

@@ -1,9 +1,10 @@
 """Docker images for termgym without an image registry.
 
-``build_base_image`` makes the default sandbox image, ``termgym/base:bookworm``, on this machine:
-``debootstrap --variant=minbase`` from the Debian mirror apt is configured with, ``apt-get
-install`` of what tasks commonly need inside a chroot, then ``tar | docker import``. The image
-carries a label with the hash of its recipe, so a second call with the same recipe does nothing.
+``build_base_image`` makes the default sandbox image, ``termgym/base:bookworm``, from the pinned
+task runtime (:mod:`termgym.sandbox.runtime`): the same Debian tree the local backend runs on,
+built once with debootstrap and streamed into ``docker import``. The image carries the runtime
+version as its recipe label, so a second call with the same runtime does nothing, and the
+runtime a container ran on can be read back from its image.
 
 ``build_image`` builds a task's Dockerfile with the legacy builder (no BuildKit, no pulls). Its
 ``FROM`` images must already exist on the Docker host; when one does not, the error names it and
@@ -12,115 +13,44 @@ says how to provide it.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from termgym.sandbox.base import BackendUnavailable, SandboxError
+from termgym.sandbox.runtime import (  # noqa: F401 - debian_mirror is part of this module's API
+    RUNTIME_PACKAGES,
+    RUNTIME_SUITE,
+    RuntimeInfo,
+    build_runtime,
+    current_version,
+    debian_mirror,
+)
 
 DEFAULT_BASE_IMAGE = "termgym/base:bookworm"
-DEBIAN_SUITE = "bookworm"
-BASE_PACKAGES = (
-    "bash",
-    "coreutils",
-    "git",
-    "python3",
-    "python3-pytest",
-    "curl",
-    "tmux",
-    "procps",
-    "ca-certificates",
-)
-# Baked into the image with `docker import --change`; part of the recipe hash.
+DEBIAN_SUITE = RUNTIME_SUITE
+BASE_PACKAGES = RUNTIME_PACKAGES
+# Baked into the image with `docker import --change`.
 BASE_CHANGES = (
     "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "ENV LANG=C.UTF-8",
     "WORKDIR /workspace",
     'CMD ["bash"]',
 )
-# Bump when the build steps change in a way the package list does not show.
-RECIPE_VERSION = 1
-LABEL_RECIPE = "org.termgym.recipe"
+LABEL_RECIPE = "org.termgym.recipe"  # base images: the runtime version they were imported from
 LABEL_KIND = "org.termgym.image"  # "base" or "task"
-FALLBACK_MIRROR = "http://deb.debian.org/debian"
 
 Log = Callable[[str], None]
 
 
-def base_recipe_hash(packages: tuple[str, ...] = BASE_PACKAGES, suite: str = DEBIAN_SUITE) -> str:
-    """A short hash of everything that decides the base image's content (not the mirror)."""
-    text = "\n".join([f"v{RECIPE_VERSION}", suite, *sorted(packages), *BASE_CHANGES])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# -- the Debian mirror -------------------------------------------------------------------
-
-
-def debian_mirror(suite: str = DEBIAN_SUITE, apt_dir: str | Path = "/etc/apt") -> str:
-    """The Debian mirror apt on this machine uses for ``suite``.
-
-    Reads one-line ``sources.list`` files and deb822 ``*.sources`` files; ``TERMGYM_DEBIAN_MIRROR``
-    overrides. Security and update suites are skipped: debootstrap wants the main archive.
-    """
-    override = os.environ.get("TERMGYM_DEBIAN_MIRROR")
-    if override:
-        return override.rstrip("/")
-    apt_dir = Path(apt_dir)
-    candidates: list[Path] = []
-    if (apt_dir / "sources.list").is_file():
-        candidates.append(apt_dir / "sources.list")
-    if (apt_dir / "sources.list.d").is_dir():
-        candidates += sorted((apt_dir / "sources.list.d").iterdir())
-    for path in candidates:
-        try:
-            text = path.read_text()
-        except OSError:
-            continue
-        if path.name.endswith(".sources"):
-            found = _mirror_from_deb822(text, suite)
-        elif path.name.endswith(".list"):
-            found = _mirror_from_one_line(text, suite)
-        else:
-            found = None
-        if found:
-            return found.rstrip("/")
-    return FALLBACK_MIRROR
-
-
-def _mirror_from_one_line(text: str, suite: str) -> str | None:
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        # deb [options] uri suite components...
-        line = re.sub(r"\[[^\]]*\]", "", line)
-        parts = line.split()
-        if len(parts) >= 3 and parts[0] == "deb" and parts[2] == suite:
-            return parts[1]
-    return None
-
-
-def _mirror_from_deb822(text: str, suite: str) -> str | None:
-    for stanza in re.split(r"\n\s*\n", text):
-        fields: dict[str, str] = {}
-        for line in stanza.splitlines():
-            if line.startswith("#") or ":" not in line or line[:1].isspace():
-                continue
-            key, value = line.split(":", 1)
-            fields[key.strip().lower()] = value.strip()
-        if fields.get("enabled", "yes").lower() == "no":
-            continue
-        if "deb" not in fields.get("types", "").split():
-            continue
-        if suite in fields.get("suites", "").split() and fields.get("uris"):
-            return fields["uris"].split()[0]
-    return None
+def base_recipe_hash() -> str:
+    """The recipe label an up-to-date base image carries: the current runtime version."""
+    return current_version()
 
 
 # -- the base image ----------------------------------------------------------------------
@@ -176,52 +106,43 @@ def build_base_image(
     name: str = DEFAULT_BASE_IMAGE,
     *,
     force: bool = False,
-    packages: tuple[str, ...] = BASE_PACKAGES,
     mirror: str | None = None,
     client=None,
     log: Log = print,
 ) -> str:
-    """Build the termgym Debian base image as ``name`` unless it is already up to date.
+    """Import the pinned task runtime into Docker as ``name`` unless it is already there.
 
-    Needs root, ``debootstrap`` and the Debian mirror (``debian_mirror()``); the Docker engine may
-    be remote (the root filesystem is streamed to it). Returns the image id.
+    Builds the runtime first when it is missing (root, debootstrap, the Debian mirror); the Docker
+    engine may be remote (the root file system is streamed to it). ``force`` imports again.
+    Returns the image id.
     """
     client = client or docker_client()
-    recipe = base_recipe_hash(packages)
-    if not force and image_recipe(client, name) == recipe:
-        log(f"{name} is up to date (recipe {recipe})")
+    version = current_version()
+    if not force and image_recipe(client, name) == version:
+        log(f"{name} is up to date (recipe {version})")
         return client.images.get(name).id
-    if os.geteuid() != 0:
-        raise SandboxError("building the base image needs root (debootstrap and chroot); run it as root")
-    if not shutil.which("debootstrap"):
-        raise SandboxError("debootstrap is not installed: apt-get install -y debootstrap")
-    mirror = (mirror or debian_mirror()).rstrip("/")
+    info = build_runtime(mirror=mirror, log=log)
+    return import_runtime(info, name, client=client, log=log)
+
+
+def import_runtime(info: RuntimeInfo, name: str = DEFAULT_BASE_IMAGE, *, client=None, log: Log = print) -> str:
+    """``tar | docker import`` the runtime ``info`` as image ``name``; return the image id."""
+    client = client or docker_client()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="termgym-rootfs-") as tmp:
-        root = Path(tmp) / "rootfs"
-        log(f"debootstrap --variant=minbase {DEBIAN_SUITE} from {mirror}")
-        _run(["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), mirror], "debootstrap")
-        _install_packages(root, mirror, packages, log)
-        log("importing into docker")
-        changes = [*BASE_CHANGES, f"LABEL {LABEL_RECIPE}={recipe}", f"LABEL {LABEL_KIND}=base"]
-        repository, tag = split_tag(name)
-        tar = subprocess.Popen(
-            ["tar", "--numeric-owner", "-C", str(root), "-c", "."],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            result = client.api.import_image_from_stream(
-                _chunks(tar.stdout), repository=repository, tag=tag, changes=changes
-            )
-        finally:
-            tar.stdout.close()
-            err = tar.stderr.read().decode(errors="replace")
-            if tar.wait() != 0:
-                raise SandboxError(f"tar of the base root filesystem failed: {err.strip()}")
+    log(f"importing runtime {info.version} into docker as {name}")
+    changes = [*BASE_CHANGES, f"LABEL {LABEL_RECIPE}={info.version}", f"LABEL {LABEL_KIND}=base"]
+    repository, tag = split_tag(name)
+    tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(info.rootfs), "-c", "."],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        client.api.import_image_from_stream(_chunks(tar.stdout), repository=repository, tag=tag, changes=changes)
+    finally:
+        tar.stdout.close()
+        err = tar.stderr.read().decode(errors="replace")
+        if tar.wait() != 0:
+            raise SandboxError(f"tar of the runtime root file system failed: {err.strip()}")
     image = client.images.get(name)
-    log(f"built {name} ({image.short_id}) in {time.monotonic() - started:.0f}s")
-    del result
+    log(f"imported {name} ({image.short_id}) in {time.monotonic() - started:.1f}s")
     return image.id
 
 
@@ -236,45 +157,6 @@ def split_tag(name: str) -> tuple[str, str]:
 def _chunks(stream, size: int = 1 << 20) -> Iterator[bytes]:
     while chunk := stream.read(size):
         yield chunk
-
-
-def _install_packages(root: Path, mirror: str, packages: tuple[str, ...], log: Log) -> None:
-    (root / "etc/apt/sources.list").write_text(f"deb {mirror} {DEBIAN_SUITE} main\n")
-    # The chroot resolves the mirror with the host's resolver; the image gets no resolv.conf of ours.
-    resolv = root / "etc/resolv.conf"
-    if Path("/etc/resolv.conf").exists():
-        shutil.copyfile("/etc/resolv.conf", resolv)
-    # Keep services from starting inside the chroot while packages install.
-    policy = root / "usr/sbin/policy-rc.d"
-    policy.write_text("#!/bin/sh\nexit 101\n")
-    policy.chmod(0o755)
-    proc = root / "proc"
-    subprocess.run(["mount", "-t", "proc", "proc", str(proc)], check=False, capture_output=True)
-    try:
-        env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
-        log(f"apt-get install {' '.join(packages)}")
-        _run(["chroot", str(root), "apt-get", "update", "-q"], "apt-get update in the chroot", env)
-        _run(
-            ["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
-            "apt-get install in the chroot",
-            env,
-        )
-        _run(["chroot", str(root), "apt-get", "clean"], "apt-get clean", env)
-    finally:
-        with contextlib.suppress(Exception):
-            subprocess.run(["umount", "-l", str(proc)], check=False, capture_output=True)
-    policy.unlink()
-    shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
-    (root / "var/lib/apt/lists/partial").mkdir(parents=True, exist_ok=True)
-    resolv.write_text("")
-    (root / "workspace").mkdir(exist_ok=True)
-
-
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr).strip()[-3000:]
-        raise SandboxError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd[:6])}...\n{tail}")
 
 
 # -- images from a task's Dockerfile -----------------------------------------------------

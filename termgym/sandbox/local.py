@@ -1,11 +1,15 @@
-"""The local backend: a bubblewrap sandbox over the host's ``/usr`` (the embedded default).
+"""The local backend: a bubblewrap sandbox over termgym's pinned task runtime (the embedded default).
 
-Layout. Each sandbox owns a host directory ``root`` that is bind-mounted as ``/``; the host's
-``/usr`` (with the ``/bin``, ``/lib`` symlinks of a merged-usr system) and a short allow-list of
-``/etc`` files are bound read-only on top, ``/proc`` and ``/dev`` are fresh. The workspace, ``/tmp``
-and anything else the agent writes live inside ``root``, so the host reads and writes them
-directly (without following symlinks the agent planted). Nothing else of the host is visible: no
-home directory, no ``/work``, no task store.
+Layout. Each sandbox owns a host directory ``root`` that is bind-mounted as ``/``; the system is
+bound read-only on top: the ``/usr`` of the pinned runtime (:mod:`termgym.sandbox.runtime`, the
+same Debian tree the Docker backend's base image is made from) with its merged-usr ``/bin``,
+``/lib`` symlinks and a short allow-list of its ``/etc`` files. ``runtime="host"`` (or
+``TERMGYM_RUNTIME=host``) binds the host's ``/usr`` and ``/etc`` files instead, and grades then
+depend on the host. ``/proc`` and ``/dev`` are fresh. The workspace, ``/tmp`` and anything else the
+agent writes live inside ``root``, so the host reads and writes them directly (without following
+symlinks the agent planted). Nothing else of the host is visible: no home directory, no ``/work``,
+no task store; in the system's Python directories, termgym's own installation and installed copies
+of the project in the workspace are hidden (:func:`termgym.sandbox.runtime.hidden_distributions`).
 
 Isolation. bubblewrap runs with every namespace it can unshare (pid, net, ipc, uts, cgroup), all
 capabilities dropped (we run as root, and a root process with capabilities could remount
@@ -37,19 +41,22 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from pathlib import Path
 
+from termgym.sandbox import runtime as task_runtime
 from termgym.sandbox.base import BackendUnavailable, ExecResult, Mode, Sandbox, SandboxError, SandboxSpec
 from termgym.sandbox.output import OutputBuffer
 
-#: Host ``/etc`` entries the sandbox may see (read-only); everything else in ``/etc`` is ours.
+#: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
+#: else in ``/etc`` is ours. ``python3.*`` entries of the system's Python are added to these.
 ETC_ALLOWLIST = (
     "alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
     "gitconfig", "inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "magic",
     "mime.types", "nsswitch.conf", "os-release", "profile", "protocols", "python3", "python3.11",
     "services", "ssl", "terminfo", "timezone", "tmux.conf", "vim", "xdg",
 )
-MERGED_USR_LINKS = {"bin": "usr/bin", "lib": "usr/lib", "lib64": "usr/lib64", "sbin": "usr/sbin"}
+MERGED_USR_LINKS = ("bin", "lib", "lib64", "lib32", "libx32", "sbin")
 #: Sandbox paths the host cannot reach through ``root`` (mounts); file access goes through the shell.
 MOUNTED_PREFIXES = ("/usr", "/proc", "/dev", "/sys", "/bin", "/lib", "/lib64", "/sbin")
 
@@ -108,14 +115,117 @@ def cgroups_available() -> bool:
                for c in ("memory", "pids"))
 
 
+@dataclasses.dataclass(frozen=True)
+class SystemTree:
+    """What a local sandbox binds read-only as its system: a ``/`` whose ``usr`` and ``etc`` it uses.
+
+    ``label`` is what records show (the runtime version, or ``"host"``); ``etc`` the allow-listed
+    ``/etc`` names present in it that are bound; ``etc_links`` those that are symlinks (recreated
+    as symlinks, so ``/etc/localtime -> /usr/share/zoneinfo/...`` resolves in the sandbox's own
+    ``/usr``, not the host's); ``links`` the merged-usr symlinks at its top (name -> target).
+    """
+
+    root: Path
+    label: str
+    etc: tuple[str, ...]
+    links: tuple[tuple[str, str], ...]
+    etc_links: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def usr(self) -> Path:
+        return self.root / "usr"
+
+
+_SYSTEM_TREES: dict[Path, SystemTree] = {}
+#: masked_site_args per (usr tree, hidden names): every sandbox of a task asks the same question.
+_MASK_ARGS: dict[tuple[str, frozenset[str]], tuple[float, list[str]]] = {}
+_HOST_WARNED = False
+
+
+def system_tree(mode: str | None = None) -> SystemTree:
+    """The system a local sandbox runs on: the pinned runtime (default) or, opted into, the host's.
+
+    Raises :class:`~termgym.sandbox.runtime.RuntimeMissing` naming the build command when the
+    pinned runtime is not built.
+    """
+    global _HOST_WARNED
+    if task_runtime.runtime_mode(mode) == "host":
+        if not _HOST_WARNED:
+            _HOST_WARNED = True
+            warnings.warn("local sandboxes run on this host's /usr (runtime='host'): what a task sees, and so its "
+                          "grade, depends on this machine's Python and packages", RuntimeWarning, stacklevel=3)
+        return _scan_system(Path("/"), "host")
+    info = task_runtime.require_runtime()
+    return _scan_system(info.rootfs, info.version)
+
+
+def _scan_system(root: Path, label: str) -> SystemTree:
+    cached = _SYSTEM_TREES.get(root)
+    if cached is not None and cached.label == label:
+        return cached
+    names = [n for n in ETC_ALLOWLIST if os.path.lexists(root / "etc" / n)]
+    with contextlib.suppress(OSError):
+        names += sorted(n for n in os.listdir(root / "etc") if n.startswith("python3") and n not in names)
+    etc_links = tuple((n, os.readlink(root / "etc" / n)) for n in names if os.path.islink(root / "etc" / n))
+    etc = tuple(n for n in names if not os.path.islink(root / "etc" / n))
+    links = tuple((n, os.readlink(root / n)) for n in MERGED_USR_LINKS if os.path.islink(root / n))
+    tree = SystemTree(root=root, label=label, etc=etc, links=links, etc_links=etc_links)
+    if label != "host":  # a built runtime never changes; the host's /usr may
+        _SYSTEM_TREES[root] = tree
+    return tree
+
+
+def masked_site_args(usr: Path, hidden: set[str], *, max_age: float | None = None) -> list[str]:
+    """bubblewrap arguments that hide ``hidden`` distributions from the Python dirs of ``usr``.
+
+    A site directory holding one of them is rebuilt as a read-only tmpfs with every other entry
+    bound back, so the hidden ones do not exist at all (an empty mount point would still import,
+    as a namespace package).
+    """
+    key = (str(usr), frozenset(hidden))
+    cached = _MASK_ARGS.get(key)
+    if cached is not None and (max_age is None or time.monotonic() - cached[0] < max_age):
+        return cached[1]
+    args: list[str] = []
+    for site in task_runtime.site_dirs(usr, max_age=max_age):
+        drop = set(task_runtime.hidden_entries(site, hidden))
+        if drop:
+            args += _rebuild_dir_args(site, "/usr/" + str(site.relative_to(usr)), drop)
+    _MASK_ARGS[key] = (time.monotonic(), args)
+    return args
+
+
+def _rebuild_dir_args(host_dir: Path, dest: str, drop: set[str]) -> list[str]:
+    args = ["--tmpfs", dest]
+    for entry in sorted(os.listdir(host_dir)):
+        if entry in drop:
+            continue
+        src = host_dir / entry
+        nested = {d.split("/", 1)[1] for d in drop if d.startswith(entry + "/")}
+        if nested and src.is_dir():
+            args += _rebuild_dir_args(src, f"{dest}/{entry}", nested)
+        elif src.is_symlink():
+            args += ["--symlink", os.readlink(src), f"{dest}/{entry}"]
+        else:
+            args += ["--ro-bind", str(src), f"{dest}/{entry}"]
+    return [*args, "--remount-ro", dest]
+
+
 class BubblewrapSandbox(Sandbox):
-    """A sandbox made with bubblewrap on this machine (see the module docstring)."""
+    """A sandbox made with bubblewrap on this machine (see the module docstring).
+
+    ``runtime``: ``"pinned"`` (default, or ``$TERMGYM_RUNTIME``) runs on termgym's task runtime,
+    ``"host"`` on this machine's ``/usr``.
+    """
 
     backend = "local"
 
     def __init__(self, spec: SandboxSpec | None = None, *, mode: Mode = "persistent",
-                 use_cgroups: bool | None = None) -> None:
+                 use_cgroups: bool | None = None, runtime: str | None = None) -> None:
         super().__init__(spec, mode=mode)
+        self.runtime_mode = task_runtime.runtime_mode(runtime)
+        self._system: SystemTree | None = None
+        self._bwrap = ""  # the bubblewrap binary, found at start
         self._use_cgroups = cgroups_available() if use_cgroups is None else use_cgroups
         self._lock = threading.RLock()
         self._started = False
@@ -136,7 +246,8 @@ class BubblewrapSandbox(Sandbox):
         with self._lock:
             if self._started:
                 return
-            bwrap_path()
+            self._bwrap = bwrap_path()
+            self._system = system_tree(self.runtime_mode)
             self.host_dir = Path(tempfile.mkdtemp(prefix="termgym-local-", dir=sandbox_parent_dir()))
             self.root = self.host_dir / "root"
             try:
@@ -163,6 +274,11 @@ class BubblewrapSandbox(Sandbox):
                 _remove_cgroup(cg)
             if self.host_dir is not None:
                 shutil.rmtree(self.host_dir, ignore_errors=True)
+
+    @property
+    def runtime(self) -> str | None:
+        """The system this sandbox runs on: the runtime version, ``"host"``, or None before start."""
+        return self._system.label if self._system is not None else None
 
     # -- the command interface ----------------------------------------------------------------
 
@@ -338,7 +454,7 @@ class BubblewrapSandbox(Sandbox):
         if parent_real != root_real and not parent_real.startswith(root_real + os.sep):
             return None
         if str(current.relative_to(self.root)).split("/")[0] == "etc" and len(parts) == 2 \
-                and parts[1] in ETC_ALLOWLIST:
+                and self._system is not None and parts[1] in self._system.etc:
             return None  # a read-only bind of the host's file
         return current
 
@@ -350,9 +466,10 @@ class BubblewrapSandbox(Sandbox):
         for d in ("usr", "proc", "dev", "tmp", "etc", "root", "run", "var/tmp"):
             (root / d).mkdir(parents=True, exist_ok=True)
         os.chmod(root / "tmp", 0o1777)
-        for name, target in MERGED_USR_LINKS.items():
-            if os.path.exists(f"/{target}"):
-                os.symlink(target, root / name)
+        system = self._system
+        assert system is not None
+        for name, target in system.links:
+            os.symlink(target, root / name)
         etc = root / "etc"
         (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:"
                                     "/usr/sbin/nologin\n")
@@ -360,13 +477,14 @@ class BubblewrapSandbox(Sandbox):
         (etc / "hostname").write_text("sandbox\n")
         (etc / "hosts").write_text("127.0.0.1\tlocalhost sandbox\n::1\tlocalhost\n")
         (etc / "resolv.conf").write_text("")
-        for name in ETC_ALLOWLIST:
-            if os.path.exists(f"/etc/{name}"):
-                p = etc / name
-                if os.path.isdir(f"/etc/{name}") and not os.path.islink(f"/etc/{name}"):
-                    p.mkdir(exist_ok=True)
-                else:
-                    p.touch()
+        for name in system.etc:
+            p = etc / name
+            if (system.root / "etc" / name).is_dir():
+                p.mkdir(exist_ok=True)
+            else:
+                p.touch()
+        for name, target in system.etc_links:
+            os.symlink(target, etc / name)
         workdir = root / self.spec.workdir.lstrip("/")
         workdir.mkdir(parents=True, exist_ok=True)
         for host_src, dest in self.spec.copy_dirs.items():
@@ -379,10 +497,17 @@ class BubblewrapSandbox(Sandbox):
 
     def _bwrap_args(self) -> list[str]:
         assert self.root is not None
-        args = [bwrap_path(), "--bind", str(self.root), "/", "--ro-bind", "/usr", "/usr"]
-        for name in ETC_ALLOWLIST:
-            if os.path.exists(f"/etc/{name}"):
-                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        system = self._system
+        assert system is not None
+        args = [self._bwrap, "--bind", str(self.root), "/", "--ro-bind", str(system.usr), "/usr"]
+        for name in system.etc:
+            args += ["--ro-bind", str(system.root / "etc" / name), f"/etc/{name}"]
+        # The host's /usr may change under a long run (a package installed): look again every minute.
+        max_age = 60.0 if system.label == "host" else None
+        args += masked_site_args(system.usr, task_runtime.hidden_distributions(self.spec), max_age=max_age)
+        own = task_runtime.termgym_install_dir() if system.label == "host" else None
+        if own is not None and not any(own.is_relative_to(d) for d in task_runtime.site_dirs(system.usr, max_age=max_age)):
+            args += ["--tmpfs", str(own), "--remount-ro", str(own)]  # an install outside the site dirs
         if self.spec.network and os.path.exists("/etc/resolv.conf"):
             args += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
         args += ["--proc", "/proc", "--dev", "/dev",
@@ -472,10 +597,18 @@ class BubblewrapSandbox(Sandbox):
     def _pids_exhausted(self) -> bool:
         if not self._cgroups or not self.spec.limits.pids:
             return False
-        with contextlib.suppress(OSError, ValueError):
-            current = int((self._cgroups[-1] / "pids.current").read_text())
-            return current >= int(self.spec.limits.pids) * 0.9
-        return False
+        # Processes a command killed on its way out are reaped by the sandbox's init a moment later:
+        # give that a few milliseconds before calling the sandbox full.
+        for attempt in range(5):
+            try:
+                current = int((self._cgroups[-1] / "pids.current").read_text())
+            except (OSError, ValueError):
+                return False
+            if current < int(self.spec.limits.pids) * 0.9:
+                return False
+            if attempt < 4:
+                time.sleep(0.02)
+        return True
 
     def _shell(self) -> int | None:
         if self._shell_pid is None and self._init_pid is not None:

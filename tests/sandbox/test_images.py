@@ -64,9 +64,10 @@ def test_split_tag():
     assert split_tag("localhost:5000/img") == ("localhost:5000/img", "latest")
 
 
-def test_recipe_hash_changes_with_packages():
-    assert base_recipe_hash(("bash",)) != base_recipe_hash(("bash", "git"))
-    assert base_recipe_hash() == base_recipe_hash()
+def test_base_image_recipe_is_the_runtime_version():
+    from termgym.sandbox.runtime import current_version
+
+    assert base_recipe_hash() == current_version()
 
 
 @pytest.mark.docker
