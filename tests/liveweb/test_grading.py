@@ -104,9 +104,15 @@ def test_numbers_within_tolerance_count(world):
                                              "field": "price_usd"}, "number", 0.01, 0.0)
     data = {"crypto/coins": world.collection("crypto/coins", world.base_time)}
     price = compute(q.spec, data, _meta(q))
-    assert score_answer(q, price * 1.009, data, _meta(q)).score == 1.0
-    assert score_answer(q, price * 1.02, data, _meta(q)).score == 0.0
-    assert score_answer(q, f"${price:,.4f}", data, _meta(q)).score == 1.0
+    # Prices are shown to 6 significant digits: the tolerance is half a unit in the last one, not 1 %
+    # (the question's declared tol_rel of 0.01 is for live sites). Was: within 1 % counted.
+    half = collection_spec("crypto/coins").fields["price_usd"].half_unit(price)
+    assert score_answer(q, price + 0.9 * half, data, _meta(q)).score == 1.0
+    assert score_answer(q, price + 2.1 * half, data, _meta(q)).score == 0.0
+    assert score_answer(q, price * 1.009, data, _meta(q)).score == 0.0
+    assert score_answer(q, f"${price:,}", data, _meta(q)).score == 1.0
+    live = Question(**{**q.to_dict(), "tolerance": "declared"})
+    assert score_answer(live, price * 1.009, data, _meta(q)).score == 1.0
 
 
 def test_sets_and_orderings_get_partial_credit(world):
@@ -138,7 +144,8 @@ def test_names_resolve_by_alias_symbol_label_and_mention(world):
     assert index.resolve(coin["name"].upper()) == want_coin
     assert index.resolve(coin["symbol"].lower()) == want_coin
     assert index.resolve(f"{coin['name']} ({coin['symbol']})") == want_coin
-    assert index.resolve(f"It is {coin['name']}, clearly.") == want_coin
+    # Exact names only (was: a longer text containing one name counted): see tests/adversarial.
+    assert index.resolve(f"It is {coin['name']}, clearly.") is None
     assert index.resolve(f"SN{sn['netuid']}") == want_sn
     assert index.resolve(f"sn{sn['netuid']} ({sn['name']})") == want_sn
     assert index.resolve("Nothing like it") is None

@@ -5,10 +5,12 @@ against the answer computed from the sites' data at submission time (or, within 
 window, at a tick just before it, so an answer fetched a minute ago is not punished for a tick
 that happened while the agent typed):
 
-* numbers — right when within the question's tolerance (``12.3``, ``"12.3"``, ``"$1.2B"``,
-  ``"4.5%"`` are all numbers); whole numbers must match;
-* names — matched after normalising case, punctuation and spacing, against every alias (name,
-  symbol, id, ``SN12``…); an :class:`LLMValidator` may judge free-text names that do not match;
+* numbers — right when within the tolerance the site's display precision allows
+  (:func:`display_tolerance`; ``12.3``, ``"12.3"``, ``"$1.2B"``, ``"4.5%"`` are all numbers);
+  whole numbers must match;
+* names — the whole answer must equal one alias (name, symbol, id, ``SN12``…) after normalising
+  case, punctuation and spacing: no substrings, so ``"not X"`` or ``"X or Y"`` name nothing; an
+  :class:`LLMValidator` may judge free-text names that do not match;
 * sets — Jaccard overlap; ordered lists — the share of positions that match.
 
 Nothing the agent submits can make grading raise: a malformed submission scores 0 with a message
@@ -27,9 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from termgym.tasks.liveweb.answers import compute, sources
+from termgym.tasks.liveweb.answers import _find, _ref, compute, sources
 from termgym.tasks.liveweb.questions import Question
 from termgym.tasks.liveweb.sites import collection_spec
+from termgym.tasks.liveweb.sites.base import FieldSpec
 
 SUCCESS_THRESHOLD = 0.8
 EXAMPLE = '{"answer1": 12.5, "answer2": "Name", "answer3": ["A", "B"]}'
@@ -106,33 +109,27 @@ class NameIndex:
 
     def __init__(self, candidates: list[tuple[str, dict]]) -> None:
         self.exact: dict[str, set[str]] = {}
-        self.aliases: list[tuple[str, str]] = []
         for src, record in candidates:
             spec = collection_spec(src)
             name = norm(record[spec.name_field])
             forms = [record[f] for f in spec.alias_fields if f in record] + [spec.describe(record)]
             for form in forms:
                 n = norm(form)
-                if not n:
-                    continue
-                self.exact.setdefault(n, set()).add(name)
-                if len(n) >= 3 and not n.isdigit():
-                    self.aliases.append((n, name))
+                if n:
+                    self.exact.setdefault(n, set()).add(name)
 
     def resolve(self, given: Any) -> str | None:
+        """The one record ``given`` names exactly (after :func:`norm`), else ``None``.
+
+        Exact on purpose: an answer that merely *contains* a name (``"not Vypyr"``, ``"Vypyr or
+        Zentora"``, ``"VYP, ZNT, KAI"``) names nothing, so hedging or negating cannot score.
+        """
         if not isinstance(given, (str, int)) or isinstance(given, bool):
             return None
-        n = norm(given)
-        hit = self.exact.get(n)
+        hit = self.exact.get(norm(given))
         if hit and len(hit) == 1:
             return next(iter(hit))
-        # "Zentora (ZNT) at $3.10" still names Zentora: take the longest alias it contains, if unambiguous.
-        found = [(len(a), name) for a, name in self.aliases if a in n]
-        if not found:
-            return None
-        longest = max(length for length, _ in found)
-        names = {name for length, name in found if length == longest}
-        return next(iter(names)) if len(names) == 1 else None
+        return None
 
 
 def _candidates(q: Question, data: dict[str, list[dict]]) -> list[tuple[str, dict]]:
@@ -190,6 +187,65 @@ class LLMValidator:
         return content.startswith("YES")
 
 
+# -- tolerances --------------------------------------------------------------------------------------
+
+#: Computed answers may be rounded to this many significant digits (the instruction says so).
+ANSWER_SIG_DIGITS = 4
+
+
+def _value(ref: dict, data: dict, meta: dict) -> tuple[float, FieldSpec]:
+    return _ref(ref, data, meta)[ref["field"]], collection_spec(ref["src"]).fields[ref["field"]]
+
+
+def display_tolerance(spec: dict, data: dict[str, list[dict]], meta: dict[str, dict], expected: float) -> float:
+    """How far a right answer to ``spec`` may be from ``expected``, from how the site shows its inputs.
+
+    Every input is shown to a known precision (:meth:`FieldSpec.half_unit`: half a unit in its last
+    digit; whole numbers are exact). A lookup must match to that precision. A computed answer
+    carries its inputs' display error through the formula (first order) and may in addition be
+    rounded to :data:`ANSWER_SIG_DIGITS` significant digits. Counts and exact fields: 0.
+    """
+    kind = spec["kind"]
+    if kind == "value":
+        field = collection_spec(spec["src"]).fields[spec["field"]]
+        return field.half_unit(expected)
+    if kind in ("count", "pick", "nth", "top", "members", "pick_refs"):
+        return 0.0
+    tol = 0.0
+    if kind == "delta":
+        field = collection_spec(spec["src"]).fields[spec["field"]]
+        a, b = (_find(data[spec["src"]], meta[spec["src"]]["key_field"], k)[spec["field"]] for k in spec["keys"])
+        tol = field.half_unit(a) + field.half_unit(b)
+        if field.exact:
+            return 0.0
+    elif kind == "abs_change":
+        fields = collection_spec(spec["src"]).fields
+        record = _find(data[spec["src"]], meta[spec["src"]]["key_field"], spec["key"])
+        price, change = record[spec["price_field"]], record[spec["change_field"]]
+        growth = 1 + change / 100.0
+        tol = (abs(1 - 1 / growth) * fields[spec["price_field"]].half_unit(price)
+               + abs(price) / (100.0 * growth * growth) * fields[spec["change_field"]].half_unit(change))
+    elif kind in ("product", "ratio", "ratio_pct"):
+        (a, fa), (b, fb) = _value(spec["a"], data, meta), _value(spec["b"], data, meta)
+        ha, hb = fa.half_unit(a), fb.half_unit(b)
+        if kind == "product":
+            tol = abs(b) * ha + abs(a) * hb
+        else:
+            tol = (ha / abs(b) + abs(a) * hb / (b * b)) * (100.0 if kind == "ratio_pct" else 1.0)
+    if expected:
+        tol += 0.5 * 10.0 ** (math.floor(math.log10(abs(expected))) - ANSWER_SIG_DIGITS + 1)
+    return tol
+
+
+def tolerance(q: Question, data: dict[str, list[dict]], meta: dict[str, dict], expected: float) -> float:
+    """The tolerance of a number answer: from display precision, or the question's declared one (live)."""
+    if q.answer_type == "integer":
+        return 0.0
+    if q.tolerance == "declared":
+        return q.tol_abs + q.tol_rel * abs(expected)
+    return display_tolerance(q.spec, data, meta, expected)
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 
 
@@ -217,7 +273,7 @@ def score_answer(q: Question, given: Any, data: dict[str, list[dict]], meta: dic
         value = parse_number(given)
         if value is None:
             return Scored(0.0, f"{q.qid} must be a number, got {given!r}", expected)
-        tol = q.tol_abs + q.tol_rel * abs(expected) + 1e-9
+        tol = tolerance(q, data, meta, expected) + 1e-9 * max(1.0, abs(expected))
         if abs(value - expected) <= tol:
             return Scored(1.0, f"{q.qid}: correct", expected)
         return Scored(0.0, f"{q.qid}: {value:g} is not within {tol:.4g} of the answer", expected)
