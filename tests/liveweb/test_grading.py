@@ -115,14 +115,16 @@ def test_numbers_within_tolerance_count(world):
     assert score_answer(live, price * 1.009, data, _meta(q)).score == 1.0
 
 
-def test_sets_and_orderings_get_partial_credit(world):
+def test_sets_and_orderings_are_all_or_nothing(world):
+    # Was: Jaccard overlap and per-position credit, so listing every candidate earned a share.
     data = {"crypto/coins": world.collection("crypto/coins", world.base_time)}
     top = Question("answer1", "top3", "?", {"kind": "top", "src": "crypto/coins", "field": "market_cap_usd",
                                             "order": "desc", "n": 3}, "names_list")
     names = compute(top.spec, data, _meta(top))
     assert score_answer(top, names, data, _meta(top)).score == 1.0
-    assert score_answer(top, [names[0], names[2], names[1]], data, _meta(top)).score == pytest.approx(1 / 3)
-    assert score_answer(top, names[:2], data, _meta(top)).score == pytest.approx(2 / 3)
+    assert score_answer(top, [names[0], names[2], names[1]], data, _meta(top)).score == 0.0
+    assert score_answer(top, names[:2], data, _meta(top)).score == 0.0
+    assert score_answer(top, [*names, names[0]], data, _meta(top)).score == 0.0
     members = Question("answer1", "threshold", "?", {"kind": "members", "src": "crypto/coins",
                                                      "keys": [r["id"] for r in data["crypto/coins"][:4]],
                                                      "where": [{"field": "rank", "op": "<=", "value": 2}]},
@@ -130,8 +132,11 @@ def test_sets_and_orderings_get_partial_credit(world):
     want = compute(members.spec, data, _meta(members))
     assert len(want) == 2
     assert score_answer(members, list(reversed(want)), data, _meta(members)).score == 1.0
-    assert score_answer(members, want[:1], data, _meta(members)).score == 0.5
-    assert score_answer(members, [*want, "no such coin"], data, _meta(members)).score == pytest.approx(2 / 3)
+    assert score_answer(members, want[:1], data, _meta(members)).score == 0.0
+    assert score_answer(members, [*want, "no such coin"], data, _meta(members)).score == 0.0
+    everyone = [r["name"] for r in data["crypto/coins"][:4]]
+    assert score_answer(members, everyone, data, _meta(members)).score == 0.0
+    assert score_answer(members, [*want, want[0]], data, _meta(members)).score == 0.0
     assert score_answer(members, "; ".join(want), data, _meta(members)).score == 1.0
 
 

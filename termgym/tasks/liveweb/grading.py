@@ -11,7 +11,8 @@ that happened while the agent typed):
 * names — the whole answer must equal one alias (name, symbol, id, ``SN12``…) after normalising
   case, punctuation and spacing: no substrings, so ``"not X"`` or ``"X or Y"`` name nothing; an
   :class:`LLMValidator` may judge free-text names that do not match;
-* sets — Jaccard overlap; ordered lists — the share of positions that match.
+* sets — exactly the right names, in any order; ordered lists — exactly the right names in order
+  (no partial credit: it would pay for listing every candidate).
 
 Nothing the agent submits can make grading raise: a malformed submission scores 0 with a message
 that says what was wrong and what was expected.
@@ -29,10 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from termgym.tasks.liveweb.answers import _find, _ref, compute, sources
+from termgym.tasks.liveweb.answers import compute, sources
 from termgym.tasks.liveweb.questions import Question
 from termgym.tasks.liveweb.sites import collection_spec
-from termgym.tasks.liveweb.sites.base import FieldSpec
 
 SUCCESS_THRESHOLD = 0.8
 EXAMPLE = '{"answer1": 12.5, "answer2": "Name", "answer3": ["A", "B"]}'
@@ -91,6 +91,12 @@ def parse_number(value: Any) -> float | None:
     return float(m.group(1)) * _SUFFIX.get(m.group(2), 1.0)
 
 
+def _words(text: Any) -> str:
+    """Lower-case words separated and surrounded by single spaces, for whole-word search."""
+    text = unicodedata.normalize("NFKD", str(text)).casefold()
+    return " " + " ".join(re.findall(r"[^\W_]+", text)) + " "
+
+
 def norm(text: Any) -> str:
     """Lower-case letters and digits only: ``"“Zen-tora” (ZNT)"`` -> ``"zentoraznt"``."""
     text = unicodedata.normalize("NFKD", str(text)).casefold()
@@ -98,6 +104,10 @@ def norm(text: Any) -> str:
 
 
 # -- names ------------------------------------------------------------------------------------------
+
+
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|except|excluding|without|isn't|is not|wasn't)\b|n't\b",
+                       re.IGNORECASE)
 
 
 class NameIndex:
@@ -109,6 +119,7 @@ class NameIndex:
 
     def __init__(self, candidates: list[tuple[str, dict]]) -> None:
         self.exact: dict[str, set[str]] = {}
+        self.phrases: dict[str, set[str]] = {}  # aliases as whole words, to spot several names in a text
         for src, record in candidates:
             spec = collection_spec(src)
             name = norm(record[spec.name_field])
@@ -117,6 +128,7 @@ class NameIndex:
                 n = norm(form)
                 if n:
                     self.exact.setdefault(n, set()).add(name)
+                    self.phrases.setdefault(_words(form), set()).add(name)
 
     def resolve(self, given: Any) -> str | None:
         """The one record ``given`` names exactly (after :func:`norm`), else ``None``.
@@ -130,6 +142,14 @@ class NameIndex:
         if hit and len(hit) == 1:
             return next(iter(hit))
         return None
+
+    def hedge(self, given: str) -> str | None:
+        """Why a free-text answer is a hedge rather than a name (negates, or names several), or ``None``."""
+        if _NEGATION.search(given):
+            return "negates"
+        text = _words(given)
+        named = {name for phrase, names in self.phrases.items() if phrase.strip() and phrase in text for name in names}
+        return "names several candidates" if len(named) > 1 else None
 
 
 def _candidates(q: Question, data: dict[str, list[dict]]) -> list[tuple[str, dict]]:
@@ -193,48 +213,26 @@ class LLMValidator:
 ANSWER_SIG_DIGITS = 4
 
 
-def _value(ref: dict, data: dict, meta: dict) -> tuple[float, FieldSpec]:
-    return _ref(ref, data, meta)[ref["field"]], collection_spec(ref["src"]).fields[ref["field"]]
-
-
 def display_tolerance(spec: dict, data: dict[str, list[dict]], meta: dict[str, dict], expected: float) -> float:
-    """How far a right answer to ``spec`` may be from ``expected``, from how the site shows its inputs.
+    """How far a right answer to ``spec`` may be from ``expected``, from how the sites show values.
 
-    Every input is shown to a known precision (:meth:`FieldSpec.half_unit`: half a unit in its last
-    digit; whole numbers are exact). A lookup must match to that precision. A computed answer
-    carries its inputs' display error through the formula (first order) and may in addition be
-    rounded to :data:`ANSWER_SIG_DIGITS` significant digits. Counts and exact fields: 0.
+    Detail pages and the API show every value exactly as the grader has it, rounded the way the
+    site rounds it (:class:`~termgym.tasks.liveweb.sites.base.FieldSpec` ``decimals`` /
+    ``sig_digits``). So a lookup must match to the last displayed digit (half a unit of it:
+    :meth:`FieldSpec.half_unit`; whole numbers exactly), and a value computed from displayed
+    inputs may differ only by rounding the result to :data:`ANSWER_SIG_DIGITS` significant digits
+    (what the instruction asks for). Counts, names and differences of whole numbers: exact.
     """
     kind = spec["kind"]
     if kind == "value":
-        field = collection_spec(spec["src"]).fields[spec["field"]]
-        return field.half_unit(expected)
+        return collection_spec(spec["src"]).fields[spec["field"]].half_unit(expected)
     if kind in ("count", "pick", "nth", "top", "members", "pick_refs"):
         return 0.0
-    tol = 0.0
-    if kind == "delta":
-        field = collection_spec(spec["src"]).fields[spec["field"]]
-        a, b = (_find(data[spec["src"]], meta[spec["src"]]["key_field"], k)[spec["field"]] for k in spec["keys"])
-        tol = field.half_unit(a) + field.half_unit(b)
-        if field.exact:
-            return 0.0
-    elif kind == "abs_change":
-        fields = collection_spec(spec["src"]).fields
-        record = _find(data[spec["src"]], meta[spec["src"]]["key_field"], spec["key"])
-        price, change = record[spec["price_field"]], record[spec["change_field"]]
-        growth = 1 + change / 100.0
-        tol = (abs(1 - 1 / growth) * fields[spec["price_field"]].half_unit(price)
-               + abs(price) / (100.0 * growth * growth) * fields[spec["change_field"]].half_unit(change))
-    elif kind in ("product", "ratio", "ratio_pct"):
-        (a, fa), (b, fb) = _value(spec["a"], data, meta), _value(spec["b"], data, meta)
-        ha, hb = fa.half_unit(a), fb.half_unit(b)
-        if kind == "product":
-            tol = abs(b) * ha + abs(a) * hb
-        else:
-            tol = (ha / abs(b) + abs(a) * hb / (b * b)) * (100.0 if kind == "ratio_pct" else 1.0)
-    if expected:
-        tol += 0.5 * 10.0 ** (math.floor(math.log10(abs(expected))) - ANSWER_SIG_DIGITS + 1)
-    return tol
+    if kind == "delta" and collection_spec(spec["src"]).fields[spec["field"]].exact:
+        return 0.0
+    if not expected:
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(abs(expected))) - ANSWER_SIG_DIGITS + 1)
 
 
 def tolerance(q: Question, data: dict[str, list[dict]], meta: dict[str, dict], expected: float) -> float:
@@ -273,7 +271,8 @@ def score_answer(q: Question, given: Any, data: dict[str, list[dict]], meta: dic
         value = parse_number(given)
         if value is None:
             return Scored(0.0, f"{q.qid} must be a number, got {given!r}", expected)
-        tol = tolerance(q, data, meta, expected) + 1e-9 * max(1.0, abs(expected))
+        # Whole numbers match exactly; other numbers get a float-rounding epsilon on top.
+        tol = tolerance(q, data, meta, expected) + (0.0 if q.answer_type == "integer" else 1e-12 * max(1.0, abs(expected)))
         if abs(value - expected) <= tol:
             return Scored(1.0, f"{q.qid}: correct", expected)
         return Scored(0.0, f"{q.qid}: {value:g} is not within {tol:.4g} of the answer", expected)
@@ -284,6 +283,9 @@ def score_answer(q: Question, given: Any, data: dict[str, list[dict]], meta: dic
             return Scored(0.0, f"{q.qid} must be a name (a string), got {given!r}", expected)
         if index.resolve(given) == norm(expected):
             return Scored(1.0, f"{q.qid}: correct", expected)
+        hedge = index.hedge(given) if isinstance(given, str) else None
+        if hedge is not None:  # never put a hedged answer to the judge: a model may wave it through
+            return Scored(0.0, f"{q.qid}: {given!r} {hedge}; answer with one name", expected)
         if validator is not None and isinstance(given, str):
             try:
                 if validator.judge(q.text, expected, given):
@@ -298,15 +300,12 @@ def score_answer(q: Question, given: Any, data: dict[str, list[dict]], meta: dic
     got_keys = [index.resolve(x) for x in items]
     unknown = [x for x, k in zip(items, got_keys, strict=True) if k is None]
     note = f" (not recognised: {', '.join(map(repr, unknown[:3]))})" if unknown else ""
+    # All or nothing: with partial credit, listing every candidate would earn a share for free.
     if q.answer_type == "names_set":
-        want, got = set(want_keys), {k for k in got_keys if k is not None}
-        union = want | got | {"?" + repr(x) for x in unknown}
-        score = 1.0 if not union else len(want & got) / len(union)
+        right = not unknown and len(got_keys) == len(set(got_keys)) and set(got_keys) == set(want_keys)
     else:
-        hits = sum(1 for a, b in zip(got_keys, want_keys, strict=False) if a == b)
-        score = hits / max(len(want_keys), len(items), 1)
-    verdict = "correct" if score == 1.0 else f"partly right ({score:.2f})" if score else "wrong"
-    return Scored(score, f"{q.qid}: {verdict}{note}", expected)
+        right = not unknown and got_keys == want_keys
+    return Scored(1.0 if right else 0.0, f"{q.qid}: {'correct' if right else 'wrong'}{note}", expected)
 
 
 def grade_answers(questions: list[Question], submission: str | None,
