@@ -1,34 +1,52 @@
-"""Process rewards: a wrapper that turns each step into reward events (seed 000's table).
+"""Process rewards: a wrapper that turns each step into reward events, paying only for progress.
 
 ``ProcessReward(env)`` replaces the env's reward (0 on every step, the grade's score on the last)
-with the sum of the events that fired on the step, and lists them in ``info["reward_events"]``:
+with the sum of the events that fired on the step, and lists them in ``info["reward_events"]``.
+Two tables ship, chosen by name (``ProcessReward(env, table="seed000")``):
+
+``"progress"`` (the default) pays for progress on the bug and nothing else in the end:
 
 ================  ============  ===============================================================
 event             default       fires when
 ================  ============  ===============================================================
-valid_command     +0.01         the message parsed into a command that ran (not refused)
+valid_command     +0.01         the message parsed into a new command that ran (not refused)
 command_success   +0.02         that command exited 0 without timing out
-code_modified     +0.03         a tracked source file changed since the previous step
+code_modified     +0.03         a tracked source file got content it never had in this episode
 tests_discovered  +0.02         the agent found the task's tests (listed, read) or ran them
 invalid_format    -0.05         the message could not be parsed into an action
 timeout           -0.02         the command timed out and was killed
-all_tests_pass    +1.0          final step: the grade says every test passes
-partial_pass      +0.5 × rate   final step, otherwise: ``rate`` is the grade's ``pass_rate``
+target_tests      +1.0 × t      final: ``t`` = share of the target (fail-to-pass) tests passing
+regressions       -1.0 × r      final: ``r`` = share of the other tests (they passed before the
+                                bug) that fail now; the outcome never drops below 0
+clawback          -S × (1-p)    final: takes back the positive shaping ``S`` paid so far, except
+                                the share ``p`` = outcome / target weight that was earned
 ================  ============  ===============================================================
 
-Shaping cannot be farmed. Each positive event kind has a per-episode cap on how many times it
+So an episode's return is ``outcome + p × S + penalties``: shaping is a provisional, dense signal
+that is kept only in proportion to real progress. Submitting at once, listing files, editing and
+reverting, or running any script that does not make a target test pass returns 0 (less
+penalties); the oracle returns 1 + its shaping. Grades without target tests (LIVEWEB, Harbor)
+count their ``score`` as ``t``.
+
+``"seed000"`` is seed 000's table verbatim: the same step events, never clawed back, and the
+outcome ``all_tests_pass`` (+1.0) or ``partial_pass`` (+0.5 × the grade's pass rate over *all*
+tests). Kept for comparison: a buggy repository already passes most tests, so doing nothing earns
+≈ 0.5 and farming shaping on top comes close to the oracle (see docs/rewards.md).
+
+Shaping is capped in both tables. Each positive event kind has a per-episode cap on how many times it
 pays (:data:`DEFAULT_CAPS`); past the cap it is still listed, with reward 0 and ``"capped": True``.
 A command identical to one already run earns no ``valid_command``/``command_success`` again. The
 largest total shaping one episode can earn, :meth:`RewardTable.max_shaping` (0.47 by default), must
-stay below ``all_tests_pass``; :class:`ProcessReward` refuses a table where it does not. Penalties
-are never capped.
+stay below the outcome reward; :class:`ProcessReward` refuses a table where it does not. Penalties
+are never capped nor clawed back.
 
 Detection is real, not a guess from the command text:
 
 * ``code_modified`` — at reset the wrapper records every *tracked* source file of the workspace
   (one ``find`` in the sandbox: size, mtime, md5). After each command it lists sizes and mtimes
   again (one cheap ``exec``) and hashes only the files whose size or mtime moved, so ``touch`` or
-  rewriting the same bytes is not a modification. Files created after reset are not tracked, and
+  rewriting the same bytes is not a modification, and neither is going back to a content the file
+  already had (write/revert cycles pay once). Files created after reset are not tracked, and
   the task's test files never count (editing tests is not fixing code).
 * ``tests_discovered`` — the task's test files are those under ``task.metadata["test_paths"]``
   (workspace-relative files or directories) or, without that key, files that look like tests
@@ -36,9 +54,14 @@ Detection is real, not a guess from the command text:
   them (``ls tests``, ``grep -rn``, a test run's report), when a successful command names one
   (``cat tests/test_x.py``), or when the command runs a test runner (``pytest``, ``go test``, … or
   the task's ``task.metadata["test_command"]``).
+* ``target_tests`` / ``regressions`` — from the grade: ``target_result`` (``"2/3"``: target tests
+  passing) and ``all_result`` (``"230/233"``: required tests passing; the target tests are among
+  them), so the failing non-target tests are ``(N - p) - (n - k)``.
 
 The last step's sandbox is gone when the wrapper sees it (the env grades and closes it inside
 ``step``), so a modification made by the very last command is not detected; its outcome event is.
+An episode ended from outside (a trainer's token budget) must be ended through
+:meth:`ProcessReward.finish`, which grades it and settles the shaping like a last step.
 """
 
 from __future__ import annotations
@@ -68,10 +91,17 @@ SEED000_TABLE: Mapping[str, float] = MappingProxyType({
     "partial_pass": 0.5,
 })
 
+#: Weights of the progress outcome: credit per share of target tests, penalty per share of regressions.
+PROGRESS_WEIGHTS: Mapping[str, float] = MappingProxyType({"target_tests": 1.0, "regressions": 1.0})
+
 #: Events decided per step (shaping) and on the final step (outcome).
 STEP_EVENTS = ("valid_command", "command_success", "code_modified", "tests_discovered", "invalid_format", "timeout")
-OUTCOME_EVENTS = ("all_tests_pass", "partial_pass")
+OUTCOME_EVENTS = ("all_tests_pass", "partial_pass", "target_tests", "regressions")
+#: Reported on the final step of a settling table; its amount is computed, not weighted.
+CLAWBACK = "clawback"
 EVENTS = STEP_EVENTS + OUTCOME_EVENTS
+#: How the outcome is computed: ``progress`` (target tests minus regressions) or ``pass_rate`` (seed 000).
+SCORINGS = ("progress", "pass_rate")
 
 #: How many times per episode each shaping event pays; ``None`` means unlimited (penalties).
 DEFAULT_CAPS: Mapping[str, int | None] = MappingProxyType({
@@ -110,24 +140,74 @@ _TEST_FILE = re.compile(
 )
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs"}
 _MD5_LINE = re.compile(r"^\\?([0-9a-f]{32})  (.*)$")
+_FRACTION = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a final grade says about progress: shares of target tests passing and of regressions."""
+
+    target: float
+    regressions: float
+    target_result: str | None = None
+    regressed: int = 0
+    how: str = "tests"
+
+
+def _fraction(value: Any, key: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    match = _FRACTION.fullmatch(value) if isinstance(value, str) else None
+    if match is None or int(match.group(1)) > int(match.group(2)):
+        raise ValueError(f"grade {key} must look like 'passed/total', got {value!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def progress_of(grade: Mapping[str, Any]) -> Progress:
+    """The progress a final grade records (see the module docstring).
+
+    With ``target_result`` (``"k/n"``) and ``all_result`` (``"p/N"``, the target tests among the
+    ``N``): ``target = k/n`` and ``regressions = ((N-p) - (n-k)) / (N-n)``. Without target tests
+    (suites graded by a score), ``target`` is the grade's ``score`` and there are no regressions.
+    """
+    target = _fraction(grade.get("target_result"), "target_result")
+    if target is None:
+        passed = grade.get("all_passed", grade.get("passed")) is True
+        score = grade.get("score", 0.0)
+        try:
+            score = float(score)
+        except (TypeError, ValueError):
+            raise ValueError(f"grade score must be a number, got {score!r}") from None
+        return Progress(1.0 if passed else min(max(score, 0.0), 1.0), 0.0, how="score")
+    k, n = target
+    everything = _fraction(grade.get("all_result"), "all_result") or (k, n)
+    p, total = everything
+    others = total - n
+    regressed = max(0, (total - p) - (n - k)) if others > 0 else 0
+    return Progress(k / n if n else 0.0, regressed / others if others > 0 else 0.0, f"{k}/{n}", regressed)
 
 
 @dataclass(frozen=True)
 class RewardTable:
-    """Reward weights per event and per-episode caps: the process-reward table as data.
+    """Reward weights per event, per-episode caps and how the outcome settles: the table as data.
 
-    ``weights`` maps every name in :data:`EVENTS` to a reward (``partial_pass`` is multiplied by the
-    pass rate); ``caps`` maps shaping events to how many times per episode they pay (``None``:
-    always). ``repeat_commands_pay`` lets a command identical to an earlier one earn
+    ``weights`` maps names in :data:`EVENTS` to a reward (``partial_pass`` is multiplied by the
+    pass rate, ``target_tests``/``regressions`` by their shares); ``caps`` maps shaping events to how
+    many times per episode they pay (``None``: always). ``scoring`` is ``"progress"`` (target tests
+    minus regressions, floored at 0) or ``"pass_rate"`` (seed 000: all tests pass, else 0.5 × the
+    pass rate). ``settle`` claws back, on the final step, the positive shaping not matched by
+    progress. ``repeat_commands_pay`` lets a command identical to an earlier one earn
     ``valid_command``/``command_success`` again (off by default: repeating is how shaping is farmed).
     """
 
-    weights: Mapping[str, float] = field(default_factory=lambda: dict(SEED000_TABLE))
+    weights: Mapping[str, float] = field(default_factory=dict)
     caps: Mapping[str, int | None] = field(default_factory=lambda: dict(DEFAULT_CAPS))
     repeat_commands_pay: bool = False
+    scoring: str = "progress"
+    settle: bool = True
 
     def __post_init__(self) -> None:
-        weights = {**SEED000_TABLE, **dict(self.weights)}
+        weights = {**SEED000_TABLE, **PROGRESS_WEIGHTS, **dict(self.weights)}
         caps = {**DEFAULT_CAPS, **dict(self.caps)}
         unknown = sorted(set(weights) - set(EVENTS))
         if unknown:
@@ -141,20 +221,41 @@ class RewardTable:
         for name, cap in caps.items():
             if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 0):
                 raise ValueError(f"cap for {name!r} must be a non-negative integer or None, got {cap!r}")
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"reward table scoring must be one of {', '.join(SCORINGS)}, got {self.scoring!r}")
+        if self.scoring == "progress" and (weights["target_tests"] <= 0 or weights["regressions"] < 0):
+            raise ValueError("a progress table needs target_tests > 0 and regressions >= 0 "
+                             f"(got {weights['target_tests']} and {weights['regressions']})")
         object.__setattr__(self, "weights", MappingProxyType({k: float(v) for k, v in weights.items()}))
         object.__setattr__(self, "caps", MappingProxyType(caps))
 
     @classmethod
+    def named(cls, name: str) -> RewardTable:
+        """A shipped table by name: ``"progress"`` (default) or ``"seed000"``."""
+        try:
+            return TABLES[name]
+        except KeyError:
+            raise ValueError(f"unknown reward table {name!r}; tables: {', '.join(TABLES)}") from None
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RewardTable:
-        """A table from ``{"weights": {...}, "caps": {...}, "repeat_commands_pay": bool}`` (all optional)."""
-        unknown = sorted(set(data) - {"weights", "caps", "repeat_commands_pay"})
+        """A table from ``{"weights", "caps", "repeat_commands_pay", "scoring", "settle"}`` (all optional).
+
+        ``"base": "seed000"`` starts from a named table instead of the default.
+        """
+        keys = {"weights", "caps", "repeat_commands_pay", "scoring", "settle", "base"}
+        unknown = sorted(set(data) - keys)
         if unknown:
-            raise ValueError(f"unknown reward table key(s) {unknown}; expected weights, caps, repeat_commands_pay")
-        return cls(weights=dict(data.get("weights") or {}), caps=dict(data.get("caps") or {}),
-                   repeat_commands_pay=bool(data.get("repeat_commands_pay", False)))
+            raise ValueError(f"unknown reward table key(s) {unknown}; expected {', '.join(sorted(keys))}")
+        base = cls.named(str(data.get("base", "progress")))
+        return cls(weights={**base.weights, **dict(data.get("weights") or {})},
+                   caps={**base.caps, **dict(data.get("caps") or {})},
+                   repeat_commands_pay=bool(data.get("repeat_commands_pay", base.repeat_commands_pay)),
+                   scoring=str(data.get("scoring", base.scoring)), settle=bool(data.get("settle", base.settle)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"weights": dict(self.weights), "caps": dict(self.caps), "repeat_commands_pay": self.repeat_commands_pay}
+        return {"weights": dict(self.weights), "caps": dict(self.caps), "repeat_commands_pay": self.repeat_commands_pay,
+                "scoring": self.scoring, "settle": self.settle}
 
     def max_shaping(self) -> float:
         """The most shaping reward one episode can earn (``inf`` if a positive event is uncapped)."""
@@ -169,8 +270,39 @@ class RewardTable:
             total += weight * cap
         return total
 
+    def max_outcome(self) -> float:
+        """The outcome reward of a fully solved task."""
+        return self.weights["target_tests"] if self.scoring == "progress" else self.weights["all_tests_pass"]
+
+    def outcome_events(self, grade: Mapping[str, Any]) -> tuple[list[dict[str, Any]], float]:
+        """The final events of ``grade`` and the share ``p`` (0..1) of positive shaping they let the agent keep."""
+        if self.scoring == "pass_rate":
+            name, rate, reward = self.pass_rate_outcome(grade)
+            return [{"event": name, "reward": reward, "pass_rate": rate}], 1.0 if name == "all_tests_pass" else rate
+        progress = progress_of(grade)
+        credit = self.weights["target_tests"] * progress.target
+        # Regressions can take back at most the credit: failing at a fix never scores below doing nothing.
+        penalty = min(self.weights["regressions"] * progress.regressions, credit)
+        events = [{"event": "target_tests", "reward": credit, "share": progress.target, "how": progress.how}]
+        if progress.target_result is not None:
+            events[0]["target_result"] = progress.target_result
+            events.append({"event": "regressions", "reward": -penalty, "share": progress.regressions,
+                           "failing": progress.regressed})
+        return events, (credit - penalty) / self.weights["target_tests"]
+
     def outcome(self, grade: Mapping[str, Any]) -> tuple[str, float, float]:
-        """``(event, pass_rate, reward)`` for a final grade (see :func:`pass_rate_of`)."""
+        """``(event, share, reward)`` summing up the outcome of ``grade``.
+
+        Seed 000's scoring: ``("all_tests_pass", 1.0, 1.0)`` or ``("partial_pass", pass_rate, 0.5 × pass_rate)``.
+        Progress scoring: ``("target_tests", p, net outcome reward)`` with ``p`` the kept share of shaping.
+        """
+        if self.scoring == "pass_rate":
+            return self.pass_rate_outcome(grade)
+        events, kept = self.outcome_events(grade)
+        return "target_tests", kept, sum(e["reward"] for e in events)
+
+    def pass_rate_outcome(self, grade: Mapping[str, Any]) -> tuple[str, float, float]:
+        """Seed 000's outcome ``(event, pass_rate, reward)`` (see :func:`pass_rate_of`)."""
         all_passed = grade.get("all_passed", grade.get("passed"))
         if all_passed is True:
             return "all_tests_pass", 1.0, self.weights["all_tests_pass"]
@@ -178,11 +310,16 @@ class RewardTable:
         return "partial_pass", rate, self.weights["partial_pass"] * rate
 
 
-DEFAULT_TABLE = RewardTable()
+#: The default: pays for progress on the target tests, claws back shaping not matched by progress.
+PROGRESS_TABLE = RewardTable()
+#: Seed 000's table with its caps: outcome from the pass rate over all tests, shaping never clawed back.
+SEED000 = RewardTable(weights=dict(SEED000_TABLE), scoring="pass_rate", settle=False)
+TABLES: Mapping[str, RewardTable] = MappingProxyType({"progress": PROGRESS_TABLE, "seed000": SEED000})
+DEFAULT_TABLE = PROGRESS_TABLE
 
 
 def pass_rate_of(grade: Mapping[str, Any]) -> float:
-    """The fraction of tests passing according to a grade dict.
+    """The fraction of tests passing according to a grade dict (seed 000's ``partial_pass``).
 
     ``pass_rate`` when the grade has it; else ``all_result`` parsed as ``"passed/total"``; else the
     grade's ``score`` (for suites without tests, the score is the closest thing to a pass rate).
@@ -375,21 +512,23 @@ class ProcessReward(gym.Wrapper):
 
     Args:
         env: a termgym env (``gym.make("termgym/...")`` or a :class:`~termgym.env.TerminalEnv`).
-        table: a :class:`RewardTable` or its dict form; ``weights``/``caps`` override single entries.
+        table: a table name (``"progress"``, the default, or ``"seed000"``), a :class:`RewardTable`
+            or its dict form; ``weights``/``caps`` override single entries.
         source_patterns / ignored_dirs: what counts as a tracked source file.
         detect_code: set ``False`` to skip the workspace snapshots (no ``code_modified`` events).
         allow_farmable: accept a table whose :meth:`~RewardTable.max_shaping` reaches the outcome reward.
 
     Each step's ``info`` gains ``reward_events`` (a list of ``{"event", "reward", "count", "capped", ...}``),
     ``env_reward`` (what the env itself returned) and, on the last step, ``process_reward`` with the
-    episode's ``shaping``, ``outcome``, ``return`` and per-event ``counts``. Snapshot failures are
-    reported in ``info["reward_warnings"]`` and disable ``code_modified`` for the rest of the episode.
+    episode's ``shaping`` (kept after any clawback), ``outcome``, ``return`` and per-event ``counts``.
+    Snapshot failures are reported in ``info["reward_warnings"]`` and disable ``code_modified`` for
+    the rest of the episode. End an episode from outside with :meth:`finish`, not the inner env's.
     """
 
     def __init__(
         self,
         env: gym.Env,
-        table: RewardTable | Mapping[str, Any] | None = None,
+        table: str | RewardTable | Mapping[str, Any] | None = None,
         *,
         weights: Mapping[str, float] | None = None,
         caps: Mapping[str, int | None] | None = None,
@@ -402,16 +541,21 @@ class ProcessReward(gym.Wrapper):
         super().__init__(env)
         if table is None:
             table = DEFAULT_TABLE
+        elif isinstance(table, str):
+            table = RewardTable.named(table)
         elif isinstance(table, Mapping):
             table = RewardTable.from_dict(table)
+        elif not isinstance(table, RewardTable):
+            raise TypeError(f"table must be a table name ({', '.join(TABLES)}), a RewardTable or a dict, not {table!r}")
         if weights or caps:
             table = RewardTable(weights={**table.weights, **dict(weights or {})},
                                 caps={**table.caps, **dict(caps or {})},
-                                repeat_commands_pay=table.repeat_commands_pay)
-        if not allow_farmable and table.max_shaping() >= table.weights["all_tests_pass"]:
+                                repeat_commands_pay=table.repeat_commands_pay, scoring=table.scoring,
+                                settle=table.settle)
+        if not allow_farmable and table.max_shaping() >= table.max_outcome():
             raise ValueError(
                 f"this reward table can be farmed: its maximum shaping per episode ({table.max_shaping():.3f}) "
-                f"reaches the all_tests_pass reward ({table.weights['all_tests_pass']}); lower the caps or "
+                f"reaches the reward for solving the task ({table.max_outcome()}); lower the caps or "
                 f"weights, or pass allow_farmable=True")
         self.table = table
         self.source_patterns = tuple(source_patterns)
@@ -423,7 +567,9 @@ class ProcessReward(gym.Wrapper):
     def _reset_state(self) -> None:
         self.counts: dict[str, int] = dict.fromkeys(EVENTS, 0)
         self.shaping = 0.0
+        self.positive_shaping = 0.0  # what a settling table may claw back
         self._commands_seen: set[str] = set()
+        self._contents_seen: dict[str, set[str | None]] = {}
         self._snapshot: WorkspaceSnapshot | None = None
         self._finder: TestFinder | None = None
         self._warnings: list[str] = []
@@ -450,6 +596,7 @@ class ProcessReward(gym.Wrapper):
         if self._snapshot is not None:
             for path in tests:  # editing the tests is never "code modified"
                 self._snapshot.files.pop(path, None)
+            self._contents_seen = {path: {state.md5} for path, state in self._snapshot.files.items()}
         self._finder = TestFinder(tests, files, test_command)
         if self._warnings:
             info["reward_warnings"] = list(self._warnings)
@@ -491,29 +638,80 @@ class ProcessReward(gym.Wrapper):
                     warnings.append(f"{exc}; code_modified is off for the rest of this episode")
                     self._snapshot = None
                     changed = []
-                if changed:
-                    self._event(events, "code_modified", files=changed[:20])
+                novel = self._novel_contents(changed)
+                if novel:
+                    self._event(events, "code_modified", files=novel[:20])
         reward = sum(e["reward"] for e in events)
         self.shaping += reward
         if "grade" in info:
-            name, rate, outcome = self.table.outcome(info["grade"])
-            self.counts[name] += 1
-            events.append({"event": name, "reward": outcome, "count": 1, "capped": False, "pass_rate": rate})
-            reward += outcome
-            info["process_reward"] = {"shaping": round(self.shaping, 10), "outcome": outcome,
-                                      "return": round(self.shaping + outcome, 10),
-                                      "counts": {k: v for k, v in self.counts.items() if v}}
+            reward += self._settle(events, info)
         info["reward_events"] = events
         info["env_reward"] = float(env_reward)
         if warnings:
             info["reward_warnings"] = warnings
         return obs, reward, terminated, truncated, info
 
+    def finish(self, reason: str = "context_limit") -> tuple[float, dict[str, Any]]:
+        """End the running episode from outside (a trainer's token budget) and settle its rewards.
+
+        Grades it through the inner env's ``finish`` and returns ``(reward, info)`` as a last step
+        would: the outcome events and any clawback, with ``info["reward_events"]`` and
+        ``info["process_reward"]``. Ending an episode through ``env.unwrapped.finish`` instead
+        would skip the clawback and pay the env's raw score.
+        """
+        env_reward, info = self.env.unwrapped.finish(reason)
+        events: list[dict[str, Any]] = []
+        reward = self._settle(events, info)
+        info["reward_events"] = events
+        info["env_reward"] = float(env_reward)
+        return reward, info
+
+    async def afinish(self, reason: str = "context_limit") -> tuple[float, dict[str, Any]]:
+        """:meth:`finish` run off the event loop."""
+        from termgym.sandbox import run_blocking
+
+        return await run_blocking(self.finish, reason)
+
+    def _settle(self, events: list[dict[str, Any]], info: dict[str, Any]) -> float:
+        """Append the final events (outcome, clawback) for ``info["grade"]``; returns their reward."""
+        outcome_events, kept = self.table.outcome_events(info["grade"])
+        reward = 0.0
+        for event in outcome_events:
+            self.counts[event["event"]] += 1
+            events.append({**event, "count": 1, "capped": False})
+            reward += event["reward"]
+        outcome = reward
+        if self.table.settle and self.positive_shaping > 0 and kept < 1.0:
+            clawback = -self.positive_shaping * (1.0 - max(kept, 0.0))
+            events.append({"event": CLAWBACK, "reward": clawback, "count": 1, "capped": False,
+                           "kept_share": max(kept, 0.0), "paid": round(self.positive_shaping, 10)})
+            reward += clawback
+            self.shaping += clawback
+        info["process_reward"] = {"shaping": round(self.shaping, 10), "outcome": outcome,
+                                  "return": round(self.shaping + outcome, 10),
+                                  "counts": {k: v for k, v in self.counts.items() if v}}
+        return reward
+
+    def _novel_contents(self, changed: list[str]) -> list[str]:
+        """Files among ``changed`` whose content was never seen in this episode (write/revert pays once)."""
+        assert self._snapshot is not None
+        novel = []
+        for path in changed:
+            state = self._snapshot.files.get(path)
+            content = state.md5 if state is not None else None  # None: the file is gone
+            seen = self._contents_seen.setdefault(path, set())
+            if content not in seen:
+                seen.add(content)
+                novel.append(path)
+        return novel
+
     def _event(self, events: list[dict[str, Any]], name: str, **detail: Any) -> None:
         self.counts[name] += 1
         cap = self.table.caps.get(name)
         capped = cap is not None and self.counts[name] > cap
         reward = 0.0 if capped else self.table.weights[name]
+        if reward > 0:
+            self.positive_shaping += reward
         events.append({"event": name, "reward": reward, "count": self.counts[name], "capped": capped, **detail})
 
     async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -533,11 +731,16 @@ __all__ = [
     "DEFAULT_CAPS",
     "DEFAULT_TABLE",
     "EVENTS",
+    "PROGRESS_TABLE",
+    "SEED000",
     "SEED000_TABLE",
+    "TABLES",
     "ProcessReward",
+    "Progress",
     "RewardTable",
     "TestFinder",
     "WorkspaceSnapshot",
     "is_test_path",
     "pass_rate_of",
+    "progress_of",
 ]

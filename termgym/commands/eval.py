@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra gym.make keyword (VALUE is JSON if it parses); repeatable")
     g.add_argument("--process-rewards", action="store_true",
-                   help="wrap the env in ProcessReward (seed 000's table): step rewards and reward events are "
+                   help="wrap the env in ProcessReward (the 'progress' table, docs/rewards.md): step rewards and reward events are "
                         "recorded (the score stays the grade's)")
     g.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (where custom suites or agents are registered); repeatable")

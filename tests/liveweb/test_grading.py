@@ -104,19 +104,27 @@ def test_numbers_within_tolerance_count(world):
                                              "field": "price_usd"}, "number", 0.01, 0.0)
     data = {"crypto/coins": world.collection("crypto/coins", world.base_time)}
     price = compute(q.spec, data, _meta(q))
-    assert score_answer(q, price * 1.009, data, _meta(q)).score == 1.0
-    assert score_answer(q, price * 1.02, data, _meta(q)).score == 0.0
-    assert score_answer(q, f"${price:,.4f}", data, _meta(q)).score == 1.0
+    # Prices are shown to 6 significant digits: the tolerance is half a unit in the last one, not 1 %
+    # (the question's declared tol_rel of 0.01 is for live sites). Was: within 1 % counted.
+    half = collection_spec("crypto/coins").fields["price_usd"].half_unit(price)
+    assert score_answer(q, price + 0.9 * half, data, _meta(q)).score == 1.0
+    assert score_answer(q, price + 2.1 * half, data, _meta(q)).score == 0.0
+    assert score_answer(q, price * 1.009, data, _meta(q)).score == 0.0
+    assert score_answer(q, f"${price:,}", data, _meta(q)).score == 1.0
+    live = Question(**{**q.to_dict(), "tolerance": "declared"})
+    assert score_answer(live, price * 1.009, data, _meta(q)).score == 1.0
 
 
-def test_sets_and_orderings_get_partial_credit(world):
+def test_sets_and_orderings_are_all_or_nothing(world):
+    # Was: Jaccard overlap and per-position credit, so listing every candidate earned a share.
     data = {"crypto/coins": world.collection("crypto/coins", world.base_time)}
     top = Question("answer1", "top3", "?", {"kind": "top", "src": "crypto/coins", "field": "market_cap_usd",
                                             "order": "desc", "n": 3}, "names_list")
     names = compute(top.spec, data, _meta(top))
     assert score_answer(top, names, data, _meta(top)).score == 1.0
-    assert score_answer(top, [names[0], names[2], names[1]], data, _meta(top)).score == pytest.approx(1 / 3)
-    assert score_answer(top, names[:2], data, _meta(top)).score == pytest.approx(2 / 3)
+    assert score_answer(top, [names[0], names[2], names[1]], data, _meta(top)).score == 0.0
+    assert score_answer(top, names[:2], data, _meta(top)).score == 0.0
+    assert score_answer(top, [*names, names[0]], data, _meta(top)).score == 0.0
     members = Question("answer1", "threshold", "?", {"kind": "members", "src": "crypto/coins",
                                                      "keys": [r["id"] for r in data["crypto/coins"][:4]],
                                                      "where": [{"field": "rank", "op": "<=", "value": 2}]},
@@ -124,8 +132,11 @@ def test_sets_and_orderings_get_partial_credit(world):
     want = compute(members.spec, data, _meta(members))
     assert len(want) == 2
     assert score_answer(members, list(reversed(want)), data, _meta(members)).score == 1.0
-    assert score_answer(members, want[:1], data, _meta(members)).score == 0.5
-    assert score_answer(members, [*want, "no such coin"], data, _meta(members)).score == pytest.approx(2 / 3)
+    assert score_answer(members, want[:1], data, _meta(members)).score == 0.0
+    assert score_answer(members, [*want, "no such coin"], data, _meta(members)).score == 0.0
+    everyone = [r["name"] for r in data["crypto/coins"][:4]]
+    assert score_answer(members, everyone, data, _meta(members)).score == 0.0
+    assert score_answer(members, [*want, want[0]], data, _meta(members)).score == 0.0
     assert score_answer(members, "; ".join(want), data, _meta(members)).score == 1.0
 
 
@@ -138,7 +149,8 @@ def test_names_resolve_by_alias_symbol_label_and_mention(world):
     assert index.resolve(coin["name"].upper()) == want_coin
     assert index.resolve(coin["symbol"].lower()) == want_coin
     assert index.resolve(f"{coin['name']} ({coin['symbol']})") == want_coin
-    assert index.resolve(f"It is {coin['name']}, clearly.") == want_coin
+    # Exact names only (was: a longer text containing one name counted): see tests/adversarial.
+    assert index.resolve(f"It is {coin['name']}, clearly.") is None
     assert index.resolve(f"SN{sn['netuid']}") == want_sn
     assert index.resolve(f"sn{sn['netuid']} ({sn['name']})") == want_sn
     assert index.resolve("Nothing like it") is None

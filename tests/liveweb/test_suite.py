@@ -13,7 +13,7 @@ import pytest
 
 import termgym  # noqa: F401 - registers termgym/LiveWeb-v0
 from termgym.tasks.liveweb import FAMILIES, LiveWebSuite, default_suite
-from termgym.tasks.liveweb.world import DAY
+from termgym.tasks.liveweb.world import DAY, HISTORY
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +32,17 @@ def test_task_ids_are_many_deterministic_and_split(suite):
         suite.task_ids("dev")
 
 
-def test_loading_is_deterministic_and_bad_ids_are_named(suite):
-    a, b = suite.load("liveweb-cross-00042"), LiveWebSuite().load("liveweb-cross-00042")
-    assert a.instruction == b.instruction and 2 <= len(a.questions) <= 4
+def test_episodes_are_reproducible_by_number_and_bad_ids_are_named(suite):
+    # Was: every load of a task id gave the same questions (memorisable). Now each load is a new
+    # episode; an episode by number is the same everywhere, and start="fixed" replays the sequence.
+    a, b = suite.load_episode("liveweb-cross-00042", 3), LiveWebSuite().load_episode("liveweb-cross-00042", 3)
+    assert a.instruction == b.instruction and 2 <= len(a.questions) <= 4 and a.start_time() == b.start_time()
     assert a.metadata["family"] == "cross" and a.metadata["seed"] == 42
+    fixed = [LiveWebSuite(start="fixed").load("liveweb-cross-00042") for _ in range(2)]
+    assert fixed[0].instruction == fixed[1].instruction  # the first episode of a fresh fixed suite
+    again = LiveWebSuite(start="fixed")
+    first, second = again.load("liveweb-cross-00042"), again.load("liveweb-cross-00042")
+    assert first.instruction == fixed[0].instruction and second.instruction != first.instruction
     for bad in ("liveweb-weather-00001", "liveweb-crypto-99999", "crypto-1", ""):
         with pytest.raises(KeyError, match="no task"):
             suite.load(bad)
@@ -67,10 +74,19 @@ def test_every_family_and_template_occurs(suite):
             "cross_change"} <= templates
 
 
-def test_random_start_makes_replays_differ():
-    task = LiveWebSuite(speed=0).load("liveweb-crypto-00003")
-    starts = {task.start_time() for _ in range(5)}
-    assert len(starts) > 1 and all(task.world.base_time <= s < task.world.base_time + DAY for s in starts)
+def test_each_load_draws_a_new_world_time_and_questions():
+    suite = LiveWebSuite(speed=0)
+    tasks = [suite.load("liveweb-crypto-00003") for _ in range(6)]
+    base = tasks[0].world.base_time
+    starts = {t.start_time() for t in tasks}
+    assert len(starts) == 6 and all(base <= s < base + HISTORY for s in starts)
+    assert max(starts) - min(starts) > 10 * DAY  # spread over the long history, not one day
+    assert len({t.world.variant for t in tasks}) == 6 and len({t.instruction for t in tasks}) == 6
+    # the cast (names) is the seed's; the numbers are the episode's
+    coins = [{c["name"] for c in t.world.collection("crypto/coins", base)} for t in tasks[:2]]
+    assert coins[0] == coins[1]
+    prices = [{c["name"]: c["price_usd"] for c in t.world.collection("crypto/coins", base)} for t in tasks[:2]]
+    assert prices[0] != prices[1]
 
 
 def _sample_ids(suite, n: int) -> list[str]:
@@ -91,14 +107,16 @@ def test_oracle_through_the_sandbox_scores_one_and_stale_answers_score_less(suit
     from termgym.sandbox.local import BubblewrapSandbox
 
     first = suite.load("liveweb-crypto-00001")
-    fresh, stale, changed = [], [], 0
+    fresh, stale, changed, requests = [], [], 0, []
     start = time.perf_counter()
     with BubblewrapSandbox(first.sandbox_spec()) as box:
         relay = first.episode
         for tid in _sample_ids(suite, 200):
             task = suite.load(tid)
-            relay.world, relay.clock = task.world, task.clock
+            relay.world, relay.clock, relay.api = task.world, task.clock, task.api
+            before = relay.requests
             submission = task.oracle_submission(box)
+            requests.append(relay.requests - before)
             grade = task.grade_submission(submission)
             assert grade.score == 1.0 and grade.passed, (tid, grade.details["feedback"])
             fresh.append(grade.score)
@@ -109,10 +127,12 @@ def test_oracle_through_the_sandbox_scores_one_and_stale_answers_score_less(suit
     first.teardown()
     elapsed = time.perf_counter() - start
     with capsys.disabled():
-        print(f"\nliveweb oracle: 200 tasks in {elapsed:.1f}s; stale mean score {sum(stale) / len(stale):.2f} "
+        print(f"\nliveweb oracle: 200 tasks in {elapsed:.1f}s; {sum(requests) / len(requests):.1f} requests per task "
+              f"(min {min(requests)}, max {max(requests)}); stale mean score {sum(stale) / len(stale):.2f} "
               f"({changed} of 200 tasks lost points a simulated day later)")
     assert changed >= 150
     assert sum(stale) / len(stale) < 0.6
+    assert sum(requests) / len(requests) >= 3  # the paged API: no task is one request away
 
 
 def _distinctive(value) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qsl
 
 import pytest
 
@@ -112,13 +113,17 @@ def test_every_site_serves_html_pages_and_the_api(world, site):
     t = world.base_time
     home = s.handle(world, t, "/", {})
     assert home.status == 200 and b"<html>" in home.body
-    index = json.loads(s.handle(world, t, "/api", {}).body)
-    for name, path in index["collections"].items():
-        payload = json.loads(s.handle(world, t, path, {}).body)
-        assert payload["count"] == len(payload["items"]) > 0
-        spec = s.collections[name]
-        key = payload["items"][0][spec.key_field]
-        one = json.loads(s.handle(world, t, f"{path}/{key}", {}).body)
-        assert one["item"] == payload["items"][0]
+    for api in ("paged", "bulk"):
+        index = json.loads(s.handle(world, t, "/api", {}, api=api).body)
+        for name, url in index["collections"].items():
+            path, _, query = url.partition("?")
+            payload = json.loads(s.handle(world, t, path, dict(parse_qsl(query)), api=api).body)
+            assert payload["count"] >= len(payload["items"]) > 0
+            if api == "bulk":
+                assert payload["count"] == len(payload["items"])
+            spec = s.collections[name]
+            key = payload["items"][0][spec.key_field]
+            one = json.loads(s.handle(world, t, f"{path}/{key}", {}, api=api).body)
+            assert one["item"] == payload["items"][0]
     assert s.handle(world, t, "/no/such/page", {}).status == 404
     assert s.handle(world, t, "/api/nothing", {}).status == 404

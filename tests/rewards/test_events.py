@@ -154,17 +154,94 @@ def test_outcome_all_tests_pass(wrapped, cmd, submit):
     env = wrapped()
     run(env, cmd("sed -i 's/a - b/a + b/' src/calc.py"))
     _, reward, terminated, _, info = env.step(submit)
-    assert terminated and events(info) == {"all_tests_pass": 1.0} and reward == 1.0
+    # CommandTask grades have no target tests: the score is the progress, and it keeps all shaping
+    assert terminated and events(info) == {"target_tests": 1.0} and reward == 1.0
     assert info["env_reward"] == 1.0
     assert info["process_reward"]["return"] == pytest.approx(0.03 + 0.03 + 1.0)
 
 
-def test_outcome_without_a_fix_is_partial_with_zero_rate(wrapped, submit):
+def test_seed000_outcome_all_tests_pass(calc_env, cmd, submit):
+    env = ProcessReward(calc_env(), table="seed000")
+    env.reset(seed=0)
+    run(env, cmd("sed -i 's/a - b/a + b/' src/calc.py"))
+    _, reward, terminated, _, info = env.step(submit)
+    assert terminated and events(info) == {"all_tests_pass": 1.0} and reward == 1.0
+    assert info["process_reward"]["return"] == pytest.approx(0.03 + 0.03 + 1.0)
+
+
+def test_outcome_without_a_fix_earns_nothing(wrapped, submit):
     env = wrapped()
+    _, reward, _, _, info = env.step(submit)
+    assert info["reward_events"] == [{"event": "target_tests", "reward": 0.0, "share": 0.0, "how": "score",
+                                      "count": 1, "capped": False}]
+    assert reward == 0.0
+
+
+def test_seed000_outcome_without_a_fix_is_partial_with_zero_rate(calc_env, submit):
+    env = ProcessReward(calc_env(), table="seed000")
+    env.reset(seed=0)
     _, reward, _, _, info = env.step(submit)
     assert info["reward_events"] == [{"event": "partial_pass", "reward": 0.0, "count": 1, "capped": False,
                                       "pass_rate": 0.0}]
     assert reward == 0.0
+
+
+def test_shaping_without_progress_is_clawed_back_on_the_last_step(wrapped, cmd, submit):
+    env = wrapped()
+    paid = sum(float(env.step(cmd(c))[1]) for c in ("ls", "ls tests", "echo '# x' >> src/calc.py"))
+    assert paid == pytest.approx(0.03 + 0.05 + 0.06)
+    _, reward, _, _, info = env.step(submit)
+    assert events(info) == {"target_tests": 0.0, "clawback": pytest.approx(-paid)}
+    assert reward == pytest.approx(-paid)
+    assert info["process_reward"]["return"] == pytest.approx(0.0)
+    assert info["process_reward"]["shaping"] == pytest.approx(0.0)
+
+
+def test_penalties_are_not_clawed_back(wrapped, cmd, submit):
+    env = wrapped()
+    run(env, "no block here", cmd("ls"))
+    _, _, _, _, info = env.step(submit)
+    assert info["process_reward"]["return"] == pytest.approx(-0.05)
+
+
+def test_write_revert_cycles_pay_code_modified_once(wrapped, cmd):
+    env = wrapped()
+    write, revert = cmd("sed -i 's/a - b/a + b/' src/calc.py"), cmd("sed -i 's/a + b/a - b/' src/calc.py")
+    steps = run(env, write, revert, write + " ", revert + " ", write + "  ")
+    assert [s.get("code_modified", 0.0) for s in steps] == [0.03, 0.0, 0.0, 0.0, 0.0]
+
+
+class TargetGradedTask(CommandTask):
+    """Graded like SWE-SYNTH: target (fail-to-pass) tests among all required tests."""
+
+    def __init__(self, *args, details, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.details = details
+
+    def grade(self, ctx):
+        passed = self.details["all_result"].split("/")[0] == self.details["all_result"].split("/")[1]
+        return Grade(score=float(passed), passed=passed, details={**self.details, "all_passed": passed})
+
+
+@pytest.mark.parametrize("target, everything, outcome, regressions", [
+    ("3/3", "10/10", 1.0, 0.0),     # solved
+    ("0/3", "7/10", 0.0, 0.0),      # the buggy state: nothing gained, nothing broken
+    ("2/3", "9/10", 2 / 3, 0.0),    # two of three target tests fixed, no regression
+    ("3/3", "9/10", 1 - 1 / 7, 1 / 7),  # fixed, but one of the 7 other tests broke
+    ("0/3", "0/10", 0.0, 1.0),      # everything broken: the regressions cannot push below 0
+    ("1/3", "1/10", 0.0, 1.0),      # one fixed, all others broken: floored at 0
+])
+def test_progress_outcome_from_target_and_regressions(calc_env, cmd, submit, target, everything, outcome,
+                                                       regressions):
+    task = TargetGradedTask("t", "anything", grade_command="true", details={"target_result": target,
+                                                                             "all_result": everything})
+    env = ProcessReward(calc_env(task))
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(submit)
+    got = {e["event"]: e for e in info["reward_events"]}
+    assert got["target_tests"]["target_result"] == target
+    assert got["regressions"]["share"] == pytest.approx(regressions)
+    assert reward == pytest.approx(outcome)
 
 
 class HalfGradedTask(CommandTask):
@@ -174,9 +251,9 @@ class HalfGradedTask(CommandTask):
         return Grade(score=0.0, passed=False, details={"all_passed": False, "all_result": "3/6", "pass_rate": 0.5})
 
 
-def test_outcome_partial_pass_uses_the_grade_pass_rate(calc_env, cmd):
+def test_seed000_outcome_partial_pass_uses_the_grade_pass_rate(calc_env, cmd):
     task = HalfGradedTask("half", "anything", grade_command="true")
-    env = ProcessReward(calc_env(task, max_steps=2))
+    env = ProcessReward(calc_env(task, max_steps=2), table="seed000")
     env.reset(seed=0)
     env.step(cmd("ls"))
     _, reward, _, truncated, info = env.step(cmd("pwd"))  # max_steps reached: truncated, graded
@@ -184,6 +261,22 @@ def test_outcome_partial_pass_uses_the_grade_pass_rate(calc_env, cmd):
     [outcome] = [e for e in info["reward_events"] if e["event"] == "partial_pass"]
     assert outcome["pass_rate"] == 0.5 and outcome["reward"] == 0.25
     assert reward == pytest.approx(0.25 + 0.03)  # pwd's shaping is still paid on the last step
+
+
+def test_finish_settles_an_episode_ended_from_outside(wrapped, cmd):
+    env = wrapped()
+    paid = sum(float(env.step(cmd(c))[1]) for c in ("ls", "pwd"))
+    reward, info = env.finish("context_limit")
+    assert info["end_reason"] == "context_limit" and info["env_reward"] == 0.0
+    assert reward == pytest.approx(-paid) and info["process_reward"]["return"] == pytest.approx(0.0)
+    assert asyncio.run(_afinish_after_fix(wrapped, cmd)) == pytest.approx(1.0)
+
+
+async def _afinish_after_fix(wrapped, cmd):
+    env = wrapped()
+    await env.astep(cmd("sed -i 's/a - b/a + b/' src/calc.py"))
+    reward, info = await env.afinish("context_limit")
+    return info["process_reward"]["outcome"]
 
 
 class NoRmTask(CommandTask):
@@ -197,7 +290,7 @@ def test_refused_and_submission_steps_earn_no_shaping(calc_env, cmd, submit):
     env.reset(seed=0)
     assert run(env, cmd("rm a.py")) == [{}]
     _, _, _, _, info = env.step(submit)
-    assert [e["event"] for e in info["reward_events"]] == ["all_tests_pass"]
+    assert [e["event"] for e in info["reward_events"]] == ["target_tests"]
 
 
 def test_toolcall_protocol(calc_env):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from termgym.env import oracle_actions
-from termgym.rewards import DEFAULT_TABLE, ProcessReward
+from termgym.rewards import DEFAULT_TABLE, SEED000, ProcessReward
 
 BUDGET = 30
 
@@ -23,16 +23,17 @@ def play(env: ProcessReward, messages, reset: bool = True) -> tuple[float, dict]
     raise AssertionError("the episode did not end")
 
 
-def oracle_return(calc_env) -> float:
-    env = ProcessReward(calc_env(max_steps=BUDGET))
+def oracle_return(calc_env, table: str = "progress") -> float:
+    env = ProcessReward(calc_env(max_steps=BUDGET), table)
     env.reset(seed=0)
     total, info = play(env, oracle_actions(env.unwrapped))
     assert info["grade"]["passed"]
     return total
 
 
+@pytest.mark.parametrize("table", ["progress", "seed000"])
 @pytest.mark.parametrize("farmer", ["ls", "varied", "editor", "everything"])
-def test_looping_agents_earn_less_than_the_oracle_and_the_cap(calc_env, cmd, farmer):
+def test_looping_agents_earn_less_than_the_oracle_and_the_cap(calc_env, cmd, farmer, table):
     scripts = {
         "ls": lambda i: cmd("ls"),
         "varied": lambda i: cmd(f"ls && echo {i}"),
@@ -40,14 +41,17 @@ def test_looping_agents_earn_less_than_the_oracle_and_the_cap(calc_env, cmd, far
         "everything": lambda i: cmd([f"ls tests && echo {i}", f"echo '# {i}' >> src/calc.py",
                                      f"python3 -m pytest -q -p no:cacheprovider tests; echo {i}"][i % 3]),
     }
-    env = ProcessReward(calc_env(max_steps=BUDGET))
+    env = ProcessReward(calc_env(max_steps=BUDGET), table)
     total, info = play(env, (scripts[farmer](i) for i in range(BUDGET)))
     assert info["end_reason"] == "max_steps"  # it used the whole step budget
     assert not info["grade"]["passed"]
     shaping = info["process_reward"]["shaping"]
+    assert total < oracle_return(calc_env, table)
+    if table == "progress":  # no progress: every bit of shaping is taken back
+        assert total == pytest.approx(0.0) and shaping == pytest.approx(0.0)
+        return
     assert total == pytest.approx(shaping)  # failed: the outcome pays 0.5 x 0
     assert shaping <= DEFAULT_TABLE.max_shaping() + 1e-9
-    assert total < oracle_return(calc_env)
     if farmer == "ls":
         assert total == pytest.approx(0.03)  # only the first ls pays
     if farmer == "everything":
@@ -60,12 +64,17 @@ def test_documented_cap_is_below_the_outcome():
 
 
 def test_on_swesynth_ls_for_the_whole_budget_earns_less_than_the_oracle():
-    """The bundled SWE-SYNTH suite: 50 steps of ls vs the reference fix."""
+    """The bundled SWE-SYNTH suite under seed 000's table: 50 steps of ls vs the reference fix.
+
+    This pins down why seed 000's table is not the default: the outcome pays 0.5 x the share of
+    *all* tests passing, and a buggy repository already passes most of them (see
+    tests/adversarial/test_process_reward_farming.py for the progress table on the same tasks).
+    """
     import gymnasium as gym
 
     import termgym  # noqa: F401
 
-    env = ProcessReward(gym.make("termgym/SweSynth-v0"))
+    env = ProcessReward(gym.make("termgym/SweSynth-v0"), table=SEED000)
     try:
         task_id = env.unwrapped.suite.task_ids()[0]
         env.reset(seed=0, options={"task_id": task_id})
@@ -81,7 +90,7 @@ def test_on_swesynth_ls_for_the_whole_budget_earns_less_than_the_oracle():
         env.close()
     assert info["end_reason"] == "max_steps" and not info["grade"]["all_passed"]
     shaping = info["process_reward"]["shaping"]
-    assert shaping == pytest.approx(0.03) and shaping <= DEFAULT_TABLE.max_shaping()
+    assert shaping == pytest.approx(0.03) and shaping <= SEED000.max_shaping()
     # the outcome still pays 0.5 x the share of tests that pass with the bug in (seed 000's table)
     assert total == pytest.approx(0.03 + 0.5 * info["grade"]["pass_rate"])
     assert total < oracle_total

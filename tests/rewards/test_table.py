@@ -11,14 +11,17 @@ from termgym.rewards import (
     DEFAULT_CAPS,
     DEFAULT_TABLE,
     EVENTS,
+    PROGRESS_TABLE,
+    SEED000,
     SEED000_TABLE,
     ProcessReward,
     RewardTable,
     pass_rate_of,
+    progress_of,
 )
 
 # Seed 000's "Process Rewards" table, transcribed (event -> reward; partial pass is 0.5 x pass_rate).
-SEED000 = {
+SEED000_ROWS = {
     "Valid bash command": 0.01,
     "Command succeeds": 0.02,
     "Code modified": 0.03,
@@ -41,11 +44,23 @@ SEED_TO_EVENT = {
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_default_table_equals_seed_000():
-    expected = {SEED_TO_EVENT[k]: v for k, v in SEED000.items()}
+def test_seed000_table_equals_seed_000_and_is_available_by_name():
+    expected = {SEED_TO_EVENT[k]: v for k, v in SEED000_ROWS.items()}
     assert dict(SEED000_TABLE) == expected
-    assert dict(DEFAULT_TABLE.weights) == expected
-    assert set(EVENTS) == set(expected)
+    assert {k: v for k, v in SEED000.weights.items() if k in expected} == expected
+    assert RewardTable.named("seed000") is SEED000 and SEED000.scoring == "pass_rate" and not SEED000.settle
+    assert set(expected) <= set(EVENTS)
+
+
+def test_default_table_is_progress_with_seed_000_step_weights():
+    assert DEFAULT_TABLE is PROGRESS_TABLE is RewardTable.named("progress")
+    assert DEFAULT_TABLE.scoring == "progress" and DEFAULT_TABLE.settle
+    for event, weight in SEED000_TABLE.items():
+        if event not in ("all_tests_pass", "partial_pass"):
+            assert DEFAULT_TABLE.weights[event] == weight
+    assert DEFAULT_TABLE.weights["target_tests"] == 1.0 and DEFAULT_TABLE.weights["regressions"] == 1.0
+    with pytest.raises(ValueError, match="unknown reward table 'seed0'"):
+        RewardTable.named("seed0")
 
 
 def test_seed_000_file_table_matches_when_present():
@@ -63,7 +78,7 @@ def test_seed_000_file_table_matches_when_present():
 
 def test_docs_table_matches_code():
     doc = (ROOT / "docs" / "rewards.md").read_text()
-    for event, weight in SEED000_TABLE.items():
+    for event, weight in {**SEED000_TABLE, "target_tests": 1.0, "regressions": -1.0}.items():
         cap = DEFAULT_CAPS.get(event)
         pattern = rf"\|\s*`{event}`\s*\|\s*{re.escape(f'{weight:+g}')}"
         assert re.search(pattern, doc), f"docs/rewards.md does not list {event} with {weight:+g}"
@@ -77,6 +92,11 @@ def test_max_shaping_is_below_the_outcome_reward():
     assert DEFAULT_TABLE.max_shaping() < DEFAULT_TABLE.weights["all_tests_pass"]
 
 
+def test_max_outcome_depends_on_scoring():
+    assert PROGRESS_TABLE.max_outcome() == 1.0 and SEED000.max_outcome() == 1.0
+    assert RewardTable(weights={"target_tests": 2.0}).max_outcome() == 2.0
+
+
 def test_every_weight_and_cap_is_configurable():
     table = RewardTable(weights={"code_modified": 0.1, "timeout": -0.5}, caps={"code_modified": 2})
     assert table.weights["code_modified"] == 0.1 and table.weights["timeout"] == -0.5
@@ -84,6 +104,8 @@ def test_every_weight_and_cap_is_configurable():
     assert table.caps["code_modified"] == 2
     again = RewardTable.from_dict(table.to_dict())
     assert again == table
+    seeded = RewardTable.from_dict({"base": "seed000", "caps": {"code_modified": 1}})
+    assert seeded.scoring == "pass_rate" and seeded.caps["code_modified"] == 1 and not seeded.settle
 
 
 def test_farmable_table_is_refused_unless_allowed(calc_env):
@@ -102,6 +124,9 @@ def test_farmable_table_is_refused_unless_allowed(calc_env):
     ({"caps": {"valid_command": -1}}, "non-negative integer"),
     ({"weights": {"timeout": "high"}}, "must be a number"),
     ({"weigths": {}}, "unknown reward table key"),
+    ({"scoring": "vibes"}, "scoring must be one of"),
+    ({"weights": {"target_tests": 0}}, "needs target_tests > 0"),
+    ({"base": "nope"}, "unknown reward table 'nope'"),
 ])
 def test_bad_tables_are_rejected_with_the_key_named(bad, message):
     with pytest.raises((ValueError, TypeError), match=message):
@@ -118,10 +143,40 @@ def test_pass_rate_of(grade, rate):
     assert pass_rate_of(grade) == pytest.approx(rate)
 
 
-def test_outcome_prefers_all_passed_then_pass_rate():
-    assert DEFAULT_TABLE.outcome({"score": 1.0, "passed": True}) == ("all_tests_pass", 1.0, 1.0)
-    assert DEFAULT_TABLE.outcome({"score": 0.0, "passed": False, "all_passed": False, "pass_rate": 0.5}) == (
+def test_seed000_outcome_prefers_all_passed_then_pass_rate():
+    assert SEED000.outcome({"score": 1.0, "passed": True}) == ("all_tests_pass", 1.0, 1.0)
+    assert SEED000.outcome({"score": 0.0, "passed": False, "all_passed": False, "pass_rate": 0.5}) == (
         "partial_pass", 0.5, 0.25)
-    assert DEFAULT_TABLE.outcome({"score": 0.9, "passed": False, "all_passed": True})[0] == "all_tests_pass"
+    assert SEED000.outcome({"score": 0.9, "passed": False, "all_passed": True})[0] == "all_tests_pass"
     with pytest.raises(ValueError, match="pass_rate must be a number"):
-        DEFAULT_TABLE.outcome({"score": 0.0, "passed": False, "pass_rate": "most"})
+        SEED000.outcome({"score": 0.0, "passed": False, "pass_rate": "most"})
+
+
+@pytest.mark.parametrize("grade, target, regressions", [
+    ({"score": 0.0, "passed": False, "target_result": "1/4", "all_result": "200/233"}, 0.25, 30 / 229),
+    ({"score": 1.0, "passed": True, "target_result": "4/4", "all_result": "233/233"}, 1.0, 0.0),
+    ({"score": 0.0, "passed": False, "all_result": "0/233", "pass_rate": 0.0}, 0.0, 0.0),  # patch did not apply
+    ({"score": 0.5, "passed": False}, 0.5, 0.0),  # a score-graded suite (LIVEWEB)
+    ({"score": 0.5, "passed": True}, 1.0, 0.0),
+])
+def test_progress_of(grade, target, regressions):
+    progress = progress_of(grade)
+    assert progress.target == pytest.approx(target) and progress.regressions == pytest.approx(regressions)
+
+
+@pytest.mark.parametrize("grade, message", [
+    ({"target_result": "five"}, "target_result must look like"),
+    ({"target_result": "5/4"}, "target_result must look like"),
+    ({"target_result": "1/4", "all_result": 3}, "all_result must look like"),
+    ({"score": "high"}, "score must be a number"),
+])
+def test_progress_of_rejects_malformed_grades(grade, message):
+    with pytest.raises(ValueError, match=message):
+        progress_of(grade)
+
+
+def test_progress_outcome_is_floored_and_reports_the_kept_share():
+    events, kept = PROGRESS_TABLE.outcome_events({"target_result": "1/2", "all_result": "51/102"})
+    assert kept == 0.0 and sum(e["reward"] for e in events) == 0.0
+    assert PROGRESS_TABLE.outcome({"target_result": "2/2", "all_result": "101/102"}) == (
+        "target_tests", pytest.approx(0.99), pytest.approx(0.99))

@@ -5,15 +5,20 @@
 >>> env = gym.make("termgym/LiveWeb-v0", source="live")  # the real sites (network and keys needed)
 
 Task ids are ``liveweb-<family>-<seed>``: a family is one site (``subnets``, ``crypto``,
-``stocks``, ``news``, ``books``) or ``cross`` (questions spanning sites); the seed fixes the world
-and the questions. 6 families × 5,000 seeds = 30,000 tasks; every seed divisible by 20 is held out
-as the ``test`` split (1,500 tasks), the rest is ``train``. See ``docs/liveweb.md``.
+``stocks``, ``news``, ``books``) or ``cross`` (questions spanning sites); the seed fixes the world's
+cast (names, base prices). Every load of a task (every ``env.reset``) draws a fresh episode: a
+world variant (every price path, story and book perturbed), a start time anywhere in a 120-day
+simulated history, and questions whose subjects and thresholds come from that state, so answers
+from an earlier episode of the same task are no use. 6 families × 5,000 seeds = 30,000 tasks;
+every seed divisible by 20 is held out as the ``test`` split (1,500 tasks), the rest is ``train``.
+See ``docs/liveweb.md``.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -23,8 +28,9 @@ from termgym.tasks.base import TaskSuite
 from termgym.tasks.liveweb.grading import LLMValidator
 from termgym.tasks.liveweb.questions import FAMILIES, make_questions
 from termgym.tasks.liveweb.server import WorldServer, shared_server
+from termgym.tasks.liveweb.sites.base import API_MODES
 from termgym.tasks.liveweb.task import LiveWebTask
-from termgym.tasks.liveweb.world import SimClock, World
+from termgym.tasks.liveweb.world import HISTORY, TICK, SimClock, World, stable_hash
 
 _TASK_ID = re.compile(r"^liveweb-([a-z]+)-(\d+)$")
 SOURCES = ("offline", "live")
@@ -39,7 +45,14 @@ class LiveWebSuite(TaskSuite):
     (``"offline"``: the simulated world; ``"live"``: the real sites), ``start``, ``speed``,
     ``step_seconds``, ``grace_seconds`` (see :class:`LiveWebTask`), ``workdir``, ``questions``
     (a fixed number of sub-questions 2–4 instead of a random one), ``validator`` (an
-    :class:`LLMValidator`, a dict of its arguments, or ``"env"`` to read ``LIVEWEB_VALIDATOR_*``).
+    :class:`LLMValidator`, a dict of its arguments, or ``"env"`` to read ``LIVEWEB_VALIDATOR_*``),
+    ``api`` (``"paged"``, the default: no request returns a whole collection; ``"bulk"``: one
+    request does, as before).
+
+    ``start`` says where each episode's draw comes from: ``"random"`` (default) from the operating
+    system's entropy; ``"fixed"`` from ``(task id, n)`` where ``n`` counts this suite's loads of
+    that task, so a fresh suite replays the same sequence of episodes (reproducible runs) while no
+    two episodes of one run share a world. :meth:`load_episode` loads one episode by number.
     """
 
     name = "liveweb"
@@ -47,7 +60,8 @@ class LiveWebSuite(TaskSuite):
     def __init__(self, *, seeds: int = 5000, families: Sequence[str] | None = None, test_every: int = 20,
                  source: str = "offline", start: str = "random", speed: float = 1.0, step_seconds: float = 0.0,
                  grace_seconds: float = 300.0, workdir: str = "/workspace", questions: int | None = None,
-                 validator: LLMValidator | dict | str | None = None, server: WorldServer | None = None) -> None:
+                 validator: LLMValidator | dict | str | None = None, server: WorldServer | None = None,
+                 api: str = "paged") -> None:
         if source not in SOURCES:
             raise ValueError(f"LiveWebSuite source must be one of {', '.join(SOURCES)}, got {source!r}")
         if families is None:
@@ -63,10 +77,14 @@ class LiveWebSuite(TaskSuite):
             raise ValueError(f"questions must be 2, 3 or 4, got {questions!r}")
         if start not in ("random", "fixed"):
             raise ValueError(f"LIVEWEB start must be 'random' or 'fixed', got {start!r}")
+        if api not in API_MODES:
+            raise ValueError(f"LIVEWEB api must be one of {', '.join(API_MODES)}, got {api!r}")
         SimClock(0, speed=speed)  # validates speed
         self.seeds, self.families, self.test_every, self.source = seeds, tuple(families), test_every, source
-        self.options = {"start": start, "speed": speed, "step_seconds": step_seconds,
-                        "grace_seconds": grace_seconds, "workdir": workdir}
+        self.start = start
+        self.options = {"speed": speed, "step_seconds": step_seconds, "grace_seconds": grace_seconds,
+                        "workdir": workdir, "api": api}
+        self._loads: dict[str, int] = {}
         self.n_questions = questions
         self.validator = _validator(validator)
         self._server = server
@@ -87,37 +105,61 @@ class LiveWebSuite(TaskSuite):
                 out += [f"liveweb-{family}-{seed:05d}" for family in self.families]
         return out
 
-    def world(self, seed: int) -> World:
-        """The (cached) world of ``seed``; tasks of one seed share it."""
+    def world(self, seed: int, variant: int = 0) -> World:
+        """The (cached) world of ``seed`` and ``variant`` (0: the seed's canonical world)."""
+        key = (seed, variant)
         with self._lock:
-            world = self._worlds.get(seed)
+            world = self._worlds.get(key)
             if world is not None:
-                self._worlds.move_to_end(seed)
+                self._worlds.move_to_end(key)
                 return world
-        world = World(seed)
+        world = World(seed, variant=variant)
         with self._lock:
-            world = self._worlds.setdefault(seed, world)
+            world = self._worlds.setdefault(key, world)
             while len(self._worlds) > 32:
                 self._worlds.popitem(last=False)
         return world
 
-    def load(self, task_id: str) -> LiveWebTask:
+    def _parse(self, task_id: str) -> tuple[str, int]:
         m = _TASK_ID.match(str(task_id))
         if not m or m.group(1) not in self.families or int(m.group(2)) >= self.seeds:
             raise KeyError(f"suite 'liveweb' has no task {task_id!r}; ids look like 'liveweb-crypto-00042' "
                            f"(families {', '.join(self.families)}, seeds 0..{self.seeds - 1})")
-        family, seed = m.group(1), int(m.group(2))
-        rng = random.Random(f"liveweb:{task_id}")
+        return m.group(1), int(m.group(2))
+
+    def load(self, task_id: str) -> LiveWebTask:
+        """A fresh episode of ``task_id`` (see the class docstring for what ``start`` makes of it)."""
+        family, seed = self._parse(task_id)
         if self.source == "live":
             from termgym.tasks.liveweb.live import load_live_task
 
+            rng = random.Random(f"liveweb:{task_id}")
             return load_live_task(task_id, seed=seed, family=family, rng=rng, n_questions=self.n_questions,
                                   validator=self.validator, workdir=self.options["workdir"])
-        world = self.world(seed)
-        questions = make_questions(family, rng, lambda src: world.collection(src, world.base_time), world.base_time,
-                                   self.n_questions)
+        if self.start == "fixed":
+            with self._lock:
+                n = self._loads.get(task_id, 0)
+                self._loads[task_id] = n + 1
+            return self.load_episode(task_id, n)
+        return self._load(task_id, family, seed, secrets.randbits(62) | 1)
+
+    def load_episode(self, task_id: str, episode: int) -> LiveWebTask:
+        """Episode number ``episode`` of ``task_id``: the same world, time and questions on every machine."""
+        family, seed = self._parse(task_id)
+        if self.source == "live":
+            raise ValueError("live tasks have no numbered episodes: the real sites only show the present")
+        return self._load(task_id, family, seed, stable_hash("episode", task_id, int(episode)) | 1)
+
+    def _load(self, task_id: str, family: str, seed: int, draw: int) -> LiveWebTask:
+        # One draw decides the episode: the world variant, the start time and the questions' RNG.
+        # Questions are drawn from the state at the start, so subjects and thresholds are new too.
+        world = World(seed, variant=draw) if self.start == "random" else self.world(seed, draw)
+        start = world.base_time + stable_hash("start", draw) % (HISTORY // TICK) * TICK
+        rng = random.Random(f"liveweb:{task_id}:{draw}")
+        questions = make_questions(family, rng, lambda src: world.collection(src, start), start, self.n_questions)
         return LiveWebTask(task_id, seed=seed, family=family, questions=questions, world=world,
-                           validator=self.validator, server=self._server, **self.options)
+                           validator=self.validator, server=self._server, start=self.start, start_at=start,
+                           **self.options)
 
 
 def _validator(value: LLMValidator | dict | str | None) -> LLMValidator | None:

@@ -5,11 +5,14 @@ against the answer computed from the sites' data at submission time (or, within 
 window, at a tick just before it, so an answer fetched a minute ago is not punished for a tick
 that happened while the agent typed):
 
-* numbers — right when within the question's tolerance (``12.3``, ``"12.3"``, ``"$1.2B"``,
-  ``"4.5%"`` are all numbers); whole numbers must match;
-* names — matched after normalising case, punctuation and spacing, against every alias (name,
-  symbol, id, ``SN12``…); an :class:`LLMValidator` may judge free-text names that do not match;
-* sets — Jaccard overlap; ordered lists — the share of positions that match.
+* numbers — right when within the tolerance the site's display precision allows
+  (:func:`display_tolerance`; ``12.3``, ``"12.3"``, ``"$1.2B"``, ``"4.5%"`` are all numbers);
+  whole numbers must match;
+* names — the whole answer must equal one alias (name, symbol, id, ``SN12``…) after normalising
+  case, punctuation and spacing: no substrings, so ``"not X"`` or ``"X or Y"`` name nothing; an
+  :class:`LLMValidator` may judge free-text names that do not match;
+* sets — exactly the right names, in any order; ordered lists — exactly the right names in order
+  (no partial credit: it would pay for listing every candidate).
 
 Nothing the agent submits can make grading raise: a malformed submission scores 0 with a message
 that says what was wrong and what was expected.
@@ -88,6 +91,12 @@ def parse_number(value: Any) -> float | None:
     return float(m.group(1)) * _SUFFIX.get(m.group(2), 1.0)
 
 
+def _words(text: Any) -> str:
+    """Lower-case words separated and surrounded by single spaces, for whole-word search."""
+    text = unicodedata.normalize("NFKD", str(text)).casefold()
+    return " " + " ".join(re.findall(r"[^\W_]+", text)) + " "
+
+
 def norm(text: Any) -> str:
     """Lower-case letters and digits only: ``"“Zen-tora” (ZNT)"`` -> ``"zentoraznt"``."""
     text = unicodedata.normalize("NFKD", str(text)).casefold()
@@ -95,6 +104,10 @@ def norm(text: Any) -> str:
 
 
 # -- names ------------------------------------------------------------------------------------------
+
+
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|except|excluding|without|isn't|is not|wasn't)\b|n't\b",
+                       re.IGNORECASE)
 
 
 class NameIndex:
@@ -106,33 +119,37 @@ class NameIndex:
 
     def __init__(self, candidates: list[tuple[str, dict]]) -> None:
         self.exact: dict[str, set[str]] = {}
-        self.aliases: list[tuple[str, str]] = []
+        self.phrases: dict[str, set[str]] = {}  # aliases as whole words, to spot several names in a text
         for src, record in candidates:
             spec = collection_spec(src)
             name = norm(record[spec.name_field])
             forms = [record[f] for f in spec.alias_fields if f in record] + [spec.describe(record)]
             for form in forms:
                 n = norm(form)
-                if not n:
-                    continue
-                self.exact.setdefault(n, set()).add(name)
-                if len(n) >= 3 and not n.isdigit():
-                    self.aliases.append((n, name))
+                if n:
+                    self.exact.setdefault(n, set()).add(name)
+                    self.phrases.setdefault(_words(form), set()).add(name)
 
     def resolve(self, given: Any) -> str | None:
+        """The one record ``given`` names exactly (after :func:`norm`), else ``None``.
+
+        Exact on purpose: an answer that merely *contains* a name (``"not Vypyr"``, ``"Vypyr or
+        Zentora"``, ``"VYP, ZNT, KAI"``) names nothing, so hedging or negating cannot score.
+        """
         if not isinstance(given, (str, int)) or isinstance(given, bool):
             return None
-        n = norm(given)
-        hit = self.exact.get(n)
+        hit = self.exact.get(norm(given))
         if hit and len(hit) == 1:
             return next(iter(hit))
-        # "Zentora (ZNT) at $3.10" still names Zentora: take the longest alias it contains, if unambiguous.
-        found = [(len(a), name) for a, name in self.aliases if a in n]
-        if not found:
-            return None
-        longest = max(length for length, _ in found)
-        names = {name for length, name in found if length == longest}
-        return next(iter(names)) if len(names) == 1 else None
+        return None
+
+    def hedge(self, given: str) -> str | None:
+        """Why a free-text answer is a hedge rather than a name (negates, or names several), or ``None``."""
+        if _NEGATION.search(given):
+            return "negates"
+        text = _words(given)
+        named = {name for phrase, names in self.phrases.items() if phrase.strip() and phrase in text for name in names}
+        return "names several candidates" if len(named) > 1 else None
 
 
 def _candidates(q: Question, data: dict[str, list[dict]]) -> list[tuple[str, dict]]:
@@ -190,6 +207,43 @@ class LLMValidator:
         return content.startswith("YES")
 
 
+# -- tolerances --------------------------------------------------------------------------------------
+
+#: Computed answers may be rounded to this many significant digits (the instruction says so).
+ANSWER_SIG_DIGITS = 4
+
+
+def display_tolerance(spec: dict, data: dict[str, list[dict]], meta: dict[str, dict], expected: float) -> float:
+    """How far a right answer to ``spec`` may be from ``expected``, from how the sites show values.
+
+    Detail pages and the API show every value exactly as the grader has it, rounded the way the
+    site rounds it (:class:`~termgym.tasks.liveweb.sites.base.FieldSpec` ``decimals`` /
+    ``sig_digits``). So a lookup must match to the last displayed digit (half a unit of it:
+    :meth:`FieldSpec.half_unit`; whole numbers exactly), and a value computed from displayed
+    inputs may differ only by rounding the result to :data:`ANSWER_SIG_DIGITS` significant digits
+    (what the instruction asks for). Counts, names and differences of whole numbers: exact.
+    """
+    kind = spec["kind"]
+    if kind == "value":
+        return collection_spec(spec["src"]).fields[spec["field"]].half_unit(expected)
+    if kind in ("count", "pick", "nth", "top", "members", "pick_refs"):
+        return 0.0
+    if kind == "delta" and collection_spec(spec["src"]).fields[spec["field"]].exact:
+        return 0.0
+    if not expected:
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(abs(expected))) - ANSWER_SIG_DIGITS + 1)
+
+
+def tolerance(q: Question, data: dict[str, list[dict]], meta: dict[str, dict], expected: float) -> float:
+    """The tolerance of a number answer: from display precision, or the question's declared one (live)."""
+    if q.answer_type == "integer":
+        return 0.0
+    if q.tolerance == "declared":
+        return q.tol_abs + q.tol_rel * abs(expected)
+    return display_tolerance(q.spec, data, meta, expected)
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 
 
@@ -217,7 +271,8 @@ def score_answer(q: Question, given: Any, data: dict[str, list[dict]], meta: dic
         value = parse_number(given)
         if value is None:
             return Scored(0.0, f"{q.qid} must be a number, got {given!r}", expected)
-        tol = q.tol_abs + q.tol_rel * abs(expected) + 1e-9
+        # Whole numbers match exactly; other numbers get a float-rounding epsilon on top.
+        tol = tolerance(q, data, meta, expected) + (0.0 if q.answer_type == "integer" else 1e-12 * max(1.0, abs(expected)))
         if abs(value - expected) <= tol:
             return Scored(1.0, f"{q.qid}: correct", expected)
         return Scored(0.0, f"{q.qid}: {value:g} is not within {tol:.4g} of the answer", expected)
@@ -228,6 +283,9 @@ def score_answer(q: Question, given: Any, data: dict[str, list[dict]], meta: dic
             return Scored(0.0, f"{q.qid} must be a name (a string), got {given!r}", expected)
         if index.resolve(given) == norm(expected):
             return Scored(1.0, f"{q.qid}: correct", expected)
+        hedge = index.hedge(given) if isinstance(given, str) else None
+        if hedge is not None:  # never put a hedged answer to the judge: a model may wave it through
+            return Scored(0.0, f"{q.qid}: {given!r} {hedge}; answer with one name", expected)
         if validator is not None and isinstance(given, str):
             try:
                 if validator.judge(q.text, expected, given):
@@ -242,15 +300,12 @@ def score_answer(q: Question, given: Any, data: dict[str, list[dict]], meta: dic
     got_keys = [index.resolve(x) for x in items]
     unknown = [x for x, k in zip(items, got_keys, strict=True) if k is None]
     note = f" (not recognised: {', '.join(map(repr, unknown[:3]))})" if unknown else ""
+    # All or nothing: with partial credit, listing every candidate would earn a share for free.
     if q.answer_type == "names_set":
-        want, got = set(want_keys), {k for k in got_keys if k is not None}
-        union = want | got | {"?" + repr(x) for x in unknown}
-        score = 1.0 if not union else len(want & got) / len(union)
+        right = not unknown and len(got_keys) == len(set(got_keys)) and set(got_keys) == set(want_keys)
     else:
-        hits = sum(1 for a, b in zip(got_keys, want_keys, strict=False) if a == b)
-        score = hits / max(len(want_keys), len(items), 1)
-    verdict = "correct" if score == 1.0 else f"partly right ({score:.2f})" if score else "wrong"
-    return Scored(score, f"{q.qid}: {verdict}{note}", expected)
+        right = not unknown and got_keys == want_keys
+    return Scored(1.0 if right else 0.0, f"{q.qid}: {'correct' if right else 'wrong'}{note}", expected)
 
 
 def grade_answers(questions: list[Question], submission: str | None,

@@ -39,6 +39,9 @@ class Question:
     answer_type: str
     tol_rel: float = 0.0
     tol_abs: float = 0.0
+    #: ``"display"``: the grader derives number tolerances from how the site shows the inputs
+    #: (offline worlds); ``"declared"``: ``tol_rel``/``tol_abs`` are used (live sites).
+    tolerance: str = "display"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,7 +127,7 @@ def ordinal(k: int) -> str:
 
 
 def _number_question(f: FieldSpec, text: str, spec: dict, template: str) -> Question:
-    kind = "integer" if f.kind == "int" and f.tol_rel == 0 and f.tol_abs == 0 else "number"
+    kind = "integer" if f.exact else "number"
     return Question("", template, text, spec, kind, f.tol_rel, f.tol_abs)
 
 
@@ -258,7 +261,7 @@ def t_delta(ctx: Ctx, spec: CollectionSpec) -> Question:
             f"{spec.describe(b)}?{_unit(f)}")
     tol = 2 * f.tol_abs + f.tol_rel * (abs(a[f.name]) + abs(b[f.name]))
     q = {"kind": "delta", "src": spec.src, "keys": [a[spec.key_field], b[spec.key_field]], "field": f.name}
-    kind = "integer" if tol == 0 else "number"
+    kind = "integer" if f.exact else "number"
     return Question("", "delta", text, q, kind, 0.0, tol)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import parse_qsl, urlsplit
 
-from termgym.tasks.liveweb.sites.base import Response
+from termgym.tasks.liveweb.sites.base import API_MODES, Response
 from termgym.tasks.liveweb.world import SimClock, World
 
 EPISODE_HEADER = "x-termgym-episode"
@@ -43,6 +43,7 @@ class Episode:
     clock: SimClock
     port: int | None = None
     requests: int = 0
+    api: str = "paged"  # the JSON API mode (sites.base.API_MODES)
     _server: asyncio.base_events.Server | None = field(default=None, repr=False)
 
 
@@ -117,10 +118,15 @@ class WorldServer:
 
     # -- episodes ---------------------------------------------------------------------------------
 
-    def open_episode(self, world: World, clock: SimClock, *, own_port: bool = True) -> Episode:
-        """Register an episode; with ``own_port`` it also gets a listening port of its own."""
+    def open_episode(self, world: World, clock: SimClock, *, own_port: bool = True, api: str = "paged") -> Episode:
+        """Register an episode; with ``own_port`` it also gets a listening port of its own.
+
+        ``api`` is the JSON API mode of its sites (``"paged"`` or ``"bulk"``).
+        """
+        if api not in API_MODES:
+            raise ValueError(f"API mode must be one of {', '.join(API_MODES)}, got {api!r}")
         self.start()
-        episode = Episode(key=secrets.token_hex(12), world=world, clock=clock)
+        episode = Episode(key=secrets.token_hex(12), world=world, clock=clock, api=api)
         if own_port:
             episode._server = self._call(self._listen(episode, 0))
             episode.port = episode._server.sockets[0].getsockname()[1]
@@ -228,7 +234,7 @@ class WorldServer:
             return _error(404, f"no site at host {host or '(none)'!r}; sites: {known}")
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         try:
-            return site.handle(episode.world, episode.clock.now(), path, query)
+            return site.handle(episode.world, episode.clock.now(), path, query, api=episode.api)
         except Exception as exc:  # a page bug must never take the server down
             return _error(500, f"internal error rendering {host}{path}: {type(exc).__name__}: {exc}")
 

@@ -22,7 +22,8 @@ from termgym.tasks.liveweb.grading import SUCCESS_THRESHOLD, LLMValidator, grade
 from termgym.tasks.liveweb.questions import Question
 from termgym.tasks.liveweb.server import Episode, WorldServer, shared_server
 from termgym.tasks.liveweb.sites import SITES, collection_spec
-from termgym.tasks.liveweb.world import DAY, TICK, SimClock, World, stable_hash
+from termgym.tasks.liveweb.sites.base import API_MODES
+from termgym.tasks.liveweb.world import HISTORY, TICK, SimClock, World, stable_hash
 
 #: Where the page reader is installed inside the sandbox (and put on PATH).
 BROWSE_DIR = "/opt/liveweb/bin"
@@ -36,7 +37,7 @@ def browse_script() -> str:
     return (_HERE / "browse.py").read_text()
 
 
-def render_instruction(questions: list[Question], hosts: list[str], *, live: bool = False) -> str:
+def render_instruction(questions: list[Question], hosts: list[str], *, live: bool = False, api: str = "paged") -> str:
     """The task text: where the sites are, the questions, and the answer format."""
     where = ("These real websites are reachable from your terminal" if live else
              "These simulated websites are reachable over HTTP from your terminal (there is no other network)")
@@ -47,7 +48,9 @@ def render_instruction(questions: list[Question], hosts: list[str], *, live: boo
         f"{where}: " + ", ".join(f"http://{h}" for h in hosts) + ".",
         ("Use their public JSON APIs (or pages) as you see fit." if live else
          "Each site has HTML pages (list pages are paginated and may be a few minutes behind; item pages are "
-         "live) and a JSON API under /api (start with /api to see what it offers)."),
+         "live) and a JSON API under /api (start with /api to see what it offers"
+         + ("; collections are served a page at a time, and /api/<collection>/<key> gives one record)."
+            if api == "paged" else ").")),
         "Read a page as text with `browse URL` (`browse URL N` follows link [N]), or use curl and python3.",
         "The data changes over time: answers are checked against the sites at the moment you submit.",
         "",
@@ -57,36 +60,42 @@ def render_instruction(questions: list[Question], hosts: list[str], *, live: boo
     lines += [
         "",
         f"Submit one JSON object with the keys {', '.join(q.qid for q in questions)}: {{{keys}}}.",
-        "Numbers as plain numbers (no units or thousands separators needed), names as strings exactly as the "
-        "site shows them, lists as JSON arrays of names. For example, from the shell:",
+        "Numbers as plain numbers (no units or thousands separators needed): values as the site shows them, "
+        "computed values to at least 4 significant digits. Names as strings exactly as the site shows them "
+        "(one name, nothing else), lists as JSON arrays of names. For example, from the shell:",
         f"echo {SUBMIT_SENTINEL}; echo '{{{keys}}}'",
     ]
     return "\n".join(lines)
 
 
 class LiveWebTask(Task):
-    """A LIVEWEB task over the simulated world (see the module docstring).
+    """One episode of a LIVEWEB task over the simulated world (see the module docstring).
 
-    ``start`` is ``"random"`` (each episode starts at a fresh moment within a day of the world's
-    anchor, so replaying a task gives different answers) or ``"fixed"`` (a moment derived from the
-    task id). ``speed`` is simulated seconds per real second (0 freezes time); ``step_seconds``
-    is added per agent command; ``grace_seconds`` is how far back before submission an answer may
-    have been true and still count.
+    :class:`~termgym.tasks.liveweb.LiveWebSuite` draws each episode's world variant, start time and
+    questions and passes them here (``start_at``). Without ``start_at``, ``start`` picks the moment:
+    ``"random"`` (anywhere in the world's simulated history) or ``"fixed"`` (derived from the task
+    id). ``speed`` is simulated seconds per real second (0 freezes time); ``step_seconds`` is added
+    per agent command; ``grace_seconds`` is how far back before submission an answer may have been
+    true and still count; ``api`` is the sites' JSON API mode (``"paged"`` or ``"bulk"``).
     """
 
     def __init__(self, task_id: str, *, seed: int, family: str, questions: list[Question], world: World,
                  start: str = "random", speed: float = 1.0, step_seconds: float = 0.0,
                  grace_seconds: float = 300.0, workdir: str = "/workspace",
                  validator: LLMValidator | None = None, server: WorldServer | None = None,
-                 live: bool = False) -> None:
+                 live: bool = False, start_at: float | None = None, api: str = "paged") -> None:
         hosts = sorted({SITES[collection_spec(s).site].host for q in questions for s in sources(q.spec)})
         shown = [SITES[collection_spec(s).site].live_host for s in sorted(
             {s for q in questions for s in sources(q.spec)})] if live else [site.host for site in SITES.values()]
-        super().__init__(task_id, render_instruction(questions, shown, live=live), {
+        super().__init__(task_id, render_instruction(questions, shown, live=live, api=api), {
             "seed": seed, "family": family, "templates": [q.template for q in questions], "hosts": hosts,
+            "world_variant": getattr(world, "variant", None), "api": api,
         })
         if start not in ("random", "fixed"):
             raise ValueError(f"LIVEWEB start must be 'random' or 'fixed', got {start!r}")
+        if api not in API_MODES:
+            raise ValueError(f"LIVEWEB api must be one of {', '.join(API_MODES)}, got {api!r}")
+        self.start_at, self.api = start_at, api
         self.seed, self.family, self.questions, self.world = seed, family, questions, world
         self.start, self.speed, self.step_seconds, self.grace_seconds = start, speed, step_seconds, grace_seconds
         self.workdir = workdir
@@ -97,17 +106,19 @@ class LiveWebTask(Task):
     # -- the episode --------------------------------------------------------------------------------
 
     def start_time(self) -> float:
-        """Simulated time at which an episode of this task starts."""
+        """Simulated time at which this episode starts (``start_at``, else drawn per ``start``)."""
+        if self.start_at is not None:
+            return self.start_at
         if self.start == "fixed":
-            return self.world.base_time + (stable_hash("start", self.task_id) % (DAY // TICK)) * TICK
-        return self.world.base_time + secrets.randbelow(DAY)
+            return self.world.base_time + (stable_hash("start", self.task_id) % (HISTORY // TICK)) * TICK
+        return self.world.base_time + secrets.randbelow(HISTORY // TICK) * TICK
 
     def open_episode(self) -> Episode:
         """Register this task's episode on the world server (idempotent until :meth:`teardown`)."""
         if self.episode is None:
             server = self._server or shared_server()
             self._server = server
-            self.episode = server.open_episode(self.world, SimClock(self.start_time(), speed=self.speed))
+            self.episode = server.open_episode(self.world, SimClock(self.start_time(), speed=self.speed), api=self.api)
         return self.episode
 
     @property
@@ -184,12 +195,13 @@ class LiveWebTask(Task):
     # -- the oracle ---------------------------------------------------------------------------------
 
     def oracle_commands(self) -> list[str]:
-        """One shell command that fetches the sites' JSON APIs and prints the answers as JSON."""
-        return [oracle_command(self.questions)]
+        """One shell command that fetches what the questions need from the sites' JSON APIs and prints
+        the answers as JSON."""
+        return [oracle_command(self.questions, self.api)]
 
     def oracle_submission(self, sandbox: Any) -> str:
         """Run the oracle command in ``sandbox`` (through its network) and return what it printed."""
-        result = sandbox.exec(oracle_command(self.questions), timeout=120)
+        result = sandbox.exec(oracle_command(self.questions, self.api), timeout=120)
         if result.exit_code != 0:
             raise RuntimeError(f"the LIVEWEB oracle failed in the sandbox of {self.task_id}: {result.output[-2000:]}")
         return result.output.strip()
@@ -206,24 +218,75 @@ def _meta(srcs: list[str]) -> dict[str, dict[str, str]]:
 
 _ORACLE_MAIN = r'''
 import json as _json
+import urllib.parse as _parse
 import urllib.request as _request
 
 _opener = _request.build_opener(_request.ProxyHandler({}))
-_data = {}
+
+
+def _get(host, path):
+    with _opener.open("http://" + host + path, timeout=60) as _resp:
+        return _json.loads(_resp.read())
+
+
+_data, _at = {}, None
 for _src, _m in META.items():
-    with _opener.open("http://" + _m["host"] + _m["api_path"], timeout=60) as _resp:
-        _data[_src] = _json.loads(_resp.read())["items"]
+    _need = NEEDS[_src]
+    if not PAGED:  # one request holds the whole collection
+        _data[_src] = _get(_m["host"], _m["api_path"])["items"]
+        continue
+    if _at is None:  # pin one snapshot time for every request (the sites share the clock)
+        _at = _get(_m["host"], "/api")["time"]
+    if _need is None:  # the whole collection: page through it
+        _items, _url = [], _m["api_path"] + "?page=1&at=" + str(_at)
+        while _url:
+            _page = _get(_m["host"], _url)
+            _items += _page["items"]
+            _url = _page["next"]
+        _data[_src] = _items
+    else:  # only the records the questions name
+        _data[_src] = [_get(_m["host"], _m["api_path"] + "/" + _parse.quote(str(_k), safe="") + "?at=" + str(_at))["item"]
+                       for _k in _need]
 _answers = {q["qid"]: compute(q["spec"], _data, META) for q in QUESTIONS}
 print(_json.dumps(_answers))
 '''
 
+#: Question kinds that read a whole collection (rankings, counts); the others name their records.
+_WHOLE_COLLECTION = ("nth", "top", "count", "share_pct")
 
-def oracle_command(questions: list[Question]) -> str:
-    """A shell command running :mod:`answers` plus a fetch loop in the sandbox's python3."""
+
+def records_needed(questions: list[Question]) -> dict[str, list | None]:
+    """Per ``"site/collection"``, the keys the questions name, or ``None`` when they need all records."""
+    need: dict[str, set | None] = {}
+    for q in questions:
+        spec = q.spec
+        if spec["kind"] in _WHOLE_COLLECTION:
+            need[spec["src"]] = None
+            continue
+        refs = ([{"src": spec["src"], "key": k} for k in spec.get("keys", [])] if "src" in spec else
+                spec.get("refs") or [spec["a"], spec["b"]])
+        if "src" in spec and "key" in spec:
+            refs = [{"src": spec["src"], "key": spec["key"]}]
+        for ref in refs:
+            if ref["src"] in need and need[ref["src"]] is None:
+                continue
+            need.setdefault(ref["src"], set()).add(ref["key"])
+    return {src: None if keys is None else sorted(keys, key=str) for src, keys in need.items()}
+
+
+def oracle_command(questions: list[Question], api: str = "paged") -> str:
+    """A shell command running :mod:`answers` plus a fetch loop in the sandbox's python3.
+
+    With the paged API it pins one snapshot time, pages through the collections that rankings and
+    counts need and fetches the named records one by one; with the bulk API it reads each
+    collection in one request.
+    """
     srcs = sorted({s for q in questions for s in sources(q.spec)})
     payload = json.dumps([{"qid": q.qid, "spec": q.spec} for q in questions])
     program = ((_HERE / "answers.py").read_text()
                + f"\nQUESTIONS = __import__('json').loads({payload!r})\n"
-               + f"META = __import__('json').loads({json.dumps(_meta(srcs))!r})\n" + _ORACLE_MAIN)
+               + f"META = __import__('json').loads({json.dumps(_meta(srcs))!r})\n"
+               + f"NEEDS = __import__('json').loads({json.dumps(records_needed(questions))!r})\n"
+               + f"PAGED = {api == 'paged'!r}\n" + _ORACLE_MAIN)
     # -S: no site-packages needed (stdlib only), and a faster start.
     return f"python3 -S - <<'TERMGYM_ORACLE_EOF'\n{program}\nTERMGYM_ORACLE_EOF"

@@ -30,6 +30,8 @@ EPOCH = 1767225600
 TICK = 60
 DAY = 86400
 HOUR = 3600
+#: How long the simulated history after a world's anchor is: LIVEWEB episodes start anywhere in it.
+HISTORY = 120 * DAY
 
 _MASK = (1 << 64) - 1
 
@@ -163,14 +165,19 @@ def tick_of(t: float) -> int:
 class World:
     """All sites of one world seed. ``records(site, t)`` gives a site's exact data at time ``t``.
 
-    Per-site static data (names, base prices, …) is generated once per world; time-dependent
-    records are cached per tick (a small LRU, since an episode looks at a handful of moments).
+    The seed fixes the cast (coin, company, subnet names; base prices); ``variant`` perturbs
+    everything that moves: every price path, story and book is drawn from noise keyed by
+    ``(seed, variant)`` (:meth:`noise_key`), so two variants of one seed list the same coins at
+    different prices. Variant 0 is the canonical world of the seed; LIVEWEB draws a fresh variant
+    per episode. Per-site static data is generated once per world; time-dependent records are
+    cached per tick (a small LRU, since an episode looks at a handful of moments).
     """
 
-    def __init__(self, seed: int, sites: dict[str, Site] | None = None) -> None:
+    def __init__(self, seed: int, sites: dict[str, Site] | None = None, *, variant: int = 0) -> None:
         from termgym.tasks.liveweb.sites import SITES
 
         self.seed = int(seed)
+        self.variant = int(variant)
         self.sites: dict[str, Site] = dict(sites or SITES)
         #: Each world has its own "now" anchor so seeds differ in season, weekday and history.
         self.base_time = EPOCH + (stable_hash("base", self.seed) % 360) * DAY + 9 * HOUR
@@ -178,6 +185,12 @@ class World:
         self._cache: OrderedDict[tuple[str, int], dict[str, list[dict]]] = OrderedDict()
         self._memo: OrderedDict[tuple, Any] = OrderedDict()
         self._lock = threading.Lock()
+
+    def noise_key(self, *parts: object) -> int:
+        """The key of a noise stream of this world (``parts`` name what moves: a coin, a story)."""
+        if self.variant:
+            return stable_hash(self.seed, "variant", self.variant, *parts)
+        return stable_hash(self.seed, *parts)
 
     def static(self, site: str) -> Any:
         """The site's time-independent data for this world (generated on first use)."""

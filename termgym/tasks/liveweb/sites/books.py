@@ -25,7 +25,7 @@ from termgym.tasks.liveweb.sites.base import (
     slug,
     table,
 )
-from termgym.tasks.liveweb.world import DAY, HOUR, HashRandom, World, stable_hash, unit01, value_noise
+from termgym.tasks.liveweb.world import DAY, HOUR, HashRandom, World, unit01, value_noise
 
 BASE_BOOKS = 240
 NEW_EVERY = 8 * HOUR
@@ -46,7 +46,7 @@ BOOKS = CollectionSpec(
     alias_fields=("title", "id"), api_path="/api/books", mention="\u201c{title}\u201d by {author}",
     price_field="price",
     fields={
-        "price": FieldSpec("price", "price in GBP", "money", "GBP", 0.0, 0.011),
+        "price": FieldSpec("price", "price in GBP", "money", "GBP", 0.0, 0.011, decimals=2),
         "rating": FieldSpec("rating", "star rating (1-5)", "int", "stars", 0.0, 0.0),
         "reviews": FieldSpec("reviews", "number of reviews", "int", "", 0.0, 0.0),
         "in_stock": FieldSpec("in_stock", "number of copies in stock", "int", "", 0.0, 0.0),
@@ -55,7 +55,7 @@ BOOKS = CollectionSpec(
 
 
 def _book(world: World, anchor: int, i: int) -> dict:
-    key = stable_hash(world.seed, "book", i)
+    key = world.noise_key("book", i)
     rng = HashRandom(key)
     w = coined_word(rng)
     title = rng.choice(_TITLE).format(W=w, a=rng.choice(_A), b=rng.choice(_B), c=rng.choice(_C))

@@ -24,7 +24,7 @@ from termgym.tasks.liveweb.sites.base import (
     table,
     unique_words,
 )
-from termgym.tasks.liveweb.world import DAY, World, sig, stable_hash, wander
+from termgym.tasks.liveweb.world import DAY, World, sig, wander
 
 N_COINS = 50
 PER_PAGE = 25
@@ -35,12 +35,17 @@ COINS = CollectionSpec(
     alias_fields=("name", "symbol", "id"), api_path="/api/coins", mention="{name} ({symbol})",
     change_field="change_24h_pct", price_field="price_usd",
     fields={
-        "price_usd": FieldSpec("price_usd", "price in USD", "money", "USD", tol_rel=0.01),
-        "market_cap_usd": FieldSpec("market_cap_usd", "market capitalisation in USD", "money", "USD", tol_rel=0.01),
-        "volume_24h_usd": FieldSpec("volume_24h_usd", "24-hour trading volume in USD", "money", "USD", tol_rel=0.02),
-        "change_24h_pct": FieldSpec("change_24h_pct", "24-hour price change in percent", "pct", "%", 0.0, 0.3),
-        "change_7d_pct": FieldSpec("change_7d_pct", "7-day price change in percent", "pct", "%", 0.0, 0.3),
-        "circulating_supply": FieldSpec("circulating_supply", "circulating supply", "float", "coins", 0.01),
+        "price_usd": FieldSpec("price_usd", "price in USD", "money", "USD", tol_rel=0.01, sig_digits=6),
+        "market_cap_usd": FieldSpec("market_cap_usd", "market capitalisation in USD", "money", "USD", tol_rel=0.01,
+                                     decimals=0),
+        "volume_24h_usd": FieldSpec("volume_24h_usd", "24-hour trading volume in USD", "money", "USD", tol_rel=0.02,
+                                     decimals=0),
+        "change_24h_pct": FieldSpec("change_24h_pct", "24-hour price change in percent", "pct", "%", 0.0, 0.3,
+                                     decimals=2),
+        "change_7d_pct": FieldSpec("change_7d_pct", "7-day price change in percent", "pct", "%", 0.0, 0.3,
+                                    decimals=2),
+        "circulating_supply": FieldSpec("circulating_supply", "circulating supply", "float", "coins", 0.01,
+                                         decimals=0),
         "rank": FieldSpec("rank", "market-cap rank", "int", "", 0.0, 0.0, rankable=False),
     },
 )
@@ -79,7 +84,7 @@ class CryptoSite(Site):
                 "turnover": rng.uniform(0.01, 0.15),
             })
         for coin in coins:
-            coin["key"] = stable_hash(world.seed, "coin", coin["id"])
+            coin["key"] = world.noise_key("coin", coin["id"])
         return coins
 
     def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:

@@ -24,7 +24,7 @@ from termgym.tasks.liveweb.sites.base import (
     pager,
     paginate,
 )
-from termgym.tasks.liveweb.world import DAY, HOUR, HashRandom, World, stable_hash, unit01
+from termgym.tasks.liveweb.world import DAY, HOUR, HashRandom, World, unit01
 
 GAP = 20 * 60
 WINDOW = 4 * DAY
@@ -67,7 +67,7 @@ _AUTHORS = ["pg", "mira", "dtan", "kestrel", "jlo", "nullptr", "ferris", "quasar
 
 def _story(world: World, anchor: int, i: int) -> dict:
     """Story number ``i`` of this world: posted at ``anchor + i * GAP`` plus jitter."""
-    key = stable_hash(world.seed, "story", i)
+    key = world.noise_key("story", i)
     rng = HashRandom(key)
     w = coined_word(rng)
     title = rng.choice(_TITLES).format(W=w, adj=rng.choice(_ADJ), noun=rng.choice(_NOUN), topic=rng.choice(_TOPIC),

@@ -26,7 +26,7 @@ from termgym.tasks.liveweb.sites.base import (
     table,
     unique_words,
 )
-from termgym.tasks.liveweb.world import DAY, TICK, World, sig, stable_hash, unit01, wander
+from termgym.tasks.liveweb.world import DAY, TICK, World, sig, unit01, wander
 
 N_STOCKS = 40
 PER_PAGE = 20
@@ -44,12 +44,17 @@ QUOTES = CollectionSpec(
     alias_fields=("symbol", "name"), api_path="/api/quotes", mention="{name} ({symbol})",
     change_field="change_pct", price_field="price",
     fields={
-        "price": FieldSpec("price", "last price in USD", "money", "USD", tol_rel=0.005),
-        "prev_close": FieldSpec("prev_close", "previous close in USD", "money", "USD", tol_rel=0.005),
-        "open": FieldSpec("open", "opening price in USD (today)", "money", "USD", tol_rel=0.005),
-        "change_pct": FieldSpec("change_pct", "change since the previous close in percent", "pct", "%", 0.0, 0.2),
-        "volume": FieldSpec("volume", "number of shares traded today", "float", "shares", tol_rel=0.03),
-        "market_cap": FieldSpec("market_cap", "market capitalisation in USD", "money", "USD", tol_rel=0.01),
+        "price": FieldSpec("price", "last price in USD", "money", "USD", tol_rel=0.005, sig_digits=6),
+        "prev_close": FieldSpec("prev_close", "previous close in USD", "money", "USD", tol_rel=0.005,
+                                sig_digits=6),
+        "open": FieldSpec("open", "opening price in USD (today)", "money", "USD", tol_rel=0.005,
+                          sig_digits=6),
+        "change_pct": FieldSpec("change_pct", "change since the previous close in percent", "pct", "%", 0.0, 0.2,
+                                decimals=2),
+        "volume": FieldSpec("volume", "number of shares traded today", "float", "shares", tol_rel=0.03,
+                            decimals=0),
+        "market_cap": FieldSpec("market_cap", "market capitalisation in USD", "money", "USD", tol_rel=0.01,
+                                decimals=0),
     },
 )
 
@@ -76,7 +81,7 @@ class StocksSite(Site):
             symbol = symbol_for(word, taken, rng, rng.choice((3, 4, 4)))
             stocks.append({"symbol": symbol, "name": name, "sector": sector, "base": 10 ** rng.uniform(0.7, 2.9),
                            "vol": rng.uniform(0.025, 0.09), "shares": round(10 ** rng.uniform(7.5, 10)),
-                           "avg_volume": 10 ** rng.uniform(5, 7.3), "key": stable_hash(world.seed, "stock", symbol)})
+                           "avg_volume": 10 ** rng.uniform(5, 7.3), "key": world.noise_key("stock", symbol)})
         return stocks
 
     def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:

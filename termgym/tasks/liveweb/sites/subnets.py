@@ -26,7 +26,7 @@ from termgym.tasks.liveweb.sites.base import (
     unique_words,
 )
 from termgym.tasks.liveweb.sites.crypto import tao_usd
-from termgym.tasks.liveweb.world import DAY, EPOCH, World, sig, stable_hash, value_noise, wander
+from termgym.tasks.liveweb.world import DAY, EPOCH, World, sig, value_noise, wander
 
 PER_PAGE = 16
 INITIAL_SUBNETS = 40
@@ -40,18 +40,22 @@ SUBNETS = CollectionSpec(
     alias_fields=("name", "netuid", "label"), api_path="/api/subnets", mention="SN{netuid} ({name})",
     change_field="change_24h_pct", price_field="price_tao",
     fields={
-        "price_tao": FieldSpec("price_tao", "alpha price in TAO", "money", "TAO", tol_rel=0.01),
-        "market_cap_tao": FieldSpec("market_cap_tao", "market cap in TAO", "money", "TAO", tol_rel=0.01),
-        "emission_pct": FieldSpec("emission_pct", "emission share in percent", "pct", "%", 0.01, 0.02),
+        "price_tao": FieldSpec("price_tao", "alpha price in TAO", "money", "TAO", tol_rel=0.01, sig_digits=6),
+        "market_cap_tao": FieldSpec("market_cap_tao", "market cap in TAO", "money", "TAO", tol_rel=0.01,
+                                    decimals=2),
+        "emission_pct": FieldSpec("emission_pct", "emission share in percent", "pct", "%", 0.01, 0.02,
+                                  decimals=3),
         "neurons": FieldSpec("neurons", "number of registered neurons", "int", "", 0.0, 0.0),
-        "change_24h_pct": FieldSpec("change_24h_pct", "24-hour alpha price change in percent", "pct", "%", 0.0, 0.3),
+        "change_24h_pct": FieldSpec("change_24h_pct", "24-hour alpha price change in percent", "pct", "%", 0.0, 0.3,
+                                    decimals=2),
     },
 )
 NETWORK = CollectionSpec(
     site="subnets", name="network", noun="network", plural="network", key_field="chain", name_field="chain",
     alias_fields=("chain",), api_path="/api/network",
     fields={"block": FieldSpec("block", "current block number", "int", "", 0.0, 30.0, rankable=False),
-            "tao_price_usd": FieldSpec("tao_price_usd", "TAO price in USD", "money", "USD", 0.01, rankable=False)},
+            "tao_price_usd": FieldSpec("tao_price_usd", "TAO price in USD", "money", "USD", 0.01, rankable=False,
+                                   sig_digits=6)},
 )
 
 
@@ -74,7 +78,7 @@ class SubnetsSite(Site):
             subnets.append({"netuid": netuid, "name": name, "registered": int(registered),
                             "base": 10 ** rng.uniform(-2.6, -0.7), "vol": rng.uniform(0.15, 0.35),
                             "supply": rng.uniform(1e6, 8e6), "growth": rng.uniform(5e3, 4e4),
-                            "key": stable_hash(world.seed, "subnet", netuid)})
+                            "key": world.noise_key("subnet", netuid)})
         return subnets
 
     def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:
