@@ -111,17 +111,13 @@ def finish_early(env: gym.Env, reason: str) -> tuple[float, dict[str, Any]]:
     """
     from termgym.rewards import ProcessReward
 
-    reward, info = env.unwrapped.finish(reason)
     wrapper = env
     while isinstance(wrapper, gym.Wrapper) and not isinstance(wrapper, ProcessReward):
         wrapper = wrapper.env
     if isinstance(wrapper, ProcessReward):
-        name, _rate, outcome = wrapper.table.outcome(info["grade"])
-        counts = {k: v for k, v in wrapper.counts.items() if v}
-        counts[name] = counts.get(name, 0) + 1
-        info["process_reward"] = {"shaping": round(wrapper.shaping, 10), "outcome": outcome,
-                                  "return": round(wrapper.shaping + outcome, 10), "counts": counts}
-        reward = outcome
+        reward, info = wrapper.finish(reason)     # outcome events and the shaping clawback
+    else:
+        reward, info = env.unwrapped.finish(reason)
     return float(reward), info
 
 

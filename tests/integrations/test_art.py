@@ -74,7 +74,7 @@ def test_one_group_per_task_with_outcomes_and_process_rewards(groups):
     tasks = _by_task(groups)
     right = tasks["right-1"].trajectories[0]
     assert right.metrics["passed"] == 1.0 and right.metrics["score"] == 1.0
-    assert right.metrics["process/count/all_tests_pass"] == 1.0
+    assert right.metrics["process/count/target_tests"] == 1.0
     assert right.metrics["process/count/valid_command"] == 1.0
     wrong = tasks["wrong-answer"].trajectories[0]
     assert wrong.metrics["passed"] == 0.0 and wrong.reward < right.reward

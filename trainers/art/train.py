@@ -4,7 +4,8 @@ Seed 004's walkthrough (model registration with ``LocalBackend``, ``groups_per_s
 per step, ``backend.train``, resume from the last step in ``.art/.../state.json``, trajectory
 logging with a sample rate and a config hash, a health monitor thread) on any termgym env, with
 seed 000's defaults: Qwen3-4B, LoRA rank 64, learning rate 5e-7, 16 rollouts per task,
-temperature 0.7, 4096 new tokens, seed 000's process-reward table, and an SFT warm start on
+temperature 0.7, 4096 new tokens, process rewards (termgym's ``progress`` table; ``--process-table
+seed000`` for seed 000's own), and an SFT warm start on
 offline samples (``--offline-data``) through ART's ``model.train_sft``.
 
 ::
@@ -48,6 +49,7 @@ class ExperimentConfig:
     split: str | None = None
     task_ids: list[str] | None = None
     process_rewards: bool = True
+    process_table: str = "progress"
     num_epochs: int = 3
     groups_per_step: int = 8
     rollouts_per_group: int = 16
@@ -100,6 +102,8 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, Run
     add("--split", default=None, help="the suite split to train on (default: the suite's)")
     add("--task-ids", default=None, help="comma-separated task ids instead of the split")
     add("--no-process-rewards", action="store_true", help="outcome reward only")
+    add("--process-table", default=defaults.process_table, choices=("progress", "seed000"),
+        help="process-reward table (docs/rewards.md): progress (default) or seed 000's")
     add("--num-epochs", type=int, default=defaults.num_epochs)
     add("--groups-per-step", type=int, default=defaults.groups_per_step, help="tasks per training step")
     add("--rollouts-per-group", type=int, default=defaults.rollouts_per_group, help="episodes per task (GRPO group)")
@@ -150,7 +154,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, Run
     config = ExperimentConfig(
         experiment_name=a.experiment_name, model_name=a.model_name, project=a.project, base_model=a.base_model,
         env_id=a.env_id, env_kwargs=env_kwargs, split=a.split, task_ids=task_ids,
-        process_rewards=not a.no_process_rewards, num_epochs=a.num_epochs, groups_per_step=a.groups_per_step,
+        process_rewards=not a.no_process_rewards, process_table=a.process_table, num_epochs=a.num_epochs, groups_per_step=a.groups_per_step,
         rollouts_per_group=a.rollouts_per_group, max_concurrent=a.max_concurrent, max_train_steps=a.max_train_steps,
         learning_rate=a.learning_rate, lora_rank=a.lora_rank, temperature=a.temperature,
         max_new_tokens=a.max_new_tokens, max_context_tokens=a.max_context_tokens, offline_data=a.offline_data,
@@ -163,11 +167,12 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, Run
 
 
 def rollout_config(config: ExperimentConfig):
-    """The per-episode settings: the env (seed 000's process rewards unless turned off) and sampling."""
+    """The per-episode settings: the env (process rewards with ``process_table`` unless turned off) and sampling."""
     from termgym.integrations.art import RolloutConfig
     from termgym.integrations.episodes import EnvConfig
 
-    env = EnvConfig(config.env_id, dict(config.env_kwargs), {} if config.process_rewards else None)
+    rewards = {"table": config.process_table} if config.process_rewards else None
+    env = EnvConfig(config.env_id, dict(config.env_kwargs), rewards)
     return RolloutConfig(env, temperature=config.temperature, max_tokens=config.max_new_tokens)
 
 
