@@ -23,27 +23,36 @@ def bash(command: str) -> str:
 # -- reward rules (pure) -------------------------------------------------------------------------
 
 
-def test_reward_json_wins_and_reward_txt_fills_in():
+def test_reward_json_wins_and_keeps_every_metric():
     assert combine_rewards('{"reward": 0.25, "x": 1}', "1").score == 0.25
-    both = combine_rewards('{"accuracy": 0.5}', "0.75")
-    assert both.score == 0.75 and both.rewards == {"accuracy": 0.5, "reward": 0.75}
-    assert combine_rewards('{"a": 1, "b": 0}', None).score == 0.5
+    only_json = combine_rewards('{"accuracy": 0.5}', "0.75")  # reward.txt is not read beside reward.json
+    assert only_json.score == 0.5 and only_json.rewards == {"accuracy": 0.5}
+    several = combine_rewards('{"a": 1, "b": 0}', None)  # no averaging: each metric kept, the first reported
+    assert several.score == 1.0 and several.rewards == {"a": 1.0, "b": 0.0}
     assert combine_rewards(None, " 1.0\n").score == 1.0
-    ignored = combine_rewards('{"reward": 1, "note": "text", "flag": true}', None)
-    assert ignored.ignored == ["flag", "note"]
+    assert combine_rewards(None, "1.5").score == 1.5 and combine_rewards(None, "-1").score == -1.0  # no clamping
 
 
-@pytest.mark.parametrize("bad", ['[1, 2]', "{", "", '{"note": "x"}'])
+@pytest.mark.parametrize("bad", ['[1, 2]', "{", "", "{}", '{"note": "x"}', '{"reward": 1, "note": "text"}',
+                                 '{"reward": null}', '{"reward": NaN}'])
 def test_bad_reward_json(bad):
     with pytest.raises(RewardError):
-        combine_rewards(bad, None)
+        combine_rewards(bad, "1")
 
 
 def test_bad_reward_txt_and_missing():
     with pytest.raises(RewardError, match="one number"):
         combine_rewards(None, "passed")
-    with pytest.raises(FileNotFoundError, match="neither"):
+    with pytest.raises(RewardError, match="empty"):
+        combine_rewards(None, "")
+    with pytest.raises(RewardError, match="neither"):
         combine_rewards(None, None)
+
+
+def test_tb1_skipped_counts_as_passed_and_names_the_skip():
+    output = ("=== short test summary info ===\nPASSED t.py::a\nSKIPPED [1] t.py:7: no gpu\n"
+              "FAILED t.py::b - boom\n=== 1 failed ===\n")
+    assert parse_pytest_summary(output) == {"t.py::a": "PASSED", "t.py:7": "SKIPPED", "t.py::b": "FAILED"}
 
 
 def test_pytest_summary_only_counts_the_summary():
@@ -55,26 +64,45 @@ def test_pytest_summary_only_counts_the_summary():
 # -- the verifier in a real sandbox --------------------------------------------------------------
 
 
-def test_missing_reward_file_is_an_error_scoring_zero(make_task, local_backend):
+def test_missing_reward_file_is_no_valid_reward(make_task, local_backend):
     task = load_task(make_task("t", test_sh="#!/bin/bash\necho 'forgot the reward'\n"))
     result = run_trial(task, "oracle", backend=local_backend)
     assert result.score == 0.0 and "neither /logs/verifier/reward.txt nor" in result.grade["error"]
+    assert result.grade["reward_valid"] is False
     assert "forgot the reward" in result.grade["output"]
 
 
-def test_reward_json_partial_credit_and_verifier_env_and_workdir(make_task, local_backend):
+def test_reward_json_metrics_verifier_env_workdir_and_shebang(make_task, local_backend):
     toml = 'schema_version = "1.1"\n[verifier.env]\nWEIGHT = "0.5"\n'
+    # A Python test script: Harbor executes it, so its shebang decides the interpreter.
     test_sh = """\
-        #!/bin/bash
-        echo "cwd=$(pwd)"
-        printf '{"reward": %s, "checks": 3, "label": "x"}' "$WEIGHT" > /logs/verifier/reward.json
+        #!/usr/bin/env python3
+        import json, os
+        print("cwd=" + os.getcwd())
+        json.dump({"reward": float(os.environ["WEIGHT"]), "checks": 3}, open("/logs/verifier/reward.json", "w"))
         """
     task = load_task(make_task("t", toml=toml, test_sh=test_sh))
     result = run_trial(task, "nop", backend=local_backend)
     grade = result.grade
     assert result.score == 0.5 and grade["passed"] is False and grade["reward_source"] == "reward.json"
-    assert grade["rewards"] == {"reward": 0.5, "checks": 3.0} and grade["ignored_reward_fields"] == ["label"]
+    assert grade["rewards"] == {"reward": 0.5, "checks": 3.0} and grade["reward_valid"] is True
     assert "cwd=/app" in grade["output"]
+
+
+def test_reward_written_before_a_verifier_timeout_does_not_count(make_task, local_backend):
+    toml = 'schema_version = "1.1"\n[verifier]\ntimeout_sec = 2\n'
+    test_sh = "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\nsleep 30\n"
+    result = run_trial(load_task(make_task("t", toml=toml, test_sh=test_sh)), "nop", backend=local_backend)
+    assert result.score == 0.0 and result.grade["reward_valid"] is False and "timed out" in result.grade["error"]
+
+
+def test_environment_workdir_overrides_the_image(make_task, local_backend):
+    toml = 'schema_version = "1.1"\n[environment]\nworkdir = "/srv/work"\n'
+    test_sh = '#!/bin/bash\n[ "$(pwd)" = /srv/work ] && [ -f /srv/work/done.txt ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n'
+    solve = "#!/bin/bash\ntouch done.txt\n"  # relative: it must land in the workdir
+    task = load_task(make_task("t", toml=toml, test_sh=test_sh, solve_sh=solve))
+    assert task.workdir == "/srv/work"
+    assert run_trial(task, "oracle", backend=local_backend).score == 1.0
 
 
 def test_tests_arrive_only_after_the_agent_phase_and_planted_rewards_are_removed(make_task, local_backend):

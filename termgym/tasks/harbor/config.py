@@ -29,9 +29,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 #: Harbor's defaults where task.toml says nothing (EnvironmentConfig / VerifierConfig in Harbor).
 DEFAULT_VERIFIER_TIMEOUT = 600.0
 DEFAULT_BUILD_TIMEOUT = 600.0
-DEFAULT_CPUS = 1.0
-DEFAULT_MEMORY_MB = 2048
-DEFAULT_STORAGE_MB = 10240
 #: Terminal-Bench's defaults for task.yaml.
 TB_DEFAULT_AGENT_TIMEOUT = 360.0
 TB_DEFAULT_TEST_TIMEOUT = 60.0
@@ -67,10 +64,17 @@ class HarborTaskConfig:
     solution_env: dict[str, str] = field(default_factory=dict)
     build_timeout_sec: float = DEFAULT_BUILD_TIMEOUT
     docker_image: str | None = None
-    cpus: float = DEFAULT_CPUS
-    memory_mb: int = DEFAULT_MEMORY_MB
-    storage_mb: int = DEFAULT_STORAGE_MB
+    # Harbor sets no resource limit where the task sets none; neither does termgym.
+    cpus: float | None = None
+    memory_mb: int | None = None
+    storage_mb: int | None = None
     gpus: int = 0
+    workdir: str | None = None  # [environment] workdir: overrides the image's WORKDIR
+    agent_user: str | None = None  # [agent] user: who the agent's shell runs as (None: root)
+    verifier_user: str | None = None  # [verifier] user: who runs tests/test.sh (None: root)
+    #: Harbor features this task uses that termgym does not run, each naming its task.toml key;
+    #: a task with any is refused when loaded (never run with the feature silently dropped).
+    unsupported: list[str] = field(default_factory=list)
     allow_internet: bool = True  # Harbor's default; network_mode, when given, decides instead
     environment_env: dict[str, str] = field(default_factory=dict)
     parser_name: str | None = None  # Terminal-Bench: how run-tests.sh output is judged
@@ -195,9 +199,18 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     verifier = _table(path, data, "verifier")
     cfg.verifier_timeout_sec = _number(path, verifier, "timeout_sec", "verifier") or DEFAULT_VERIFIER_TIMEOUT
     cfg.verifier_env = _env_table(path, verifier, "verifier")
+    cfg.verifier_user = _user(path, verifier, "verifier")
+    mode = _string(path, verifier, "environment_mode", "verifier")
+    if verifier.get("environment") is not None or mode == "separate":
+        cfg.unsupported.append("[verifier] environment / environment_mode = 'separate' (a separate verifier container)")
+    if verifier.get("collect"):
+        cfg.unsupported.append("[[verifier.collect]] hooks")
 
     agent = _table(path, data, "agent")
     cfg.agent_timeout_sec = _number(path, agent, "timeout_sec", "agent")
+    cfg.agent_user = _user(path, agent, "agent")
+    if data.get("steps"):
+        cfg.unsupported.append("[[steps]] (a multi-step task)")
 
     solution = _table(path, data, "solution")
     cfg.solution_env = _env_table(path, solution, "solution")
@@ -205,11 +218,21 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     env = _table(path, data, "environment")
     cfg.build_timeout_sec = _number(path, env, "build_timeout_sec", "environment") or DEFAULT_BUILD_TIMEOUT
     cfg.docker_image = _string(path, env, "docker_image", "environment") or None
-    cfg.cpus = _number(path, env, "cpus", "environment") or DEFAULT_CPUS
+    cfg.cpus = _number(path, env, "cpus", "environment")
     gpus = _number(path, env, "gpus", "environment", positive=False)
     cfg.gpus = int(gpus or 0)
-    cfg.memory_mb = _size(path, env, "memory_mb", "memory", DEFAULT_MEMORY_MB)
-    cfg.storage_mb = _size(path, env, "storage_mb", "storage", DEFAULT_STORAGE_MB)
+    cfg.memory_mb = _size(path, env, "memory_mb", "memory")
+    cfg.storage_mb = _size(path, env, "storage_mb", "storage")
+    workdir = _string(path, env, "workdir", "environment")
+    if workdir is not None and not workdir.startswith("/"):
+        raise TaskFormatError(path, f"workdir must be an absolute path, got {workdir!r}", "environment")
+    cfg.workdir = workdir
+    if str(env.get("os", "linux")).lower() != "linux":
+        cfg.unsupported.append(f"[environment] os = {env.get('os')!r} (termgym runs Linux containers only)")
+    if cfg.gpus:
+        cfg.unsupported.append("[environment] gpus (termgym sandboxes have no GPU)")
+    if env.get("healthcheck"):
+        cfg.unsupported.append("[environment.healthcheck]")
     allow = _bool(path, env, "allow_internet", "environment")
     cfg.allow_internet = True if allow is None else allow
     mode = _string(path, env, "network_mode", "environment")
@@ -224,8 +247,18 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     return cfg
 
 
-def _size(path: Path, env: dict[str, Any], mb_key: str, legacy_key: str, default: int) -> int:
-    """``memory_mb = 2048`` (1.1) or ``memory = "2G"`` (1.0); the explicit megabytes win."""
+def _user(path: Path, section: dict[str, Any], where: str) -> str | None:
+    """``user = "name"`` or a numeric uid (as a string; ``runuser`` takes ``#uid``)."""
+    value = section.get("user")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
+        raise TaskFormatError(path, f"user must be a user name or a uid, got {value!r}", where)
+    return str(value)
+
+
+def _size(path: Path, env: dict[str, Any], mb_key: str, legacy_key: str) -> int | None:
+    """``memory_mb = 2048`` (1.1) or ``memory = "2G"`` (1.0); the explicit megabytes win; ``None`` if unset."""
     mb = _number(path, env, mb_key, "environment")
     if mb is not None:
         return int(mb)
@@ -234,7 +267,7 @@ def _size(path: Path, env: dict[str, Any], mb_key: str, legacy_key: str, default
             return parse_size_mb(env[legacy_key])
         except ValueError as exc:
             raise TaskFormatError(path, f"{legacy_key}: {exc}", "environment") from None
-    return default
+    return None
 
 
 # -- Terminal-Bench task.yaml -----------------------------------------------------------------

@@ -52,8 +52,25 @@ def load_task(task_dir: str | Path, *, backend: str | None = None) -> HarborTask
     raise TaskFormatError(task_dir, "is not a task: it has neither task.toml (Harbor) nor task.yaml (Terminal-Bench)")
 
 
+#: Compose files Harbor reads from environment/ (a multi-container environment).
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+
+
 def _load_harbor(task_dir: Path, backend: str | None) -> HarborTask:
     config = parse_task_toml(task_dir / "task.toml")
+    compose = [name for name in COMPOSE_FILES if (task_dir / "environment" / name).is_file()]
+    if compose:
+        config.unsupported.append(
+            f"environment/{compose[0]} (a Docker Compose environment: this machine has no Docker Compose v2, "
+            "which Harbor drives, so termgym cannot start the task's services)"
+        )
+    if config.unsupported:
+        # Refuse rather than run the task without the feature: its score would not be Harbor's.
+        raise TaskFormatError(
+            task_dir / "task.toml",
+            "uses Harbor feature(s) termgym does not run: " + "; ".join(config.unsupported)
+            + " (see docs/harbor.md, 'What termgym refuses')",
+        )
     instruction_path = task_dir / "instruction.md"
     if not instruction_path.is_file():
         raise TaskFormatError(instruction_path, "is missing (a Harbor task states its instruction there)")

@@ -3,20 +3,24 @@
 Run semantics follow Harbor's trial:
 
 1. The sandbox starts from the task's image (``environment/Dockerfile`` built with
-   :func:`termgym.sandbox.images.build_image`, or ``[environment] docker_image``), in the image's
-   ``WORKDIR``, with ``[environment]`` resources as :class:`~termgym.sandbox.base.Limits` and
-   ``allow_internet``/``network_mode`` as the network setting. ``/logs/agent`` and
-   ``/logs/verifier`` exist; ``/tests`` and ``/solution`` do not.
+   :func:`termgym.sandbox.images.build_image` within ``build_timeout_sec``, or
+   ``[environment] docker_image``), in ``[environment] workdir`` or else the image's ``WORKDIR``,
+   with only the resource limits the task sets, and ``allow_internet``/``network_mode`` as the
+   network setting. ``/logs/agent`` and ``/logs/verifier`` exist; ``/tests`` and ``/solution`` do not.
 2. The agent works under the agent timeout (``[agent] timeout_sec``, exposed as
-   :attr:`HarborTask.time_limit`; the env's own ``time_limit`` applies too).
-3. :meth:`HarborTask.grade` — also after an agent timeout — copies ``tests/`` to ``/tests``, runs
-   ``bash /tests/test.sh`` in the WORKDIR under the verifier timeout with ``[verifier.env]``, and
-   reads ``/logs/verifier/reward.txt`` / ``reward.json`` (see :mod:`termgym.tasks.harbor.rewards`).
+   :attr:`HarborTask.time_limit`; the env enforces it as a deadline, also inside a command), as
+   ``[agent] user`` (:attr:`HarborTask.agent_user`; the terminus protocol and the oracle honour it).
+3. :meth:`HarborTask.grade` — also after an agent timeout — removes old reward files, copies
+   ``tests/`` to ``/tests``, makes ``test.sh`` executable and runs it directly (its shebang picks the
+   interpreter) in the workdir as ``[verifier] user`` with ``[verifier.env]``, output to
+   ``/logs/verifier/test-stdout.txt``, under the verifier timeout, and reads
+   ``/logs/verifier/reward.json`` / ``reward.txt`` (see :mod:`termgym.tasks.harbor.rewards`).
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import shlex
 import threading
@@ -26,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from termgym.tasks.base import Grade, GradingContext, Task
 from termgym.tasks.harbor.config import HarborTaskConfig, resolve_env
 from termgym.tasks.harbor.dockerfile import DockerfileInfo, executable_files
-from termgym.tasks.harbor.rewards import RewardError, combine_rewards, parse_pytest_summary
+from termgym.tasks.harbor.rewards import TB_PASSING, RewardError, combine_rewards, parse_pytest_summary
 
 if TYPE_CHECKING:
     from termgym.sandbox.base import Sandbox, SandboxSpec
@@ -39,6 +43,17 @@ AGENT_LOGS = "/logs/agent"
 OUTPUT_TAIL = 4000
 
 _build_lock = threading.Lock()
+_log = logging.getLogger(__name__)
+#: Images whose build failed in this process, with the error: the nop trial does not rebuild them.
+_failed_builds: dict[str, str] = {}
+
+
+def as_user(command: str, user: str | None) -> str:
+    """``command`` run by bash as ``user`` (``None``: unchanged, i.e. root). A numeric uid works too."""
+    if not user:
+        return command
+    who = f"#{user}" if user.isdigit() else user
+    return f"runuser -u {shlex.quote(who)} -- bash -c {shlex.quote(command)}"
 
 
 class HarborTask(Task):
@@ -100,6 +115,11 @@ class HarborTask(Task):
         return self.config.verifier_timeout_sec
 
     @property
+    def agent_user(self) -> str | None:
+        """``[agent] user``: who the agent's shell runs as (``None``: the image's user, root)."""
+        return self.config.agent_user
+
+    @property
     def local_blocker(self) -> str | None:
         """Why the local backend cannot run this task, or ``None`` if it can."""
         if self.config.docker_image:
@@ -114,12 +134,24 @@ class HarborTask(Task):
 
     @property
     def workdir(self) -> str:
-        """The image's WORKDIR: from the Dockerfile, or asked of Docker for a prebuilt image."""
+        """``[environment] workdir``, else the image's WORKDIR (from the Dockerfile, or asked of Docker)."""
+        if self.config.workdir:
+            return self.config.workdir
         if self._workdir is None:
             if self.config.docker_image:
+                import docker.errors
+
+                from termgym.sandbox.base import BackendUnavailable
                 from termgym.sandbox.images import docker_client
 
-                attrs = docker_client().images.get(self.config.docker_image).attrs
+                try:
+                    attrs = docker_client().images.get(self.config.docker_image).attrs
+                except docker.errors.ImageNotFound:
+                    raise BackendUnavailable(
+                        f"Harbor task {self.task_id!r} uses the prebuilt image {self.config.docker_image} "
+                        "([environment] docker_image), which is not on the Docker host and no registry is "
+                        "reachable: `docker load` it, or build it and tag it with that name"
+                    ) from None
                 self._workdir = (attrs.get("Config") or {}).get("WorkingDir") or "/"
             else:
                 self._workdir = self.dockerfile.workdir if self.dockerfile else "/"
@@ -142,13 +174,21 @@ class HarborTask(Task):
             slug = re.sub(r"[^a-z0-9_.-]+", "-", self.task_id.lower()).strip("-.") or "task"
             from termgym.sandbox.base import BackendUnavailable
 
+            key = str(self.dockerfile.path)
             with _build_lock:  # two episodes of one task must not race on the same tag
+                if key in _failed_builds:  # e.g. the nop trial after the oracle's build failed
+                    raise BackendUnavailable(f"Harbor task {self.task_id!r}: {_failed_builds[key]} (not rebuilt)")
                 try:
-                    self._image = build_image(
-                        self.dockerfile.path.parent, self.dockerfile.path.name, f"termgym/harbor-{slug}:latest",
-                        log=lambda _line: None,
+                    _check_copy_from(self.dockerfile.path)
+                    _warn_stand_in_base(self.task_id, self.dockerfile.path)
+                    self._image = _build_within(
+                        self.config.build_timeout_sec,
+                        lambda: build_image(self.dockerfile.path.parent, self.dockerfile.path.name,
+                                            f"termgym/harbor-{slug}:latest", log=lambda _line: None),
                     )
-                except BackendUnavailable as exc:
+                except Exception as exc:
+                    message = f"its image build failed: {exc}"
+                    _failed_builds[key] = message
                     raise BackendUnavailable(
                         f"Harbor task {self.task_id!r} needs its own Docker image ({self.local_blocker}): {exc}"
                     ) from exc
@@ -164,7 +204,9 @@ class HarborTask(Task):
                 "FROM termgym/base plus WORKDIR/ENV/COPY)."
             )
         cfg = self.config
-        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb)
+        # Only what the task sets: Harbor imposes no memory, CPU, process or file limits of its own.
+        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb, pids=None,
+                        cpu_seconds=None, file_size_mb=None, open_files=None)
         env = dict(self.dockerfile.env) if self.dockerfile and self.local_ok else {}
         env.update(resolve_env(cfg.environment_env, self._config_file, "environment"))
         spec = SandboxSpec(
@@ -173,7 +215,8 @@ class HarborTask(Task):
             env=env,
             network=cfg.allow_internet,
             limits=limits,
-            setup_commands=[f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS}"],
+            setup_commands=[f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} && chmod 777 {AGENT_LOGS} {VERIFIER_LOGS}"
+                            + (f" && mkdir -p {shlex.quote(self.workdir)}" if cfg.workdir else "")],
         )
         if self.local_ok and self.dockerfile:
             self._emulate_copies(spec)
@@ -205,21 +248,24 @@ class HarborTask(Task):
     def setup(self, sandbox: Sandbox) -> None:
         if getattr(sandbox, "backend", None) == "local" and not self.local_ok:
             raise ValueError(f"Harbor task {self.task_id!r} needs the docker backend: it {self.local_blocker}")
+        # The terminus protocol starts its shell as this user ([agent] user), as Harbor's agent runs.
+        sandbox.agent_user = self.agent_user
 
     # -- the verifier ------------------------------------------------------------------------
 
     def grade(self, ctx: GradingContext) -> Grade:
-        """Run the verifier in the agent's sandbox, as Harbor does, and read the reward."""
+        """Run the verifier in the agent's sandbox, as Harbor's shared-mode verifier does, and read the reward."""
         sandbox = ctx.sandbox
         details: dict[str, Any] = {"reason": ctx.reason}
-        # Fresh /tests and /logs/verifier: files the agent planted there (a reward.txt of its own,
-        # a doctored test) must not count.
+        # Harbor removes only the old reward files (the verifier may read other logs); /tests is
+        # emptied too, so a test the agent planted or doctored there cannot run.
         prep = sandbox.exec(
-            f"rm -rf {TESTS_DIR} {VERIFIER_LOGS} && mkdir -p {TESTS_DIR} {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
+            f"rm -rf {TESTS_DIR} && rm -f {VERIFIER_LOGS}/reward.txt {VERIFIER_LOGS}/reward.json && "
+            f"mkdir -p {TESTS_DIR} {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
             timeout=60,
         )
         if prep.exit_code != 0:
-            return Grade(0.0, False, details, error=f"could not prepare {TESTS_DIR}: {prep.output.strip()[-500:]}")
+            return _no_reward(details, f"could not prepare {TESTS_DIR}: {prep.output.strip()[-500:]}")
         sandbox.put_dir(self.tests_dir, TESTS_DIR)
         if self.run_tests_script is not None:
             sandbox.write_file(f"{TESTS_DIR}/{self.test_script}", self.run_tests_script, 0o755)
@@ -227,27 +273,35 @@ class HarborTask(Task):
         try:
             env = resolve_env(self.config.verifier_env, self._config_file, "verifier")
         except ValueError as exc:
-            return Grade(0.0, False, details, error=str(exc))
+            return _no_reward(details, str(exc))
         if self.config.layout == "terminal-bench":
             env.setdefault("TEST_DIR", TESTS_DIR)
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        # A subshell, so neither the cd nor pipefail leaks into the agent's persistent shell.
-        command = (
-            f"( cd {shlex.quote(self.workdir)} && set -o pipefail && "
-            f"{'env ' + exports + ' ' if exports else ''}bash {TESTS_DIR}/{self.test_script} 2>&1 "
-            f"| tee {VERIFIER_LOGS}/test-stdout.txt )"
-        )
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        script = f"{TESTS_DIR}/{self.test_script}"
+        # Run the script itself, as Harbor does (chmod +x, then exec): its shebang picks the
+        # interpreter (a script without one is run by bash). A subshell keeps cd and exports out
+        # of the agent's persistent shell.
+        inner = f"cd {shlex.quote(self.workdir)} && {exports}({script}) > {VERIFIER_LOGS}/test-stdout.txt 2>&1"
+        command = f"chmod +x {script} && ( {as_user(inner, self.config.verifier_user)} ); echo \"exit=$?\""
         result = sandbox.exec(command, timeout=self.verifier_timeout)
+        try:
+            output = sandbox.read_file(f"{VERIFIER_LOGS}/test-stdout.txt").decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            output = result.output
+        exit_match = re.search(r"exit=(\d+)\s*$", result.output)
+        exit_code = int(exit_match.group(1)) if exit_match else result.exit_code
         details.update(
-            exit_code=result.exit_code,
+            exit_code=exit_code,
             timed_out=result.timed_out,
             duration=round(result.duration, 3),
-            output=result.output[-OUTPUT_TAIL:],
+            output=output[-OUTPUT_TAIL:],
         )
-        timeout_note = f"the verifier timed out after {self.verifier_timeout:g} s; " if result.timed_out else ""
 
         if self.config.layout == "terminal-bench":
-            return self._grade_terminal_bench(result.output, result.exit_code, details, timeout_note)
+            return self._grade_terminal_bench(output, exit_code, details, result.timed_out)
+        if result.timed_out:
+            # Harbor cancels the verifier (VerifierTimeoutError): a reward written before counts not.
+            return _no_reward(details, f"the verifier timed out after {self.verifier_timeout:g} s")
 
         def read(name: str) -> str | None:
             try:
@@ -257,27 +311,28 @@ class HarborTask(Task):
 
         try:
             reward = combine_rewards(read("reward.json"), read("reward.txt"))
-        except (FileNotFoundError, RewardError) as exc:
-            return Grade(0.0, False, details, error=timeout_note + str(exc))
-        details.update(reward_source=reward.source, rewards=reward.rewards, reward_raw=reward.score)
-        if reward.ignored:
-            details["ignored_reward_fields"] = reward.ignored
-        score = min(1.0, max(0.0, reward.score))
-        error = timeout_note.rstrip("; ") or None  # a reward written before the timeout still counts
-        return Grade(score, score >= 1.0, details, error=error)
+        except RewardError as exc:
+            return _no_reward(details, str(exc))
+        details.update(reward_valid=True, reward_source=reward.source, rewards=reward.rewards)
+        return Grade(reward.score, reward.score >= 1.0, details)
 
-    def _grade_terminal_bench(self, output: str, exit_code: int, details: dict[str, Any], note: str) -> Grade:
+    def _grade_terminal_bench(self, output: str, exit_code: int, details: dict[str, Any], timed_out: bool) -> Grade:
+        """Terminal-Bench 1: a test timeout leaves the task unresolved; else every parsed test must pass."""
+        details["reward_valid"] = True
+        if timed_out:
+            # Terminal-Bench 1 marks a test timeout as a failure (unresolved), not an unparsed run.
+            return Grade(0.0, False, details, error=f"the tests timed out after {self.verifier_timeout:g} s (unresolved)")
         if self.config.parser_name == "exit_code":
-            passed = exit_code == 0 and not note
-            return Grade(float(passed), passed, details, error=note.rstrip("; ") or None)
+            passed = exit_code == 0
+            return Grade(float(passed), passed, details)
         results = parse_pytest_summary(output)
         if not results:
-            return Grade(0.0, False, details, error=note + "no pytest results in the run-tests.sh output "
+            return Grade(0.0, False, details, error="no pytest results in the run-tests.sh output "
                          "(run pytest with -rA so the short test summary lists every test)")
-        n_passed = sum(1 for status in results.values() if status in ("PASSED", "XFAIL"))
+        n_passed = sum(1 for status in results.values() if status in TB_PASSING)
         details.update(tests=results, tests_passed=n_passed, tests_total=len(results))
         passed = n_passed == len(results)
-        return Grade(float(passed), passed, details, error=note.rstrip("; ") or None)
+        return Grade(float(passed), passed, details)
 
     # -- the oracle ----------------------------------------------------------------------------
 
@@ -290,9 +345,20 @@ class HarborTask(Task):
         files = self.solution_files or sorted(p for p in self.solution_dir.rglob("*") if p.is_file())
         writes = [_write_file_command(f"{SOLUTION_DIR}/{p.relative_to(self.solution_dir).as_posix()}", p)
                   for p in files]
-        env = resolve_env(self.config.solution_env, self._config_file, "solution")
-        exports = "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
-        run = f"cd {shlex.quote(self.workdir)} && {'env ' + exports if exports else ''}bash {SOLUTION_DIR}/{self.solution_script}"
+        if self.config.layout == "terminal-bench":  # Terminal-Bench 1 runs `bash solution.sh`
+            env = resolve_env(self.config.solution_env, self._config_file, "solution")
+            exports = "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
+            run = (f"cd {shlex.quote(self.workdir)} && {'env ' + exports if exports else ''}"
+                   f"bash {SOLUTION_DIR}/{self.solution_script}")
+            return [f"mkdir -p {SOLUTION_DIR}\n" + "\n".join(writes), run]
+        # Harbor's oracle runs the script itself (chmod +x; its shebang decides) with
+        # DEBIAN_FRONTEND=noninteractive and [solution.env], as the agent user, output to oracle.txt.
+        env = {"DEBIAN_FRONTEND": "noninteractive",
+               **resolve_env(self.config.solution_env, self._config_file, "solution")}
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        script = f"{SOLUTION_DIR}/{self.solution_script}"
+        inner = f"cd {shlex.quote(self.workdir)} && {exports}({script}) > {AGENT_LOGS}/oracle.txt 2>&1"
+        run = f"chmod +x {script} && {as_user(inner, self.agent_user)}"
         return [f"mkdir -p {SOLUTION_DIR}\n" + "\n".join(writes), run]
 
 
@@ -313,3 +379,74 @@ def _write_file_command(dest: str, source: Path) -> str:
         return f"{mkdir} && cat > {q} <<'{delimiter}'\n{text}{delimiter}\nchmod {mode} {q}"
     encoded = base64.b64encode(data).decode()
     return f"{mkdir} && echo {encoded} | base64 -d > {q} && chmod {mode} {q}"
+
+
+def _no_reward(details: dict[str, Any], why: str) -> Grade:
+    """Harbor's "no valid reward": score 0, marked so means and pass rates can leave it out."""
+    details["reward_valid"] = False
+    return Grade(0.0, False, details, error=why)
+
+
+def _build_within(seconds: float, build: Any) -> str:
+    """Run ``build`` and fail once ``build_timeout_sec`` has passed (Harbor's EnvironmentStartTimeoutError)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(build)
+    try:
+        return future.result(timeout=seconds)
+    except FutureTimeout:
+        raise TimeoutError(f"the image build ran past build_timeout_sec = {seconds:g} s") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _check_copy_from(dockerfile: Path) -> None:
+    """``COPY --from=<image>`` needs that image on the host; say so plainly instead of Docker's DNS error."""
+    import docker.errors
+
+    from termgym.sandbox.base import BackendUnavailable
+    from termgym.sandbox.images import docker_client
+
+    text = re.sub(r"\\\r?\n", " ", dockerfile.read_text(encoding="utf-8"))
+    stages = {m.lower() for m in re.findall(r"^\s*FROM\s+\S+\s+AS\s+(\S+)", text, re.IGNORECASE | re.MULTILINE)}
+    sources = re.findall(r"^\s*COPY\s+.*?--from=(\S+)", text, re.IGNORECASE | re.MULTILINE)
+    client = None
+    for source in sources:
+        if source.lower() in stages or source.isdigit():
+            continue
+        client = client or docker_client()
+        try:
+            client.images.get(source)
+        except docker.errors.ImageNotFound:
+            raise BackendUnavailable(
+                f"{dockerfile} copies from the image {source} (COPY --from={source}), which is not on the Docker "
+                f"host, and no registry is reachable: `docker load` it or build and tag it as {source}"
+            ) from None
+
+
+def _warn_stand_in_base(task_id: str, dockerfile: Path) -> None:
+    """Warn when a task's FROM image is termgym's Debian base re-tagged (e.g. as ubuntu:24.04)."""
+    import docker.errors
+
+    from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client, dockerfile_bases
+
+    client = docker_client()
+    try:
+        base_id = client.images.get(DEFAULT_BASE_IMAGE).id
+    except docker.errors.ImageNotFound:
+        return
+    for name in dockerfile_bases(dockerfile.read_text(encoding="utf-8")):
+        if name.split(":")[0] == DEFAULT_BASE_IMAGE.split(":")[0]:
+            continue
+        try:
+            image = client.images.get(name)
+        except docker.errors.ImageNotFound:
+            continue
+        if image.id == base_id:
+            _log.warning(
+                "Harbor task %r: its base image %s is termgym's %s re-tagged, a stand-in with another OS and "
+                "Python than the task was written for; its scores are not comparable with Harbor's",
+                task_id, name, DEFAULT_BASE_IMAGE,
+            )
