@@ -282,6 +282,10 @@ def harbor_terminus_templates() -> dict[str, Any] | None:
     ``prompt`` is the template file Terminus-2 formats with ``instruction`` and ``terminal_state``;
     ``confirm`` renders the completion confirmation exactly as Terminus-2's agent does.
     """
+    import os
+
+    # Importing Harbor's agent imports litellm, which otherwise tries to download a price list.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import harbor
         from harbor.agents.terminus_2 import terminus_2

@@ -309,8 +309,11 @@ class HarborTask(Task):
             except FileNotFoundError:
                 return None
 
+        files = {name: read(name) for name in ("reward.json", "reward.txt")}
+        # What the verifier wrote, verbatim (cut), so a grade can be re-judged, e.g. by Harbor's parser.
+        details["reward_files"] = {k: v[:2000] for k, v in files.items() if v is not None}
         try:
-            reward = combine_rewards(read("reward.json"), read("reward.txt"))
+            reward = combine_rewards(files["reward.json"], files["reward.txt"])
         except RewardError as exc:
             return _no_reward(details, str(exc))
         details.update(reward_valid=True, reward_source=reward.source, rewards=reward.rewards)

@@ -1,0 +1,70 @@
+"""Run inside the Harbor venv: judge cases with Harbor's own code and print the verdicts as JSON.
+
+Reads a JSON list of cases on stdin; each is one of
+
+* ``{"kind": "reward", "files": {"reward.json": "...", "reward.txt": "..."}, "verifier_timed_out": bool}``:
+  the files the verifier left, judged by Harbor's ``Verifier`` reward parsers, and the trial's
+  validity by Harbor's error policy (``TrialResult.reward_valid``'s rule);
+* ``{"kind": "reply", "text": "..."}``: a Terminus-2 reply parsed by Harbor's JSON parser.
+
+This file imports Harbor; termgym never does (it is not part of the package).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from harbor.agents.terminus_2.terminus_json_plain_parser import TerminusJSONPlainParser
+from harbor.models.trial.error_policy import policy_for
+from harbor.models.trial.paths import TrialPaths
+from harbor.models.verifier.result import VerifierResult
+from harbor.verifier.verifier import Verifier
+
+
+def judge_reward(case: dict) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = TrialPaths(Path(tmp))
+        paths.verifier_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in (case.get("files") or {}).items():
+            (paths.verifier_dir / name).write_text(text)
+        verifier = Verifier.__new__(Verifier)  # only the parsers are used: no environment needed
+        verifier.trial_paths = paths
+        exception = None
+        rewards = None
+        if case.get("verifier_timed_out"):
+            exception = "VerifierTimeoutError"  # Harbor cancels verify(): nothing is parsed
+        else:
+            try:
+                # The same order as Verifier.verify(): reward.json first, then reward.txt.
+                if paths.reward_json_path.exists():
+                    rewards = VerifierResult(rewards=verifier._parse_reward_json()).rewards
+                elif paths.reward_text_path.exists():
+                    rewards = VerifierResult(rewards=verifier._parse_reward_text()).rewards
+                else:
+                    exception = "RewardFileNotFoundError"
+            except Exception as exc:  # noqa: BLE001 - the exception's type is the verdict
+                exception = type(exc).__name__
+    valid = bool(rewards) and (exception is None or policy_for(exception).has_valid_reward)
+    return {"rewards": rewards if valid else None, "valid": valid, "exception": exception}
+
+
+def judge_reply(case: dict) -> dict:
+    result = TerminusJSONPlainParser().parse_response(case["text"])
+    return {
+        "error": bool(result.error),
+        "task_complete": bool(result.is_task_complete) if not result.error else None,
+        "commands": [[c.keystrokes, min(c.duration, 60)] for c in result.commands] if not result.error else None,
+    }
+
+
+def main() -> None:
+    cases = json.load(sys.stdin)
+    out = [judge_reward(c) if c["kind"] == "reward" else judge_reply(c) for c in cases]
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
