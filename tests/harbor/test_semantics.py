@@ -170,3 +170,36 @@ def test_grade_details_are_json_serialisable(make_task, local_backend):
     result = run_trial(load_task(make_task("t")), "oracle", backend=local_backend)
     json.dumps(result.to_dict())
     assert result.score == 1.0 and result.error is None
+
+
+def test_separate_verifier_gets_a_fresh_environment_and_the_artifacts(make_task, local_backend):
+    toml = 'schema_version = "1.1"\nartifacts = ["/app/result"]\n[verifier]\nenvironment_mode = "separate"\n'
+    solve = "#!/bin/bash\necho ok > /app/done.txt\nmkdir -p /app/result && echo 42 > /app/result/answer\necho hi > /logs/artifacts/note\n"
+    # The agent's /app/done.txt must not be there; the published artifacts must.
+    test_sh = """\
+        #!/bin/bash
+        if [ ! -e /app/done.txt ] && [ "$(cat /app/result/answer)" = 42 ] && [ "$(cat /logs/artifacts/note)" = hi ]; then
+          echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+        """
+    task = load_task(make_task("t", toml=toml, test_sh=test_sh, solve_sh=solve))
+    assert task.config.verifier_separate and task.config.artifacts == ["/app/result"]
+    result = run_trial(task, "oracle", backend=local_backend)
+    assert result.score == 1.0 and result.grade["verifier_environment"] == "separate", result.grade
+
+
+def test_unsupported_features_are_refused_by_name(make_task):
+    from termgym.tasks.harbor import TaskFormatError
+
+    cases = {
+        "steps": ('schema_version = "1.1"\n[[steps]]\nname = "one"\n', "[[steps]]"),
+        "os": ('schema_version = "1.1"\n[environment]\nos = "windows"\n', "os = 'windows'"),
+        "gpus": ('schema_version = "1.1"\n[environment]\ngpus = 1\n', "gpus"),
+        "collect": ('schema_version = "1.1"\n[[verifier.collect]]\ncommand = "true"\n', "verifier.collect"),
+    }
+    for name, (toml, feature) in cases.items():
+        with pytest.raises(TaskFormatError, match="does not run") as info:
+            load_task(make_task(name, toml=toml))
+        assert feature in str(info.value)
+    compose = make_task("compose", files={"environment/docker-compose.yaml": "services: {}\n"})
+    with pytest.raises(TaskFormatError, match="Docker Compose"):
+        load_task(compose)

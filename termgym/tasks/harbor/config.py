@@ -72,6 +72,11 @@ class HarborTaskConfig:
     workdir: str | None = None  # [environment] workdir: overrides the image's WORKDIR
     agent_user: str | None = None  # [agent] user: who the agent's shell runs as (None: root)
     verifier_user: str | None = None  # [verifier] user: who runs tests/test.sh (None: root)
+    verifier_separate: bool = False  # the verifier runs in a fresh container, not the agent's
+    verifier_docker_image: str | None = None  # [verifier.environment] docker_image (tests bundled)
+    verifier_workdir: str | None = None  # [verifier.environment] workdir
+    #: Container paths copied from the agent's sandbox into a separate verifier's (besides /logs/artifacts).
+    artifacts: list[str] = field(default_factory=list)
     #: Harbor features this task uses that termgym does not run, each naming its task.toml key;
     #: a task with any is refused when loaded (never run with the feature silently dropped).
     unsupported: list[str] = field(default_factory=list)
@@ -201,8 +206,28 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     cfg.verifier_env = _env_table(path, verifier, "verifier")
     cfg.verifier_user = _user(path, verifier, "verifier")
     mode = _string(path, verifier, "environment_mode", "verifier")
-    if verifier.get("environment") is not None or mode == "separate":
-        cfg.unsupported.append("[verifier] environment / environment_mode = 'separate' (a separate verifier container)")
+    if mode not in (None, "shared", "separate"):
+        raise TaskFormatError(path, f"environment_mode must be 'shared' or 'separate', got {mode!r}", "verifier")
+    venv = verifier.get("environment")
+    if venv is not None:
+        if not isinstance(venv, dict):
+            raise TaskFormatError(path, f"environment must be a table, got {venv!r}", "verifier")
+        if mode == "shared":
+            raise TaskFormatError(path, "environment_mode = 'shared' conflicts with [verifier.environment]", "verifier")
+        cfg.verifier_docker_image = _string(path, venv, "docker_image", "verifier.environment") or None
+        cfg.verifier_workdir = _string(path, venv, "workdir", "verifier.environment")
+        unknown = sorted(set(venv) - {"docker_image", "workdir", "build_timeout_sec", "cpus", "memory_mb",
+                                      "storage_mb", "network_mode", "allow_internet", "env", "os"})
+        if unknown:
+            cfg.unsupported.append(f"[verifier.environment] {', '.join(unknown)}")
+    cfg.verifier_separate = venv is not None or mode == "separate"
+    for item in data.get("artifacts", []) or []:
+        source = item.get("source") if isinstance(item, dict) else item
+        if not isinstance(source, str) or not source.startswith("/"):
+            raise TaskFormatError(path, f"artifacts entries need an absolute source path, got {item!r}", "artifacts")
+        if isinstance(item, dict) and item.get("service") not in (None, "main"):
+            cfg.unsupported.append(f"artifacts from the compose service {item.get('service')!r}")
+        cfg.artifacts.append(source)
     if verifier.get("collect"):
         cfg.unsupported.append("[[verifier.collect]] hooks")
 

@@ -20,6 +20,7 @@ Run semantics follow Harbor's trial:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import re
 import shlex
@@ -39,6 +40,8 @@ TESTS_DIR = "/tests"
 SOLUTION_DIR = "/solution"
 VERIFIER_LOGS = "/logs/verifier"
 AGENT_LOGS = "/logs/agent"
+#: Where an agent publishes files for a separate verifier (Harbor's convention artifacts dir).
+ARTIFACTS_DIR = "/logs/artifacts"
 #: What the verifier's output is cut to in ``Grade.details["output"]``.
 OUTPUT_TAIL = 4000
 
@@ -215,7 +218,8 @@ class HarborTask(Task):
             env=env,
             network=cfg.allow_internet,
             limits=limits,
-            setup_commands=[f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} && chmod 777 {AGENT_LOGS} {VERIFIER_LOGS}"
+            setup_commands=[f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACTS_DIR} && "
+                            f"chmod 777 {AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACTS_DIR}"
                             + (f" && mkdir -p {shlex.quote(self.workdir)}" if cfg.workdir else "")],
         )
         if self.local_ok and self.dockerfile:
@@ -254,21 +258,77 @@ class HarborTask(Task):
     # -- the verifier ------------------------------------------------------------------------
 
     def grade(self, ctx: GradingContext) -> Grade:
-        """Run the verifier in the agent's sandbox, as Harbor's shared-mode verifier does, and read the reward."""
-        sandbox = ctx.sandbox
+        """Run the verifier, in the agent's sandbox or (``separate`` mode) a fresh one, and read the reward."""
         details: dict[str, Any] = {"reason": ctx.reason}
+        if not self.config.verifier_separate:
+            return self._verify(ctx.sandbox, details, upload_tests=True, workdir=self.workdir)
+        details["verifier_environment"] = "separate"
+        try:
+            spec, bundled, workdir = self._verifier_spec()
+            box = ctx.new_sandbox(spec)
+            self._copy_artifacts(ctx.sandbox, box)
+        except Exception as exc:  # the separate verifier could not start: Harbor records no reward
+            return _no_reward(details, f"the separate verifier environment failed: {type(exc).__name__}: {exc}")
+        return self._verify(box, details, upload_tests=not bundled, workdir=workdir)
+
+    def _verifier_spec(self) -> tuple[SandboxSpec, bool, str]:
+        """The separate verifier's sandbox: ``(spec, tests bundled in its image, workdir)``.
+
+        As Harbor resolves it: ``[verifier.environment] docker_image``, else ``tests/Dockerfile``
+        (both carry ``/tests`` themselves), else a fresh copy of the task's own environment.
+        """
+        from termgym.sandbox.base import SandboxSpec
+        from termgym.sandbox.images import build_image, docker_client
+
+        cfg = self.config
+        setup = [f"mkdir -p {VERIFIER_LOGS} {ARTIFACTS_DIR} && chmod 777 {VERIFIER_LOGS}"]
+        if cfg.verifier_docker_image or (self.tests_dir / "Dockerfile").is_file():
+            if cfg.verifier_docker_image:
+                image = cfg.verifier_docker_image
+            else:
+                slug = re.sub(r"[^a-z0-9_.-]+", "-", self.task_id.lower()).strip("-.") or "task"
+                image = _build_within(cfg.build_timeout_sec, lambda: build_image(
+                    self.tests_dir, "Dockerfile", f"termgym/harbor-{slug}-verifier:latest", log=lambda _line: None))
+            workdir = cfg.verifier_workdir or (
+                (docker_client().images.get(image).attrs.get("Config") or {}).get("WorkingDir") or "/")
+            spec = SandboxSpec(workdir=workdir, image=image, network=cfg.allow_internet, setup_commands=setup)
+            return spec, True, workdir
+        spec = self.sandbox_spec()
+        if cfg.verifier_workdir:
+            spec = dataclasses.replace(spec, workdir=cfg.verifier_workdir)
+        spec.setup_commands = [*spec.setup_commands, *setup]
+        return spec, False, spec.workdir
+
+    def _copy_artifacts(self, source: Sandbox, target: Sandbox) -> None:
+        """Carry ``/logs/artifacts`` and the task's ``artifacts`` paths from the agent's sandbox over."""
+        import tempfile
+
+        for path in [ARTIFACTS_DIR, *self.config.artifacts]:
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    source.get_dir(path, tmp)
+                except NotADirectoryError:
+                    target.write_file(path, source.read_file(path))
+                    continue
+                except FileNotFoundError:
+                    continue
+                target.exec(f"mkdir -p {shlex.quote(path)}", timeout=60)
+                target.put_dir(tmp, path)
+
+    def _verify(self, sandbox: Sandbox, details: dict[str, Any], *, upload_tests: bool, workdir: str) -> Grade:
         # Harbor removes only the old reward files (the verifier may read other logs); /tests is
         # emptied too, so a test the agent planted or doctored there cannot run.
-        prep = sandbox.exec(
-            f"rm -rf {TESTS_DIR} && rm -f {VERIFIER_LOGS}/reward.txt {VERIFIER_LOGS}/reward.json && "
-            f"mkdir -p {TESTS_DIR} {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
-            timeout=60,
-        )
-        if prep.exit_code != 0:
-            return _no_reward(details, f"could not prepare {TESTS_DIR}: {prep.output.strip()[-500:]}")
-        sandbox.put_dir(self.tests_dir, TESTS_DIR)
-        if self.run_tests_script is not None:
-            sandbox.write_file(f"{TESTS_DIR}/{self.test_script}", self.run_tests_script, 0o755)
+        if upload_tests:
+            prep = sandbox.exec(
+                f"rm -rf {TESTS_DIR} && rm -f {VERIFIER_LOGS}/reward.txt {VERIFIER_LOGS}/reward.json && "
+                f"mkdir -p {TESTS_DIR} {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
+                timeout=60,
+            )
+            if prep.exit_code != 0:
+                return _no_reward(details, f"could not prepare {TESTS_DIR}: {prep.output.strip()[-500:]}")
+            sandbox.put_dir(self.tests_dir, TESTS_DIR)
+            if self.run_tests_script is not None:
+                sandbox.write_file(f"{TESTS_DIR}/{self.test_script}", self.run_tests_script, 0o755)
 
         try:
             env = resolve_env(self.config.verifier_env, self._config_file, "verifier")
@@ -281,7 +341,7 @@ class HarborTask(Task):
         # Run the script itself, as Harbor does (chmod +x, then exec): its shebang picks the
         # interpreter (a script without one is run by bash). A subshell keeps cd and exports out
         # of the agent's persistent shell.
-        inner = f"cd {shlex.quote(self.workdir)} && {exports}({script}) > {VERIFIER_LOGS}/test-stdout.txt 2>&1"
+        inner = f"cd {shlex.quote(workdir)} && {exports}({script}) > {VERIFIER_LOGS}/test-stdout.txt 2>&1"
         command = f"chmod +x {script} && ( {as_user(inner, self.config.verifier_user)} ); echo \"exit=$?\""
         result = sandbox.exec(command, timeout=self.verifier_timeout)
         try:
