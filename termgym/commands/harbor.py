@@ -59,7 +59,8 @@ def _list(args: argparse.Namespace) -> int:
             "verifier_timeout_sec": task.verifier_timeout,
             "local_ok": task.local_ok,
             "why_docker": task.local_blocker,
-            "oracle": task.oracle_commands() is not None,
+            # Listing must not need Docker (a prebuilt docker_image may be absent): look at the files only.
+            "oracle": task.solution_commands is not None or task.solution_script is not None,
         })
     if args.json:
         print(json.dumps({"tasks": rows, "broken": found.broken}, indent=2))

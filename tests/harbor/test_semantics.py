@@ -203,3 +203,28 @@ def test_unsupported_features_are_refused_by_name(make_task):
     compose = make_task("compose", files={"environment/docker-compose.yaml": "services: {}\n"})
     with pytest.raises(TaskFormatError, match="Docker Compose"):
         load_task(compose)
+
+
+def test_list_survives_an_absent_prebuilt_image(make_task, tasks_root, capsys):
+    from termgym.cli import main
+
+    make_task("prebuilt", toml='schema_version = "1.1"\n[environment]\ndocker_image = "termgym-absent/image:1"\n',
+              dockerfile=None)
+    assert main(["harbor", "list", str(tasks_root)]) == 0
+    assert "prebuilt" in capsys.readouterr().out
+
+
+@pytest.mark.docker
+def test_prebuilt_image_absent_and_copy_from_registry_are_named(make_task):
+    from termgym.sandbox.base import BackendUnavailable
+
+    absent = load_task(make_task("prebuilt", dockerfile=None,
+                                 toml='schema_version = "1.1"\n[environment]\ndocker_image = "termgym-absent/image:1"\n'))
+    with pytest.raises(BackendUnavailable, match="termgym-absent/image:1.*not on the Docker host"):
+        absent.sandbox_spec()
+    copy_from = load_task(make_task("copyfrom", dockerfile=(
+        "FROM termgym/base:bookworm\nCOPY --from=ghcr.io/astral-sh/uv:0.5 /uv /bin/uv\nWORKDIR /app\n")))
+    for _ in range(2):  # the second try (nop after oracle) reports the failure without rebuilding
+        result = run_trial(copy_from, "nop", backend="docker")
+        assert "COPY --from=ghcr.io/astral-sh/uv:0.5" in result.error and "local backend" not in result.error
+    assert "not rebuilt" in result.error

@@ -192,8 +192,9 @@ class HarborTask(Task):
                 except Exception as exc:
                     message = f"its image build failed: {exc}"
                     _failed_builds[key] = message
+                    # No mention of the local backend here: this is the docker backend's build.
                     raise BackendUnavailable(
-                        f"Harbor task {self.task_id!r} needs its own Docker image ({self.local_blocker}): {exc}"
+                        f"Harbor task {self.task_id!r}: building its image from {self.dockerfile.path} failed: {exc}"
                     ) from exc
         return self._image
 
