@@ -60,7 +60,9 @@ def _list(args: argparse.Namespace) -> int:
             "local_ok": task.local_ok,
             "why_docker": task.local_blocker,
             # Listing must not need Docker (a prebuilt docker_image may be absent): look at the files only.
-            "oracle": task.solution_commands is not None or task.solution_script is not None,
+            "oracle": task.solution_commands is not None or task.solution_script is not None
+            or bool(task.steps and all(step.solution_dir for step in task.steps)),
+            "steps": len(task.steps),
         })
     if args.json:
         print(json.dumps({"tasks": rows, "broken": found.broken}, indent=2))

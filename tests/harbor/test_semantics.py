@@ -191,7 +191,8 @@ def test_unsupported_features_are_refused_by_name(make_task):
     from termgym.tasks.harbor import TaskFormatError
 
     cases = {
-        "steps": ('schema_version = "1.1"\n[[steps]]\nname = "one"\n', "[[steps]]"),
+        "step-separate": ('schema_version = "1.1"\n[[steps]]\nname = "one"\n[steps.verifier]\nenvironment_mode = "separate"\n',
+                          "separate verifier environment per step"),
         "os": ('schema_version = "1.1"\n[environment]\nos = "windows"\n', "os = 'windows'"),
         "gpus": ('schema_version = "1.1"\n[environment]\ngpus = 1\n', "gpus"),
         "collect": ('schema_version = "1.1"\n[[verifier.collect]]\ncommand = "true"\n', "verifier.collect"),
@@ -228,3 +229,44 @@ def test_prebuilt_image_absent_and_copy_from_registry_are_named(make_task):
         result = run_trial(copy_from, "nop", backend="docker")
         assert "COPY --from=ghcr.io/astral-sh/uv:0.5" in result.error and "local backend" not in result.error
     assert "not rebuilt" in result.error
+
+
+def _multi_step_task(make_task, write_file, strategy: str, min_reward: str = ""):
+    toml = (f'schema_version = "1.1"\nmulti_step_reward_strategy = "{strategy}"\n'
+            f'[[steps]]\nname = "one"\n{min_reward}\n[[steps]]\nname = "two"\n')
+    task_dir = make_task("multi", toml=toml, solve_sh=None)
+    (task_dir / "instruction.md").unlink()
+    for name, text in (("one", "first"), ("two", "second")):
+        write_file(task_dir / "steps" / name / "instruction.md", f"Write {text}.txt")
+        write_file(task_dir / "steps" / name / "solution" / "solve.sh", f"#!/bin/bash\ntouch {text}.txt\n", executable=True)
+    # step one's own test: 1 if first.txt exists; step two uses the shared tests/test.sh
+    write_file(task_dir / "steps" / "one" / "tests" / "test.sh",
+               "#!/bin/bash\n[ -f /app/first.txt ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n",
+               executable=True)
+    write_file(task_dir / "tests" / "test.sh",
+               "#!/bin/bash\n[ -f /app/second.txt ] && echo '{\"reward\": 1, \"extra\": 0.5}' > /logs/verifier/reward.json "
+               "|| echo '{\"reward\": 0}' > /logs/verifier/reward.json\n", executable=True)
+    write_file(task_dir / "steps" / "two" / "workdir" / "setup.sh", "#!/bin/bash\necho staged > staged.txt\n")
+    return load_task(task_dir)
+
+
+def test_multi_step_task_runs_each_step_and_averages_per_key(make_task, write_file, local_backend):
+    task = _multi_step_task(make_task, write_file, "mean")
+    assert [s.name for s in task.steps] == ["one", "two"] and task.instruction == "Write first.txt"
+    oracle = run_trial(task, "oracle", backend=local_backend)
+    assert oracle.error is None and oracle.score == 1.0
+    # per-key mean over the two steps; "extra" is missing from step one and counts 0 there
+    assert oracle.grade["rewards"] == {"reward": 1.0, "extra": 0.25}
+    nop = run_trial(task, "nop", backend=local_backend)
+    assert nop.score == 0.0 and nop.grade["reward_valid"] is True and len(nop.grade["steps"]) == 2
+    with pytest.raises(ValueError, match="multi-step tasks run with"):
+        gym.make("termgym/Harbor-v0", tasks_dir=task.task_dir.parent, backend=local_backend).reset(
+            options={"task_id": "multi"})
+
+
+def test_multi_step_min_reward_stops_early_and_final_strategy(make_task, write_file, local_backend):
+    task = _multi_step_task(make_task, write_file, "final", min_reward="min_reward = 1.0")
+    nop = run_trial(task, "nop", backend=local_backend)
+    assert len(nop.grade["steps"]) == 1 and nop.score == 0.0  # step one scored 0 < 1: step two never ran
+    oracle = run_trial(task, "oracle", backend=local_backend)
+    assert oracle.score == 1.0 and oracle.grade["rewards"] == {"reward": 1.0, "extra": 0.5}  # the last step's

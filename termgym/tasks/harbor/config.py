@@ -45,6 +45,19 @@ class TaskFormatError(ValueError):
 
 
 @dataclass
+class StepConfig:
+    """One ``[[steps]]`` entry of a multi-step task (its files live under ``steps/<name>/``)."""
+
+    name: str
+    agent_timeout_sec: float | None = None
+    agent_user: str | None = None
+    verifier_timeout_sec: float | None = None
+    verifier_env: dict[str, str] = field(default_factory=dict)
+    verifier_user: str | None = None
+    min_reward: float | dict[str, float] | None = None
+
+
+@dataclass
 class HarborTaskConfig:
     """Everything termgym needs from a task's configuration file, whatever its layout.
 
@@ -77,6 +90,8 @@ class HarborTaskConfig:
     verifier_workdir: str | None = None  # [verifier.environment] workdir
     #: Container paths copied from the agent's sandbox into a separate verifier's (besides /logs/artifacts).
     artifacts: list[str] = field(default_factory=list)
+    steps: list[StepConfig] = field(default_factory=list)  # [[steps]]: a multi-step task
+    multi_step_reward_strategy: str = "mean"  # "mean" (per-key mean over steps) or "final"
     #: Harbor features this task uses that termgym does not run, each naming its task.toml key;
     #: a task with any is refused when loaded (never run with the feature silently dropped).
     unsupported: list[str] = field(default_factory=list)
@@ -234,8 +249,11 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     agent = _table(path, data, "agent")
     cfg.agent_timeout_sec = _number(path, agent, "timeout_sec", "agent")
     cfg.agent_user = _user(path, agent, "agent")
-    if data.get("steps"):
-        cfg.unsupported.append("[[steps]] (a multi-step task)")
+    cfg.steps = _steps(path, data, cfg)
+    strategy = data.get("multi_step_reward_strategy") or "mean"
+    if strategy not in ("mean", "final"):
+        raise TaskFormatError(path, f"multi_step_reward_strategy must be 'mean' or 'final', got {strategy!r}")
+    cfg.multi_step_reward_strategy = strategy
 
     solution = _table(path, data, "solution")
     cfg.solution_env = _env_table(path, solution, "solution")
@@ -270,6 +288,47 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
         cfg.allow_internet = mode != "no-network"
     cfg.environment_env = _env_table(path, env, "environment")
     return cfg
+
+
+_STEP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _steps(path: Path, data: dict[str, Any], cfg: HarborTaskConfig) -> list[StepConfig]:
+    raw = data.get("steps") or []
+    if not isinstance(raw, list):
+        raise TaskFormatError(path, "steps must be an array of tables ([[steps]])", "steps")
+    steps: list[StepConfig] = []
+    for i, item in enumerate(raw):
+        where = f"steps[{i}]"
+        if not isinstance(item, dict):
+            raise TaskFormatError(path, f"must be a table, got {item!r}", where)
+        name = item.get("name")
+        if not isinstance(name, str) or not _STEP_NAME.match(name):
+            raise TaskFormatError(path, f"name must be a folder name under steps/, got {name!r}", where)
+        if any(s.name.lower() == name.lower() for s in steps):
+            raise TaskFormatError(path, f"step name {name!r} is used twice", where)
+        agent = _table(path, item, "agent", where)
+        verifier = _table(path, item, "verifier", where)
+        if verifier.get("environment") is not None or verifier.get("environment_mode") == "separate":
+            cfg.unsupported.append(f"[[steps]] {name!r}: a separate verifier environment per step")
+        if item.get("healthcheck"):
+            cfg.unsupported.append(f"[[steps]] {name!r}: healthcheck")
+        min_reward = item.get("min_reward")
+        if min_reward is not None and not (
+            (isinstance(min_reward, (int, float)) and not isinstance(min_reward, bool))
+            or (isinstance(min_reward, dict) and all(isinstance(v, (int, float)) for v in min_reward.values()))
+        ):
+            raise TaskFormatError(path, f"min_reward must be a number or a table of numbers, got {min_reward!r}", where)
+        steps.append(StepConfig(
+            name=name,
+            agent_timeout_sec=_number(path, agent, "timeout_sec", f"{where}.agent"),
+            agent_user=_user(path, agent, f"{where}.agent"),
+            verifier_timeout_sec=_number(path, verifier, "timeout_sec", f"{where}.verifier"),
+            verifier_env=_env_table(path, verifier, f"{where}.verifier"),
+            verifier_user=_user(path, verifier, f"{where}.verifier"),
+            min_reward=min_reward,
+        ))
+    return steps
 
 
 def _user(path: Path, section: dict[str, Any], where: str) -> str | None:

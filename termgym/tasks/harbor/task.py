@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from termgym.tasks.base import Grade, GradingContext, Task
-from termgym.tasks.harbor.config import HarborTaskConfig, resolve_env
+from termgym.tasks.harbor.config import HarborTaskConfig, StepConfig, resolve_env
 from termgym.tasks.harbor.dockerfile import DockerfileInfo, executable_files
 from termgym.tasks.harbor.rewards import TB_PASSING, RewardError, combine_rewards, parse_pytest_summary
 
@@ -59,6 +59,21 @@ def as_user(command: str, user: str | None) -> str:
     return f"runuser -u {shlex.quote(who)} -- bash -c {shlex.quote(command)}"
 
 
+@dataclasses.dataclass
+class TaskStep:
+    """One step of a multi-step task: its settings and its files under ``steps/<name>/``."""
+
+    config: StepConfig
+    instruction: str
+    tests_dirs: list[Path]  # uploaded to /tests in order (shared tests/, then the step's tests/)
+    solution_dir: Path | None = None  # steps/<name>/solution with solve.sh
+    workdir_dir: Path | None = None  # steps/<name>/workdir: copied into the workdir before the step
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+
 class HarborTask(Task):
     """A task read from a Harbor or Terminal-Bench folder (see :func:`~termgym.tasks.harbor.loader.load_task`).
 
@@ -83,6 +98,7 @@ class HarborTask(Task):
         solution_files: list[Path] | None = None,
         run_tests_script: bytes | None = None,
         backend: str | None = None,
+        steps: list[TaskStep] | None = None,
     ) -> None:
         metadata: dict[str, Any] = dict(config.metadata)
         metadata.update(layout=config.layout, schema_version=config.schema_version, task_dir=str(task_dir))
@@ -102,6 +118,8 @@ class HarborTask(Task):
         # Terminal-Bench: the run-tests.sh that is copied to /tests beside the tests.
         self.run_tests_script = run_tests_script
         self._workdir: str | None = None
+        #: The steps of a multi-step task (``[[steps]]``), run by :func:`~termgym.tasks.harbor.trial.run_trial`.
+        self.steps: list[TaskStep] = list(steps or [])
         #: A hint from the suite: with "local", tasks that need Docker fail fast instead of building.
         self.backend = backend
         self._image: str | None = None
@@ -251,6 +269,11 @@ class HarborTask(Task):
         return self.task_dir / ("task.yaml" if self.config.layout == "terminal-bench" else "task.toml")
 
     def setup(self, sandbox: Sandbox) -> None:
+        if self.steps:
+            raise ValueError(
+                f"Harbor task {self.task_id!r} has {len(self.steps)} [[steps]]: a TerminalEnv episode serves one "
+                "instruction, so multi-step tasks run with `termgym harbor check` (run_trial) only"
+            )
         if getattr(sandbox, "backend", None) == "local" and not self.local_ok:
             raise ValueError(f"Harbor task {self.task_id!r} needs the docker backend: it {self.local_blocker}")
         # The terminus protocol starts its shell as this user ([agent] user), as Harbor's agent runs.
@@ -316,7 +339,12 @@ class HarborTask(Task):
                 target.exec(f"mkdir -p {shlex.quote(path)}", timeout=60)
                 target.put_dir(tmp, path)
 
-    def _verify(self, sandbox: Sandbox, details: dict[str, Any], *, upload_tests: bool, workdir: str) -> Grade:
+    def _verify(self, sandbox: Sandbox, details: dict[str, Any], *, upload_tests: bool, workdir: str,
+                step: TaskStep | None = None) -> Grade:
+        tests_dirs = step.tests_dirs if step else [self.tests_dir]
+        timeout = (step.config.verifier_timeout_sec if step else None) or self.verifier_timeout
+        user = (step.config.verifier_user if step else None) or self.config.verifier_user
+        env_table = {**self.config.verifier_env, **(step.config.verifier_env if step else {})}
         # Harbor removes only the old reward files (the verifier may read other logs); /tests is
         # emptied too, so a test the agent planted or doctored there cannot run.
         if upload_tests:
@@ -327,12 +355,13 @@ class HarborTask(Task):
             )
             if prep.exit_code != 0:
                 return _no_reward(details, f"could not prepare {TESTS_DIR}: {prep.output.strip()[-500:]}")
-            sandbox.put_dir(self.tests_dir, TESTS_DIR)
+            for tests_dir in tests_dirs:  # a step's own tests/ goes over the shared one
+                sandbox.put_dir(tests_dir, TESTS_DIR)
             if self.run_tests_script is not None:
                 sandbox.write_file(f"{TESTS_DIR}/{self.test_script}", self.run_tests_script, 0o755)
 
         try:
-            env = resolve_env(self.config.verifier_env, self._config_file, "verifier")
+            env = resolve_env(env_table, self._config_file, "verifier")
         except ValueError as exc:
             return _no_reward(details, str(exc))
         if self.config.layout == "terminal-bench":
@@ -343,8 +372,8 @@ class HarborTask(Task):
         # interpreter (a script without one is run by bash). A subshell keeps cd and exports out
         # of the agent's persistent shell.
         inner = f"cd {shlex.quote(workdir)} && {exports}({script}) > {VERIFIER_LOGS}/test-stdout.txt 2>&1"
-        command = f"chmod +x {script} && ( {as_user(inner, self.config.verifier_user)} ); echo \"exit=$?\""
-        result = sandbox.exec(command, timeout=self.verifier_timeout)
+        command = f"chmod +x {script} && ( {as_user(inner, user)} ); echo \"exit=$?\""
+        result = sandbox.exec(command, timeout=timeout)
         try:
             output = sandbox.read_file(f"{VERIFIER_LOGS}/test-stdout.txt").decode("utf-8", errors="replace")
         except FileNotFoundError:
@@ -362,7 +391,7 @@ class HarborTask(Task):
             return self._grade_terminal_bench(output, exit_code, details, result.timed_out)
         if result.timed_out:
             # Harbor cancels the verifier (VerifierTimeoutError): a reward written before counts not.
-            return _no_reward(details, f"the verifier timed out after {self.verifier_timeout:g} s")
+            return _no_reward(details, f"the verifier timed out after {timeout:g} s")
 
         def read(name: str) -> str | None:
             try:
@@ -397,6 +426,68 @@ class HarborTask(Task):
         details.update(tests=results, tests_passed=n_passed, tests_total=len(results))
         passed = n_passed == len(results)
         return Grade(float(passed), passed, details)
+
+    # -- multi-step tasks -------------------------------------------------------------------------
+
+    def prepare_step(self, sandbox: Sandbox, step: TaskStep, first: bool) -> str | None:
+        """Before a step's agent: clear the last verifier's files, copy ``workdir/`` in, run its ``setup.sh``.
+
+        Returns an error text when ``setup.sh`` failed (Harbor then goes on with a warning; so does this).
+        """
+        if not first:
+            sandbox.exec(f"rm -rf {TESTS_DIR} {VERIFIER_LOGS}/* {AGENT_LOGS}/*", timeout=60)
+        if step.workdir_dir is None:
+            return None
+        sandbox.put_dir(step.workdir_dir, self.workdir)
+        if not (step.workdir_dir / "setup.sh").is_file():
+            return None
+        script = f"{self.workdir.rstrip('/')}/setup.sh"
+        user = step.config.agent_user or self.agent_user
+        result = sandbox.exec(as_user(f"cd {shlex.quote(self.workdir)} && bash {shlex.quote(script)}", user), timeout=600)
+        return None if result.exit_code == 0 else f"step {step.name!r} setup.sh exited with {result.exit_code}"
+
+    def grade_step(self, sandbox: Sandbox, step: TaskStep, reason: str) -> Grade:
+        """Run one step's verifier in the agent's sandbox (shared mode)."""
+        return self._verify(sandbox, {"reason": reason, "step": step.name}, upload_tests=True,
+                            workdir=self.workdir, step=step)
+
+    def step_oracle_commands(self, step: TaskStep) -> list[str] | None:
+        """The step's reference solution, run as the oracle runs ``solve.sh``."""
+        if step.solution_dir is None:
+            return None
+        files = sorted(p for p in step.solution_dir.rglob("*") if p.is_file())
+        writes = [_write_file_command(f"{SOLUTION_DIR}/{p.relative_to(step.solution_dir).as_posix()}", p) for p in files]
+        env = {"DEBIAN_FRONTEND": "noninteractive", **resolve_env(self.config.solution_env, self._config_file, "solution")}
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        script = f"{SOLUTION_DIR}/solve.sh"
+        inner = f"cd {shlex.quote(self.workdir)} && {exports}({script}) > {AGENT_LOGS}/oracle.txt 2>&1"
+        user = step.config.agent_user or self.agent_user
+        return [f"rm -rf {SOLUTION_DIR} && mkdir -p {SOLUTION_DIR}\n" + "\n".join(writes),
+                f"chmod +x {script} && {as_user(inner, user)}"]
+
+    def combine_steps(self, grades: list[Grade | None]) -> Grade:
+        """The trial's grade from its steps' grades, as Harbor's multi-step trial derives it.
+
+        ``mean``: per-key mean over the steps that have rewards (a key a step lacks counts 0);
+        ``final``: the last step's rewards. The reward is valid only if every step's was.
+        """
+        ran = [g for g in grades if g is not None]
+        with_rewards = [g.details.get("rewards") or {} for g in ran if g.details.get("reward_valid")]
+        details: dict[str, Any] = {"steps": [g.to_dict() for g in ran],
+                                   "multi_step_reward_strategy": self.config.multi_step_reward_strategy}
+        if self.config.multi_step_reward_strategy == "final":
+            last = ran[-1] if ran else None
+            rewards = (last.details.get("rewards") or {}) if last is not None and last.details.get("reward_valid") else {}
+        else:
+            keys = list(dict.fromkeys(k for r in with_rewards for k in r))
+            rewards = {k: sum(r.get(k, 0.0) for r in with_rewards) / len(with_rewards) for k in keys}
+        invalid = [g.details.get("step") for g in ran if not g.details.get("reward_valid")]
+        if not rewards or invalid:
+            why = f"no valid reward from step(s) {', '.join(map(str, invalid))}" if invalid else "no step has a reward"
+            return _no_reward(details, why)
+        details.update(reward_valid=True, rewards=rewards)
+        score = rewards["reward"] if "reward" in rewards else next(iter(rewards.values()))
+        return Grade(score, score >= 1.0, details)
 
     # -- the oracle ----------------------------------------------------------------------------
 
