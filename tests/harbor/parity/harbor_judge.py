@@ -5,7 +5,9 @@ Reads a JSON list of cases on stdin; each is one of
 * ``{"kind": "reward", "files": {"reward.json": "...", "reward.txt": "..."}, "verifier_timed_out": bool}``:
   the files the verifier left, judged by Harbor's ``Verifier`` reward parsers, and the trial's
   validity by Harbor's error policy (``TrialResult.reward_valid``'s rule);
-* ``{"kind": "reply", "text": "..."}``: a Terminus-2 reply parsed by Harbor's JSON parser.
+* ``{"kind": "reply", "text": "..."}``: a Terminus-2 reply parsed by Harbor's JSON parser;
+* ``{"kind": "tb1", "output": "...", "timed_out": bool}``: a run-tests.sh output judged by
+  Terminal-Bench 1's ``PytestParser`` and its harness's resolved rule.
 
 This file imports Harbor; termgym never does (it is not part of the package).
 """
@@ -60,9 +62,39 @@ def judge_reply(case: dict) -> dict:
     }
 
 
+def _tb1_parser():
+    """Terminal-Bench 1's PytestParser, imported without running its package's heavy __init__."""
+    import importlib
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("terminal_bench")  # locates the package without importing it
+    root = Path(spec.submodule_search_locations[0])
+    for name, folder in (("terminal_bench", root), ("terminal_bench.parsers", root / "parsers"),
+                         ("terminal_bench.utils", root / "utils")):
+        module = sys.modules.setdefault(name, types.ModuleType(name))
+        module.__path__ = [str(folder)]
+    return importlib.import_module("terminal_bench.parsers.pytest_parser").PytestParser()
+
+
+def judge_tb1(case: dict) -> dict:
+    parser = _tb1_parser()
+    from terminal_bench.parsers.base_parser import UnitTestStatus
+
+    if case.get("timed_out"):  # FailureMode.TEST_TIMEOUT: the harness returns before parsing
+        return {"resolved": False, "tests": None}
+    try:
+        results = parser.parse(case["output"])
+    except ValueError:  # no summary: FailureMode.PARSE_ERROR
+        return {"resolved": False, "tests": None}
+    resolved = all(r == UnitTestStatus.PASSED for r in results.values())
+    return {"resolved": resolved, "tests": {k: v.value for k, v in results.items()}}
+
+
 def main() -> None:
     cases = json.load(sys.stdin)
-    out = [judge_reward(c) if c["kind"] == "reward" else judge_reply(c) for c in cases]
+    judges = {"reward": judge_reward, "reply": judge_reply, "tb1": judge_tb1}
+    out = [judges[c["kind"]](c) for c in cases]
     json.dump(out, sys.stdout)
 
 
