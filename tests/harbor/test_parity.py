@@ -59,8 +59,6 @@ REWARD_CASES = {
     "json-wins-over-txt": ("", _writes(f"echo 1 > {V}/reward.txt", f"echo '{{\"score\": 0}}' > {V}/reward.json")),
     "reward-then-verifier-timeout": ("[verifier]\ntimeout_sec = 2\n", _writes(f"echo 1 > {V}/reward.txt", "sleep 30")),
     "shebang-python": ("", "#!/usr/bin/env python3\nopen('/logs/verifier/reward.txt', 'w').write('1')\n"),
-    "verifier-user": ("[verifier]\nuser = \"nobody\"\n",
-                      _writes(f'[ "$(id -un)" = nobody ] && echo 1 > {V}/reward.txt || echo 0 > {V}/reward.txt')),
     "verifier-env": ("[verifier.env]\nWEIGHT = \"0.5\"\n", _writes(f'echo "$WEIGHT" > {V}/reward.txt')),
 }
 
@@ -70,11 +68,32 @@ def _termgym_verdict(grade: dict) -> dict:
     return {"rewards": grade.get("rewards") if valid else None, "valid": valid}
 
 
+#: Cases needing Docker: the local backend cannot switch users.
+DOCKER_REWARD_CASES = {
+    "verifier-user": ("[verifier]\nuser = \"nobody\"\n",
+                      _writes(f'[ "$(id -un)" = nobody ] && echo 1 > {V}/reward.txt || echo 0 > {V}/reward.txt')),
+    "agent-user-oracle": ("[agent]\nuser = \"nobody\"\n",
+                          _writes(f'[ "$(stat -c %U /tmp/by-agent)" = nobody ] && echo 1 > {V}/reward.txt || echo 0 > {V}/reward.txt')),
+}
+
+
 @pytest.mark.parametrize("name", sorted(REWARD_CASES))
 def test_reward_rules_match_harbor(name, make_task, local_backend, harbor_py):
-    toml_extra, test_sh = REWARD_CASES[name]
-    task = load_task(make_task(name, toml='schema_version = "1.1"\n' + toml_extra, test_sh=test_sh))
-    result = run_trial(task, "nop", backend=local_backend)
+    _reward_case(name, REWARD_CASES[name], make_task, local_backend, harbor_py)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", sorted(DOCKER_REWARD_CASES))
+def test_user_cases_match_harbor(name, make_task, harbor_py):
+    result = _reward_case(name, DOCKER_REWARD_CASES[name], make_task, "docker", harbor_py)
+    assert result.score == 1.0  # Harbor runs the verifier / the oracle as that user
+
+
+def _reward_case(name, case, make_task, backend, harbor_py):
+    toml_extra, test_sh = case
+    solve = "#!/bin/bash\ntouch /tmp/by-agent\n"
+    task = load_task(make_task(name, toml='schema_version = "1.1"\n' + toml_extra, test_sh=test_sh, solve_sh=solve))
+    result = run_trial(task, "oracle" if "oracle" in name else "nop", backend=backend)
     assert result.error is None, result.error
     grade = result.grade
     ours = _termgym_verdict(grade)
@@ -88,6 +107,7 @@ def test_reward_rules_match_harbor(name, make_task, local_backend, harbor_py):
         assert result.score == rewards.get("reward", next(iter(rewards.values())))
     else:
         assert result.score == 0.0 and grade["error"]
+    return result
 
 
 LOCAL_SAMPLES = sorted(tid for tid in os.listdir(SAMPLES_DIR) if load_task(SAMPLES_DIR / tid).local_ok)
@@ -241,3 +261,21 @@ def test_terminal_bench_1_grading_matches_its_parser(name, tasks_root, write_fil
     if theirs["tests"] is not None:
         ours = {k: "passed" if v in ("PASSED", "XFAIL", "SKIPPED") else "failed" for k, v in grade["tests"].items()}
         assert ours == theirs["tests"]
+
+
+def test_terminus_prompts_are_harbors_own_when_harbor_is_installed(harbor_py):
+    """termgym with the [harbor] extra (run in Harbor's venv) sends Harbor's bytes, as one user message."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([harbor_py, str(Path(__file__).parent / "parity" / "prompt_check.py")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["prompt_source"].startswith("harbor 0.26") and out["system"] == ""
+    assert out["termgym_prompt"] == out["harbor_prompt"] and "Create /app/done.txt" in out["termgym_prompt"]
+    assert out["termgym_confirm"] == out["harbor_confirm"]
+    ROWS.append({"case": "terminus prompt + confirmation bytes (harbor installed)", "harbor": {"score": 1},
+                 "termgym": {"score": float(out["termgym_prompt"] == out["harbor_prompt"])}})

@@ -145,6 +145,11 @@ class HarborTask(Task):
         """Why the local backend cannot run this task, or ``None`` if it can."""
         if self.config.docker_image:
             return f"uses the prebuilt image {self.config.docker_image}"
+        users = [f"[{w}] user" for w, u in (("agent", self.config.agent_user), ("verifier", self.config.verifier_user)) if u]
+        users += [f"[[steps]] {s.name!r} user" for s in self.steps if s.config.agent_user or s.config.verifier_user]
+        if users:
+            # bubblewrap maps only root into the sandbox: no process there can switch to another uid.
+            return f"sets {', '.join(users)} (the local backend cannot switch users)"
         if self.dockerfile is None:
             return "has no Dockerfile"
         return self.dockerfile.blocker
