@@ -107,6 +107,9 @@ def _check(args: argparse.Namespace) -> int:
             print(f"{status} {check.task_id}{timing}", flush=True)
             for problem in check.problems:
                 print(f"       - {problem}", flush=True)
+            stand_in = ((check.oracle.grade if check.oracle else None) or {}).get("scores_not_comparable")
+            if stand_in:
+                print(f"       ! {stand_in}", flush=True)
 
     try:
         checks = check_tasks(_tasks_dir(args), backend=args.backend, jobs=args.jobs, task_ids=args.tasks,

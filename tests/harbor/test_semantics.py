@@ -270,3 +270,18 @@ def test_multi_step_min_reward_stops_early_and_final_strategy(make_task, write_f
     assert len(nop.grade["steps"]) == 1 and nop.score == 0.0  # step one scored 0 < 1: step two never ran
     oracle = run_trial(task, "oracle", backend=local_backend)
     assert oracle.score == 1.0 and oracle.grade["rewards"] == {"reward": 1.0, "extra": 0.5}  # the last step's
+
+
+@pytest.mark.docker
+def test_stand_in_base_image_is_flagged_as_not_comparable(make_task):
+    from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
+
+    client = docker_client()
+    stand_in = "termgym-test-standin/ubuntu:24.04"
+    client.images.get(DEFAULT_BASE_IMAGE).tag(stand_in)
+    try:
+        task = load_task(make_task("standin", dockerfile=f"FROM {stand_in}\nRUN true\nWORKDIR /app\n"))
+        result = run_trial(task, "oracle", backend="docker")
+        assert result.score == 1.0 and "not comparable" in result.grade["scores_not_comparable"]
+    finally:
+        client.images.remove(stand_in, noprune=True)

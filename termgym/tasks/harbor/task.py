@@ -206,7 +206,9 @@ class HarborTask(Task):
                     raise BackendUnavailable(f"Harbor task {self.task_id!r}: {_failed_builds[key]} (not rebuilt)")
                 try:
                     _check_copy_from(self.dockerfile.path)
-                    _warn_stand_in_base(self.task_id, self.dockerfile.path)
+                    stand_in = _warn_stand_in_base(self.task_id, self.dockerfile.path)
+                    if stand_in:  # carried into every grade's task metadata and `harbor check` output
+                        self.metadata["scores_not_comparable"] = stand_in
                     self._image = _build_within(
                         self.config.build_timeout_sec,
                         lambda: build_image(self.dockerfile.path.parent, self.dockerfile.path.name,
@@ -289,6 +291,8 @@ class HarborTask(Task):
     def grade(self, ctx: GradingContext) -> Grade:
         """Run the verifier, in the agent's sandbox or (``separate`` mode) a fresh one, and read the reward."""
         details: dict[str, Any] = {"reason": ctx.reason}
+        if "scores_not_comparable" in self.metadata:
+            details["scores_not_comparable"] = self.metadata["scores_not_comparable"]
         if not self.config.verifier_separate:
             return self._verify(ctx.sandbox, details, upload_tests=True, workdir=self.workdir)
         details["verifier_environment"] = "separate"
@@ -589,8 +593,8 @@ def _check_copy_from(dockerfile: Path) -> None:
             ) from None
 
 
-def _warn_stand_in_base(task_id: str, dockerfile: Path) -> None:
-    """Warn when a task's FROM image is termgym's Debian base re-tagged (e.g. as ubuntu:24.04)."""
+def _warn_stand_in_base(task_id: str, dockerfile: Path) -> str | None:
+    """Warn (and return why) when a task's FROM image is termgym's Debian base re-tagged (e.g. as ubuntu:24.04)."""
     import docker.errors
 
     from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client, dockerfile_bases
@@ -599,7 +603,7 @@ def _warn_stand_in_base(task_id: str, dockerfile: Path) -> None:
     try:
         base_id = client.images.get(DEFAULT_BASE_IMAGE).id
     except docker.errors.ImageNotFound:
-        return
+        return None
     for name in dockerfile_bases(dockerfile.read_text(encoding="utf-8")):
         if name.split(":")[0] == DEFAULT_BASE_IMAGE.split(":")[0]:
             continue
@@ -608,8 +612,8 @@ def _warn_stand_in_base(task_id: str, dockerfile: Path) -> None:
         except docker.errors.ImageNotFound:
             continue
         if image.id == base_id:
-            _log.warning(
-                "Harbor task %r: its base image %s is termgym's %s re-tagged, a stand-in with another OS and "
-                "Python than the task was written for; its scores are not comparable with Harbor's",
-                task_id, name, DEFAULT_BASE_IMAGE,
-            )
+            why = (f"its base image {name} is termgym's {DEFAULT_BASE_IMAGE} re-tagged, a stand-in with another OS "
+                   "and Python than the task was written for; its scores are not comparable with Harbor's")
+            _log.warning("Harbor task %r: %s", task_id, why)
+            return why
+    return None
