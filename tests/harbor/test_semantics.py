@@ -285,3 +285,13 @@ def test_stand_in_base_image_is_flagged_as_not_comparable(make_task):
         assert result.score == 1.0 and "not comparable" in result.grade["scores_not_comparable"]
     finally:
         client.images.remove(stand_in, noprune=True)
+
+
+def test_memory_and_memory_mb_must_agree(make_task):
+    from termgym.tasks.harbor import TaskFormatError
+
+    ok = load_task(make_task("same", toml='version = "1.0"\n[environment]\nmemory = "2G"\nmemory_mb = 2048\n'))
+    assert ok.config.memory_mb == 2048
+    assert load_task(make_task("none", toml='schema_version = "1.1"\n')).config.memory_mb is None  # no default limit
+    with pytest.raises(TaskFormatError, match="conflicts with memory_mb"):
+        load_task(make_task("clash", toml='version = "1.0"\n[environment]\nmemory = "1G"\nmemory_mb = 2048\n'))

@@ -344,14 +344,17 @@ def _user(path: Path, section: dict[str, Any], where: str) -> str | None:
 def _size(path: Path, env: dict[str, Any], mb_key: str, legacy_key: str) -> int | None:
     """``memory_mb = 2048`` (1.1) or ``memory = "2G"`` (1.0); the explicit megabytes win; ``None`` if unset."""
     mb = _number(path, env, mb_key, "environment")
-    if mb is not None:
-        return int(mb)
+    legacy = None
     if legacy_key in env:
         try:
-            return parse_size_mb(env[legacy_key])
+            legacy = parse_size_mb(env[legacy_key])
         except ValueError as exc:
             raise TaskFormatError(path, f"{legacy_key}: {exc}", "environment") from None
-    return None
+    if mb is not None and legacy is not None and int(mb) != legacy:
+        # Harbor rejects the pair too rather than pick one.
+        raise TaskFormatError(path, f"{legacy_key} = {env[legacy_key]!r} ({legacy} MB) conflicts with "
+                              f"{mb_key} = {int(mb)}", "environment")
+    return int(mb) if mb is not None else legacy
 
 
 # -- Terminal-Bench task.yaml -----------------------------------------------------------------
