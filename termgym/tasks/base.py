@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 class Grade:
     """The outcome of one episode.
 
-    ``score`` (0..1 for built-in suites; a Harbor task's unclamped verifier reward) is what RL uses; ``passed`` is the suite's notion of success. ``details``
-    holds suite-specific fields (SWE-SYNTH: ``all_result`` like ``"234/236"``, ``all_passed``,
-    ``target_result``, ``pass_rate``; LIVEWEB: per-question scores). ``error`` is set when grading
+    ``score`` (0..1 for built-in suites; a Harbor task's unclamped verifier reward) is what RL
+    uses; ``passed`` is the suite's notion of success. ``details`` holds suite-specific fields
+    (SWE-SYNTH: ``all_result`` like ``"234/236"``, ``all_passed``, ``target_result``,
+    ``pass_rate``; LIVEWEB: per-question scores). ``error`` is set when grading
     itself failed (the score is then 0 and the reason is kept here).
     """
 
