@@ -195,7 +195,9 @@ class TerminalEnv(gym.Env[str, str]):
             raise
         system_prompt = self.protocol.system_prompt(self.task)
         prompt = self.protocol.task_prompt(self.task)
-        self.messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": prompt}]
+        # A protocol whose prompt is one user message (Terminus-2 with Harbor's template) has no system prompt.
+        self.messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
+            {"role": "user", "content": prompt}]
         self.grade = None
         self.steps = 0
         self.commands = []
@@ -210,6 +212,7 @@ class TerminalEnv(gym.Env[str, str]):
             # the system the task runs on (a pinned runtime version, "host" or a Docker image)
             "runtime": self.sandbox.runtime,
         }
+        info.update(getattr(self.protocol, "run_metadata", dict)())  # e.g. terminus: prompt_source
         return prompt, info
 
     def step(self, action: str | dict[str, Any]) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -236,7 +239,7 @@ class TerminalEnv(gym.Env[str, str]):
                 info["refused"] = True
             else:
                 self.commands.append(parsed.command)
-                result = self.protocol.execute(parsed, self.sandbox, self.command_timeout)
+                result = self.protocol.execute(parsed, self.sandbox, self._command_deadline())
                 submission = self.protocol.detect_submission(result)
                 terminated = submission is not None
             if not terminated:
@@ -332,6 +335,22 @@ class TerminalEnv(gym.Env[str, str]):
     def _time_limit(self) -> float | None:
         limits = [t for t in (self.time_limit, getattr(self.task, "time_limit", None)) if t is not None]
         return min(limits) if limits else None
+
+    def _command_deadline(self) -> float | None:
+        """The timeout for this step's command: ``command_timeout``, cut to what is left of the time limit.
+
+        The time limit is a deadline, as Harbor's agent timeout is: a command still running when it
+        passes is stopped there, and the step then ends the episode as truncated ("time_limit").
+        """
+        limit = self._time_limit()
+        if limit is None:
+            return self.command_timeout
+        remaining = max(0.01, limit - (time.monotonic() - self._started_at))
+        per_command = self.command_timeout
+        if per_command is None and self.sandbox is not None:
+            per_command = self.sandbox.spec.limits.command_timeout
+        # Far from the deadline, the usual per-command timeout (or the protocol's own) applies unchanged.
+        return remaining if per_command is None or remaining < per_command else self.command_timeout
 
     @property
     def elapsed(self) -> float:

@@ -59,7 +59,10 @@ def _list(args: argparse.Namespace) -> int:
             "verifier_timeout_sec": task.verifier_timeout,
             "local_ok": task.local_ok,
             "why_docker": task.local_blocker,
-            "oracle": task.oracle_commands() is not None,
+            # Listing must not need Docker (a prebuilt docker_image may be absent): look at the files only.
+            "oracle": task.solution_commands is not None or task.solution_script is not None
+            or bool(task.steps and all(step.solution_dir for step in task.steps)),
+            "steps": len(task.steps),
         })
     if args.json:
         print(json.dumps({"tasks": rows, "broken": found.broken}, indent=2))
@@ -104,6 +107,9 @@ def _check(args: argparse.Namespace) -> int:
             print(f"{status} {check.task_id}{timing}", flush=True)
             for problem in check.problems:
                 print(f"       - {problem}", flush=True)
+            stand_in = ((check.oracle.grade if check.oracle else None) or {}).get("scores_not_comparable")
+            if stand_in:
+                print(f"       ! {stand_in}", flush=True)
 
     try:
         checks = check_tasks(_tasks_dir(args), backend=args.backend, jobs=args.jobs, task_ids=args.tasks,

@@ -14,22 +14,34 @@ observation is what appeared on the terminal since the last one ("New Terminal O
 visible screen when that cannot be told, cut to 10 KB (first and last halves kept).
 
 Completion takes two replies: the first ``"task_complete": true`` runs its commands and asks
-for confirmation; a second one in the very next reply ends the episode. Unparsable replies are
-answered with what was wrong, and nothing runs.
+for confirmation; a second one in the very next reply runs its commands too, then ends the
+episode (as Terminus-2 does). Parsing is as lenient as Terminus-2's: ``analysis``, ``plan`` and
+``commands`` are required, a bad ``duration`` or a non-string ``analysis`` is a warning, an
+unclosed object is closed, and a completing reply with broken commands still completes. Replies
+that cannot be read are answered with what was wrong, and nothing runs.
 
-Waiting. Terminus-2 always sleeps the full ``duration``; with ``wait="idle"`` (the default here)
-the wait ends early once the pane's shell is back in the foreground and the screen has stopped
-changing, which gives the same observation for commands that finish and saves the rest of the
-duration. ``wait="duration"`` restores Terminus-2's behaviour exactly.
+Waiting. Terminus-2 always sleeps the full ``duration``, and so does ``wait="duration"`` (the
+default). With ``wait="idle"`` the wait ends early once the pane's shell is back in the foreground
+and the screen has stopped changing, which saves time but can show a different screen than
+Terminus-2 would.
+
+Prompts. When the ``harbor`` package is importable (``pip install 'termgym[harbor]'``), the task
+prompt is rendered from Harbor's own Terminus-2 template file and the confirmation text from
+Harbor's agent, so the model sees byte-identical prompts, as one user message with no system
+message; otherwise termgym's own wording is used. :attr:`TerminusProtocol.prompt_source` and the
+env's ``reset`` info (``"prompt_source"``) say which.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 import string
 import time
+from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from termgym.protocols.base import Action, Protocol, strip_think
@@ -45,6 +57,8 @@ SESSION = "termgym"
 SHELLS = {"bash", "sh", "dash", "zsh"}
 #: Largest literal chunk handed to one ``tmux send-keys`` (tmux rejects very long commands).
 SEND_CHUNK = 8_000
+#: Terminus-2 keeps the whole scrollback (history-limit 10,000,000) so new output is never lost.
+HISTORY_LIMIT = 10_000_000
 
 SYSTEM_TEMPLATE = """\
 You are an AI assistant solving tasks in a Linux terminal. You control a tmux session by sending \
@@ -103,7 +117,6 @@ _KEY_NAME = re.compile(
     r"^(?:[CMS]-)+\S$|^(?:[CMS]-)*(?:Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|"
     r"PageUp|PageDown|PgUp|PgDn|NPage|PPage|IC|DC|Insert|Delete|KPEnter|F(?:[1-9]|1[0-2]))$"
 )
-_REQUIRED = ("analysis", "plan")
 _KNOWN = {"analysis", "plan", "commands", "task_complete"}
 
 
@@ -111,114 +124,144 @@ class TerminusParseError(ValueError):
     """A reply that is not a valid Terminus-2 JSON object (the message says what is wrong)."""
 
 
-def _extract_json(text: str) -> tuple[dict[str, Any], list[str]]:
-    """Find the JSON object in ``text``; returns it and warnings about what had to be fixed."""
-    warnings: list[str] = []
-    fenced = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text, re.DOTALL)
-    if fenced:
-        text = fenced.group(1)
-        warnings.append("The JSON was wrapped in a markdown code fence; reply with the bare object.")
-    start = text.find("{")
-    if start < 0:
-        raise TerminusParseError("No JSON object found in the response (it must start with '{').")
-    end = _matching_brace(text, start)
-    candidate = text[start:] if end is None else text[start : end + 1]
-    if text[:start].strip():
-        warnings.append("Extra text was found before the JSON object; it was ignored.")
-    if end is not None and text[end + 1 :].strip():
-        warnings.append("Extra text was found after the JSON object; it was ignored.")
-    try:
-        data = json.loads(candidate)
-    except json.JSONDecodeError as exc:
-        if end is None:  # unbalanced: try closing it, as a truncated reply often is
-            for closing in ("}", "}}", "]}", "\"}", "\"}]}"):
-                try:
-                    data = json.loads(candidate + closing)
-                except json.JSONDecodeError:
-                    continue
-                warnings.append("The JSON object was not closed; it was completed automatically.")
-                break
-            else:
-                raise TerminusParseError(f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from None
-        else:
-            raise TerminusParseError(f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from None
-    if not isinstance(data, dict):
-        raise TerminusParseError(f"The response must be a JSON object, not {type(data).__name__}.")
-    return data, warnings
+def _first_object(text: str) -> tuple[int, int | None]:
+    """Start and end (inclusive, ``None`` if never closed) of the first top-level ``{...}`` in ``text``.
 
-
-def _matching_brace(text: str, start: int) -> int | None:
-    depth, in_string, escaped = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
+    Quotes toggle string state and a backslash escapes the next character anywhere, as a JSON-aware
+    scan of model output must (braces inside strings do not count).
+    """
+    depth, in_string, escaped, start = 0, False, False, -1
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+            continue
+        if ch == "\\":
+            escaped = True
+            continue
+        if ch == '"':
+            in_string = not in_string
+            continue
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
+            continue
+        if ch == "{":
+            if depth == 0:
+                start = i
             depth += 1
-        elif ch == "}":
+        elif ch == "}" and depth > 0:
             depth -= 1
             if depth == 0:
-                return i
-    return None
+                return start, i
+    return start, None
+
+
+def _load_object(text: str) -> tuple[Any, list[str]]:
+    """Decode the first JSON object in ``text``; warnings say what had to be forgiven."""
+    warnings: list[str] = []
+    start, end = _first_object(text)
+    if start >= 0 and end is not None:
+        if text[:start].strip():
+            warnings.append("Extra text was found before the JSON object; it was ignored.")
+        if text[end + 1 :].strip():
+            warnings.append("Extra text was found after the JSON object; it was ignored.")
+        candidate = text[start : end + 1]
+        try:
+            return json.loads(candidate), warnings
+        except json.JSONDecodeError as exc:
+            error = f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
+    else:
+        error = "No JSON object found in the response."
+    # A reply cut short usually lacks closing braces: add as many as are missing and retry.
+    missing = text.count("{") - text.count("}")
+    if missing > 0:
+        repaired = text + "}" * missing
+        start, end = _first_object(repaired)
+        if start >= 0 and end is not None:
+            try:
+                data = json.loads(repaired[start : end + 1])
+            except json.JSONDecodeError:
+                pass
+            else:
+                return data, ["The JSON object was not closed; closing braces were added.", *warnings]
+    # Last resort: the first brace-balanced fragment (at most one level of nesting) that decodes.
+    for fragment in re.findall(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}", text, re.DOTALL):
+        try:
+            return json.loads(fragment), ["The JSON object was taken out of surrounding text.", *warnings]
+        except json.JSONDecodeError:
+            continue
+    raise TerminusParseError(error)
+
+
+def _truthy_complete(value: Any, warnings: list[str]) -> bool:
+    """``task_complete`` as Terminus-2 reads it: a string counts if it says true/1/yes."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    if value is not None and not isinstance(value, bool):
+        warnings.append('"task_complete" should be a JSON boolean.')
+    return bool(value)
 
 
 def parse_reply(text: str, max_duration: float = 60.0) -> dict[str, Any]:
     """Validate one Terminus-2 reply. Returns ``analysis``, ``plan``, ``commands`` (list of
     ``(keystrokes, duration)``), ``task_complete`` and ``warnings``; raises :class:`TerminusParseError`.
+
+    ``analysis``, ``plan`` and ``commands`` must be present (also in a completing reply); what
+    Terminus-2 forgives is a warning here too.
     """
-    data, warnings = _extract_json(strip_think(text))
-    missing = [k for k in _REQUIRED if k not in data]
-    complete = data.get("task_complete", False)
-    if isinstance(complete, str) and complete.strip().lower() in ("true", "false"):
-        complete = complete.strip().lower() == "true"
-        warnings.append('"task_complete" should be a JSON boolean (true/false), not a string.')
-    if not isinstance(complete, bool):
-        raise TerminusParseError(f'"task_complete" must be true or false, got {json.dumps(complete)}.')
-    if "commands" not in data and not complete:
-        missing.append("commands")
+    data, warnings = _load_object(strip_think(text))
+    if not isinstance(data, dict):
+        raise TerminusParseError(f"The response must be a JSON object, not {type(data).__name__}.")
+    missing = [k for k in ("analysis", "plan", "commands") if k not in data]
     if missing:
         raise TerminusParseError(f"Missing required field(s): {', '.join(missing)}.")
-    for key in _REQUIRED:
+    for key in ("analysis", "plan"):
         if not isinstance(data[key], str):
-            raise TerminusParseError(f'"{key}" must be a string.')
-    raw_commands = data.get("commands", [])
+            warnings.append(f'"{key}" should be a string.')
+    raw_commands = data["commands"]
     if not isinstance(raw_commands, list):
         raise TerminusParseError('"commands" must be an array of {"keystrokes": ..., "duration": ...} objects.')
-    commands: list[tuple[str, float]] = []
-    for i, item in enumerate(raw_commands):
-        if not isinstance(item, dict):
-            raise TerminusParseError(f"commands[{i}] must be an object with \"keystrokes\" and \"duration\".")
-        if "keystrokes" not in item:
-            raise TerminusParseError(f'commands[{i}] is missing "keystrokes".')
-        keys = item["keystrokes"]
-        if not isinstance(keys, str):
-            raise TerminusParseError(f'commands[{i}].keystrokes must be a string.')
-        duration = item.get("duration", DEFAULT_DURATION)
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)):
-            raise TerminusParseError(f"commands[{i}].duration must be a number of seconds, got {json.dumps(duration)}.")
-        if duration < 0:
-            raise TerminusParseError(f"commands[{i}].duration must not be negative.")
-        if duration > max_duration:
-            warnings.append(f"commands[{i}].duration {duration:g} s was capped at {max_duration:g} s.")
-            duration = max_duration
-        if "duration" not in item:
-            warnings.append(f"commands[{i}] has no duration; waited {DEFAULT_DURATION:g} s.")
-        extra = set(item) - {"keystrokes", "duration"}
-        if extra:
-            warnings.append(f"commands[{i}] has unknown field(s) {', '.join(sorted(extra))}; they were ignored.")
-        commands.append((keys, float(duration)))
+    complete = _truthy_complete(data.get("task_complete", False), warnings)
+    try:
+        commands = _parse_commands(raw_commands, max_duration, warnings)
+    except TerminusParseError as exc:
+        if not complete:
+            raise
+        # Completing anyway: the broken commands are dropped with a warning, as Terminus-2 does.
+        warnings.append(str(exc))
+        commands = []
     unknown = set(data) - _KNOWN
     if unknown:
         warnings.append(f"Unknown field(s) {', '.join(sorted(unknown))} were ignored.")
     return {"analysis": data["analysis"], "plan": data["plan"], "commands": commands,
             "task_complete": complete, "warnings": warnings}
+
+
+def _parse_commands(raw: list[Any], max_duration: float, warnings: list[str]) -> list[tuple[str, float]]:
+    commands: list[tuple[str, float]] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise TerminusParseError(f'commands[{i}] must be an object with "keystrokes" and "duration".')
+        if "keystrokes" not in item:
+            raise TerminusParseError(f'commands[{i}] is missing "keystrokes".')
+        keys = item["keystrokes"]
+        if not isinstance(keys, str):
+            raise TerminusParseError(f"commands[{i}].keystrokes must be a string.")
+        duration = item.get("duration", DEFAULT_DURATION)
+        if "duration" not in item:
+            warnings.append(f"commands[{i}] has no duration; waited {DEFAULT_DURATION:g} s.")
+        elif not isinstance(duration, (int, float)) or not math.isfinite(duration):
+            warnings.append(f"commands[{i}].duration {json.dumps(duration)} is not a number; waited {DEFAULT_DURATION:g} s.")
+            duration = DEFAULT_DURATION
+        duration = max(0.0, float(duration))
+        if duration > max_duration:
+            warnings.append(f"commands[{i}].duration {duration:g} s was capped at {max_duration:g} s.")
+            duration = max_duration
+        extra = set(item) - {"keystrokes", "duration"}
+        if extra:
+            warnings.append(f"commands[{i}] has unknown field(s) {', '.join(sorted(extra))}; they were ignored.")
+        if i < len(raw) - 1 and keys and not keys.endswith("\n"):
+            warnings.append(f"commands[{i}] does not end with a newline, so the next command is typed on the same line.")
+        commands.append((keys, duration))
+    return commands
 
 
 def limit_output(text: str, max_bytes: int = MAX_OBSERVATION_BYTES) -> str:
@@ -233,16 +276,54 @@ def limit_output(text: str, max_bytes: int = MAX_OBSERVATION_BYTES) -> str:
     return f"{head}\n[... output limited to {max_bytes} bytes; {omitted} interior bytes omitted ...]\n{tail}"
 
 
+def harbor_terminus_templates() -> dict[str, Any] | None:
+    """Harbor's own Terminus-2 texts from the installed ``harbor`` package, or ``None`` without it.
+
+    ``prompt`` is the template file Terminus-2 formats with ``instruction`` and ``terminal_state``;
+    ``confirm`` renders the completion confirmation exactly as Terminus-2's agent does.
+    """
+    import os
+
+    # Importing Harbor's agent imports litellm, which otherwise tries to download a price list.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import harbor
+        from harbor.agents.terminus_2 import terminus_2
+    except Exception:  # not installed, or a version whose layout differs
+        return None
+    template = Path(terminus_2.__file__).parent / "templates" / "terminus-json-plain.txt"
+    confirm_fn = getattr(terminus_2.Terminus2, "_get_completion_confirmation_message", None)
+    if not template.is_file() or confirm_fn is None:
+        return None
+    json_agent = SimpleNamespace(options=SimpleNamespace(parser_name="json"))
+    return {
+        "version": getattr(harbor, "__version__", None) or _dist_version("harbor"),
+        "prompt": template.read_text(encoding="utf-8"),
+        "confirm": lambda output: confirm_fn(json_agent, output),
+    }
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
 class TerminusProtocol(Protocol):
     """Terminus-2's JSON-over-tmux protocol (see the module docstring).
 
     Args:
         max_duration: cap on one command's wait, seconds (Terminus-2: 60).
-        wait: ``"idle"`` (end a wait early once the shell is idle and the screen is stable) or
-            ``"duration"`` (always wait the full duration, as Terminus-2 does).
+        wait: ``"duration"`` (always wait the full duration, as Terminus-2 does) or ``"idle"``
+            (end a wait early once the shell is idle and the screen is stable).
         width / height: the tmux pane size (Terminus-2: 160 x 40).
         max_observation_bytes: the observation cap (10 KB).
-        system_template / task_template: ``string.Template`` texts replacing the defaults.
+        prompts: ``"auto"`` (Harbor's template files when ``harbor`` is importable, else termgym's),
+            ``"harbor"`` (require them) or ``"termgym"``.
+        system_template / task_template: ``string.Template`` texts replacing termgym's wording.
     """
 
     name = "terminus"
@@ -252,35 +333,53 @@ class TerminusProtocol(Protocol):
         self,
         *,
         max_duration: float = 60.0,
-        wait: str = "idle",
+        wait: str = "duration",
         width: int = 160,
         height: int = 40,
         max_observation_bytes: int = MAX_OBSERVATION_BYTES,
+        prompts: str = "auto",
         system_template: str = SYSTEM_TEMPLATE,
         task_template: str = TASK_TEMPLATE,
     ) -> None:
         if wait not in ("idle", "duration"):
             raise ValueError(f"wait must be 'idle' or 'duration', not {wait!r}")
+        if prompts not in ("auto", "harbor", "termgym"):
+            raise ValueError(f"prompts must be 'auto', 'harbor' or 'termgym', not {prompts!r}")
         self.max_duration = float(max_duration)
         self.wait = wait
         self.width, self.height = int(width), int(height)
         self.max_observation_bytes = int(max_observation_bytes)
         self.system_template = string.Template(system_template)
         self.task_template = string.Template(task_template)
+        custom = system_template != SYSTEM_TEMPLATE or task_template != TASK_TEMPLATE
+        self._harbor = None if prompts == "termgym" or custom else harbor_terminus_templates()
+        if prompts == "harbor" and self._harbor is None:
+            raise ValueError("prompts='harbor' needs the harbor package: pip install 'termgym[harbor]' (Python >= 3.12)")
+        #: Where the prompts come from: "harbor <version>" (Harbor's template files) or "termgym".
+        self.prompt_source = f"harbor {self._harbor['version']}" if self._harbor else "termgym"
         self._sandbox: Sandbox | None = None
         self._previous: str | None = None
         self._initial_screen = ""
         self._pending_completion = False
+        self._finished = False
 
     # -- prompts --------------------------------------------------------------------------------
 
     def system_prompt(self, task: Task) -> str:
+        if self._harbor:
+            return ""  # Terminus-2 sends one user message; the env then adds no system message
         return self.system_template.safe_substitute(
             default_duration=f"{DEFAULT_DURATION:g}", max_duration=f"{self.max_duration:g}"
         )
 
     def task_prompt(self, task: Task) -> str:
+        if self._harbor:
+            return self._harbor["prompt"].format(instruction=task.instruction, terminal_state=self._initial_screen)
         return self.task_template.safe_substitute(instruction=task.instruction, screen=self._initial_screen)
+
+    def run_metadata(self) -> dict[str, Any]:
+        """What a run records about this protocol: where its prompts came from."""
+        return {"prompt_source": self.prompt_source}
 
     # -- parsing --------------------------------------------------------------------------------
 
@@ -295,43 +394,74 @@ class TerminusProtocol(Protocol):
                  "analysis": reply["analysis"], "plan": reply["plan"]}
         if reply["task_complete"]:
             if self._pending_completion:
-                return Action("submit", raw=message, submission="", extra=extra)
-            self._pending_completion = True
-            extra["confirm"] = True
+                # Confirmed: its commands still run (Terminus-2 runs them), then the episode ends.
+                extra["final"] = True
+            else:
+                self._pending_completion = True
+                extra["confirm"] = True
         else:
             self._pending_completion = False
         return Action("command", raw=message, command=keys, extra=extra)
 
+    def detect_submission(self, result: ExecResult) -> str | None:
+        if self._finished:
+            self._finished = False
+            return ""
+        return None
+
     # -- the tmux session -----------------------------------------------------------------------
 
     def start(self, sandbox: Sandbox) -> None:
-        """Start the tmux session in the sandbox's workdir and take the first screen."""
+        """Start the tmux session in the sandbox's workdir and take the first screen.
+
+        The pane's shell runs as ``sandbox.agent_user`` when a task set one (Harbor's ``[agent] user``).
+        """
         self._sandbox = sandbox
         self._previous = None
         self._pending_completion = False
+        self._finished = False
+        user = getattr(sandbox, "agent_user", None)
+        shell = "bash --login"
+        if user:
+            who = f"#{user}" if str(user).isdigit() else str(user)
+            shell = f"runuser -u {shlex.quote(who)} -- bash --login"
         result = sandbox.exec(
             f"tmux kill-session -t {SESSION} 2>/dev/null; "
-            f"TERM=xterm-256color tmux new-session -d -s {SESSION} -x {self.width} -y {self.height} "
-            f"-c {shlex.quote(sandbox.workdir)} 'bash --login' "
-            f"&& tmux set-option -t {SESSION} history-limit 100000 >/dev/null",
+            f"export TERM=xterm-256color SHELL=/bin/bash; "
+            f"tmux new-session -d -s {SESSION} -x {self.width} -y {self.height} "
+            f"-c {shlex.quote(sandbox.workdir)} {shlex.quote(shell)} "
+            f"&& tmux set-option -g history-limit {HISTORY_LIMIT} >/dev/null",
             timeout=30,
         )
         if result.exit_code != 0:
             raise RuntimeError(f"the terminus protocol could not start tmux in the sandbox: {result.output.strip()}")
         time.sleep(0.2)  # let the login shell print its prompt
         self._wait_idle(sandbox, 2.0)
-        self._previous = self._capture(sandbox, history=True)
-        self._initial_screen = limit_output(self._capture(sandbox, history=False), self.max_observation_bytes)
+        self._initial_screen = limit_output(self._incremental(sandbox), self.max_observation_bytes)
 
     def execute(self, action: Action, sandbox: Sandbox, timeout: float | None) -> ExecResult:
-        """Type each command's keystrokes, wait, and return the new terminal output as the result."""
+        """Type each command's keystrokes, wait, and return the new terminal output as the result.
+
+        ``timeout`` is the reply's whole budget (the env passes what is left of its time limit):
+        waits are cut to it and no command is typed after it has passed.
+        """
         started = time.monotonic()
-        cap = self.max_duration if timeout is None else min(self.max_duration, timeout)
+        deadline = None if timeout is None else started + timeout
+        timed_out = False
         for keys, duration in action.extra.get("commands", []):
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                timed_out = True
+                break
             self._send(sandbox, keys)
-            self._wait(sandbox, min(duration, cap))
+            wait = min(duration, self.max_duration)
+            if left is not None and wait > left:
+                wait, timed_out = left, True
+            self._wait(sandbox, wait)
         output = limit_output(self._incremental(sandbox), self.max_observation_bytes)
-        return ExecResult(output=output, exit_code=0, duration=time.monotonic() - started)
+        if action.extra.get("final"):
+            self._finished = True
+        return ExecResult(output=output, exit_code=0, duration=time.monotonic() - started, timed_out=timed_out)
 
     def _send(self, sandbox: Sandbox, keys: str) -> None:
         if _KEY_NAME.match(keys):
@@ -370,19 +500,27 @@ class TerminusProtocol(Protocol):
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
     def _capture(self, sandbox: Sandbox, history: bool) -> str:
-        flags = "-p -J -S -" if history else "-p -J"
-        result = sandbox.exec(f"tmux capture-pane {flags} -t {SESSION}", timeout=10)
-        return result.output.rstrip()
+        # As Terminus-2: no -J (wrapped lines stay split as displayed), whole history with -S -.
+        flags = "-p -S -" if history else "-p"
+        return sandbox.exec(f"tmux capture-pane {flags} -t {SESSION}", timeout=10).output
 
     def _incremental(self, sandbox: Sandbox) -> str:
-        """What is new since the last observation, or the visible screen when that is unclear."""
+        """What is new since the last observation, or the visible screen (Terminus-2's rule).
+
+        The first call, an unchanged buffer, or a buffer that no longer contains the previous one
+        (cleared, or scrolled out) show the visible screen under "Current Terminal Screen:".
+        """
         current = self._capture(sandbox, history=True)
         previous, self._previous = self._previous, current
-        if previous and current.startswith(previous) and current[len(previous) :].strip():
-            # Start at the beginning of the previous last line, so the prompt and the typed
-            # command read as one line ("root@sandbox:/app# ls").
-            return "New Terminal Output:\n" + current[previous.rfind("\n") + 1 :]
-        # The screen was cleared, scrolled past the history limit, or nothing changed.
+        if previous is not None:
+            before = previous.strip()
+            if before in current:
+                # Resume at the start of the previous buffer's last line, so the prompt and the
+                # typed command read as one line ("root@sandbox:/app# ls").
+                start = before.rfind("\n") if "\n" in before else current.index(before)
+                new = current[start:]
+                if new.strip():
+                    return "New Terminal Output:\n" + new
         return "Current Terminal Screen:\n" + self._capture(sandbox, history=False)
 
     # -- observations ---------------------------------------------------------------------------
@@ -390,7 +528,9 @@ class TerminusProtocol(Protocol):
     def render_observation(self, result: ExecResult, action: Action) -> str:
         output = result.output
         if action.extra.get("confirm"):
-            output = string.Template(CONFIRM_TEMPLATE).substitute(output=output)
+            if self._harbor:
+                return self._harbor["confirm"](output)
+            return string.Template(CONFIRM_TEMPLATE).substitute(output=output)
         warnings = action.extra.get("warnings") or []
         if warnings:
             output = "Your previous response had warnings:\nWARNINGS: " + " ".join(warnings) + "\n\n" + output

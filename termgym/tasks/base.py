@@ -9,6 +9,7 @@ and loads one by id; :class:`termgym.TerminalEnv` draws from a suite.
 from __future__ import annotations
 
 import hashlib
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,9 +23,10 @@ if TYPE_CHECKING:
 class Grade:
     """The outcome of one episode.
 
-    ``score`` (0..1) is what RL uses; ``passed`` is the suite's notion of success. ``details``
-    holds suite-specific fields (SWE-SYNTH: ``all_result`` like ``"234/236"``, ``all_passed``,
-    ``target_result``, ``pass_rate``; LIVEWEB: per-question scores). ``error`` is set when grading
+    ``score`` (0..1 for built-in suites; a Harbor task's unclamped verifier reward) is what RL
+    uses; ``passed`` is the suite's notion of success. ``details`` holds suite-specific fields
+    (SWE-SYNTH: ``all_result`` like ``"234/236"``, ``all_passed``, ``target_result``,
+    ``pass_rate``; LIVEWEB: per-question scores). ``error`` is set when grading
     itself failed (the score is then 0 and the reason is kept here).
     """
 
@@ -34,8 +36,10 @@ class Grade:
     error: str | None = None
 
     def __post_init__(self) -> None:
-        if not 0.0 <= float(self.score) <= 1.0:
-            raise ValueError(f"Grade.score must be within 0..1, got {self.score!r}")
+        # Built-in suites score within 0..1; a Harbor verifier's reward is passed through unclamped,
+        # as Harbor reports it, so only a finite number is required here.
+        if not math.isfinite(float(self.score)):
+            raise ValueError(f"Grade.score must be a finite number, got {self.score!r}")
         self.score = float(self.score)
 
     def __getitem__(self, key: str) -> Any:

@@ -29,9 +29,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 #: Harbor's defaults where task.toml says nothing (EnvironmentConfig / VerifierConfig in Harbor).
 DEFAULT_VERIFIER_TIMEOUT = 600.0
 DEFAULT_BUILD_TIMEOUT = 600.0
-DEFAULT_CPUS = 1.0
-DEFAULT_MEMORY_MB = 2048
-DEFAULT_STORAGE_MB = 10240
 #: Terminal-Bench's defaults for task.yaml.
 TB_DEFAULT_AGENT_TIMEOUT = 360.0
 TB_DEFAULT_TEST_TIMEOUT = 60.0
@@ -45,6 +42,19 @@ class TaskFormatError(ValueError):
         self.field = field
         where = f"{self.path}: [{field}] " if field else f"{self.path}: "
         super().__init__(where + message)
+
+
+@dataclass
+class StepConfig:
+    """One ``[[steps]]`` entry of a multi-step task (its files live under ``steps/<name>/``)."""
+
+    name: str
+    agent_timeout_sec: float | None = None
+    agent_user: str | None = None
+    verifier_timeout_sec: float | None = None
+    verifier_env: dict[str, str] = field(default_factory=dict)
+    verifier_user: str | None = None
+    min_reward: float | dict[str, float] | None = None
 
 
 @dataclass
@@ -67,10 +77,24 @@ class HarborTaskConfig:
     solution_env: dict[str, str] = field(default_factory=dict)
     build_timeout_sec: float = DEFAULT_BUILD_TIMEOUT
     docker_image: str | None = None
-    cpus: float = DEFAULT_CPUS
-    memory_mb: int = DEFAULT_MEMORY_MB
-    storage_mb: int = DEFAULT_STORAGE_MB
+    # Harbor sets no resource limit where the task sets none; neither does termgym.
+    cpus: float | None = None
+    memory_mb: int | None = None
+    storage_mb: int | None = None
     gpus: int = 0
+    workdir: str | None = None  # [environment] workdir: overrides the image's WORKDIR
+    agent_user: str | None = None  # [agent] user: who the agent's shell runs as (None: root)
+    verifier_user: str | None = None  # [verifier] user: who runs tests/test.sh (None: root)
+    verifier_separate: bool = False  # the verifier runs in a fresh container, not the agent's
+    verifier_docker_image: str | None = None  # [verifier.environment] docker_image (tests bundled)
+    verifier_workdir: str | None = None  # [verifier.environment] workdir
+    #: Container paths copied from the agent's sandbox into a separate verifier's (besides /logs/artifacts).
+    artifacts: list[str] = field(default_factory=list)
+    steps: list[StepConfig] = field(default_factory=list)  # [[steps]]: a multi-step task
+    multi_step_reward_strategy: str = "mean"  # "mean" (per-key mean over steps) or "final"
+    #: Harbor features this task uses that termgym does not run, each naming its task.toml key;
+    #: a task with any is refused when loaded (never run with the feature silently dropped).
+    unsupported: list[str] = field(default_factory=list)
     allow_internet: bool = True  # Harbor's default; network_mode, when given, decides instead
     environment_env: dict[str, str] = field(default_factory=dict)
     parser_name: str | None = None  # Terminal-Bench: how run-tests.sh output is judged
@@ -195,9 +219,41 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     verifier = _table(path, data, "verifier")
     cfg.verifier_timeout_sec = _number(path, verifier, "timeout_sec", "verifier") or DEFAULT_VERIFIER_TIMEOUT
     cfg.verifier_env = _env_table(path, verifier, "verifier")
+    cfg.verifier_user = _user(path, verifier, "verifier")
+    mode = _string(path, verifier, "environment_mode", "verifier")
+    if mode not in (None, "shared", "separate"):
+        raise TaskFormatError(path, f"environment_mode must be 'shared' or 'separate', got {mode!r}", "verifier")
+    venv = verifier.get("environment")
+    if venv is not None:
+        if not isinstance(venv, dict):
+            raise TaskFormatError(path, f"environment must be a table, got {venv!r}", "verifier")
+        if mode == "shared":
+            raise TaskFormatError(path, "environment_mode = 'shared' conflicts with [verifier.environment]", "verifier")
+        cfg.verifier_docker_image = _string(path, venv, "docker_image", "verifier.environment") or None
+        cfg.verifier_workdir = _string(path, venv, "workdir", "verifier.environment")
+        unknown = sorted(set(venv) - {"docker_image", "workdir", "build_timeout_sec", "cpus", "memory_mb",
+                                      "storage_mb", "network_mode", "allow_internet", "env", "os"})
+        if unknown:
+            cfg.unsupported.append(f"[verifier.environment] {', '.join(unknown)}")
+    cfg.verifier_separate = venv is not None or mode == "separate"
+    for item in data.get("artifacts", []) or []:
+        source = item.get("source") if isinstance(item, dict) else item
+        if not isinstance(source, str) or not source.startswith("/"):
+            raise TaskFormatError(path, f"artifacts entries need an absolute source path, got {item!r}", "artifacts")
+        if isinstance(item, dict) and item.get("service") not in (None, "main"):
+            cfg.unsupported.append(f"artifacts from the compose service {item.get('service')!r}")
+        cfg.artifacts.append(source)
+    if verifier.get("collect"):
+        cfg.unsupported.append("[[verifier.collect]] hooks")
 
     agent = _table(path, data, "agent")
     cfg.agent_timeout_sec = _number(path, agent, "timeout_sec", "agent")
+    cfg.agent_user = _user(path, agent, "agent")
+    cfg.steps = _steps(path, data, cfg)
+    strategy = data.get("multi_step_reward_strategy") or "mean"
+    if strategy not in ("mean", "final"):
+        raise TaskFormatError(path, f"multi_step_reward_strategy must be 'mean' or 'final', got {strategy!r}")
+    cfg.multi_step_reward_strategy = strategy
 
     solution = _table(path, data, "solution")
     cfg.solution_env = _env_table(path, solution, "solution")
@@ -205,11 +261,21 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     env = _table(path, data, "environment")
     cfg.build_timeout_sec = _number(path, env, "build_timeout_sec", "environment") or DEFAULT_BUILD_TIMEOUT
     cfg.docker_image = _string(path, env, "docker_image", "environment") or None
-    cfg.cpus = _number(path, env, "cpus", "environment") or DEFAULT_CPUS
+    cfg.cpus = _number(path, env, "cpus", "environment")
     gpus = _number(path, env, "gpus", "environment", positive=False)
     cfg.gpus = int(gpus or 0)
-    cfg.memory_mb = _size(path, env, "memory_mb", "memory", DEFAULT_MEMORY_MB)
-    cfg.storage_mb = _size(path, env, "storage_mb", "storage", DEFAULT_STORAGE_MB)
+    cfg.memory_mb = _size(path, env, "memory_mb", "memory")
+    cfg.storage_mb = _size(path, env, "storage_mb", "storage")
+    workdir = _string(path, env, "workdir", "environment")
+    if workdir is not None and not workdir.startswith("/"):
+        raise TaskFormatError(path, f"workdir must be an absolute path, got {workdir!r}", "environment")
+    cfg.workdir = workdir
+    if str(env.get("os", "linux")).lower() != "linux":
+        cfg.unsupported.append(f"[environment] os = {env.get('os')!r} (termgym runs Linux containers only)")
+    if cfg.gpus:
+        cfg.unsupported.append("[environment] gpus (termgym sandboxes have no GPU)")
+    if env.get("healthcheck"):
+        cfg.unsupported.append("[environment.healthcheck]")
     allow = _bool(path, env, "allow_internet", "environment")
     cfg.allow_internet = True if allow is None else allow
     mode = _string(path, env, "network_mode", "environment")
@@ -224,17 +290,71 @@ def parse_task_toml(path: Path) -> HarborTaskConfig:
     return cfg
 
 
-def _size(path: Path, env: dict[str, Any], mb_key: str, legacy_key: str, default: int) -> int:
-    """``memory_mb = 2048`` (1.1) or ``memory = "2G"`` (1.0); the explicit megabytes win."""
+_STEP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _steps(path: Path, data: dict[str, Any], cfg: HarborTaskConfig) -> list[StepConfig]:
+    raw = data.get("steps") or []
+    if not isinstance(raw, list):
+        raise TaskFormatError(path, "steps must be an array of tables ([[steps]])", "steps")
+    steps: list[StepConfig] = []
+    for i, item in enumerate(raw):
+        where = f"steps[{i}]"
+        if not isinstance(item, dict):
+            raise TaskFormatError(path, f"must be a table, got {item!r}", where)
+        name = item.get("name")
+        if not isinstance(name, str) or not _STEP_NAME.match(name):
+            raise TaskFormatError(path, f"name must be a folder name under steps/, got {name!r}", where)
+        if any(s.name.lower() == name.lower() for s in steps):
+            raise TaskFormatError(path, f"step name {name!r} is used twice", where)
+        agent = _table(path, item, "agent", where)
+        verifier = _table(path, item, "verifier", where)
+        if verifier.get("environment") is not None or verifier.get("environment_mode") == "separate":
+            cfg.unsupported.append(f"[[steps]] {name!r}: a separate verifier environment per step")
+        if item.get("healthcheck"):
+            cfg.unsupported.append(f"[[steps]] {name!r}: healthcheck")
+        min_reward = item.get("min_reward")
+        if min_reward is not None and not (
+            (isinstance(min_reward, (int, float)) and not isinstance(min_reward, bool))
+            or (isinstance(min_reward, dict) and all(isinstance(v, (int, float)) for v in min_reward.values()))
+        ):
+            raise TaskFormatError(path, f"min_reward must be a number or a table of numbers, got {min_reward!r}", where)
+        steps.append(StepConfig(
+            name=name,
+            agent_timeout_sec=_number(path, agent, "timeout_sec", f"{where}.agent"),
+            agent_user=_user(path, agent, f"{where}.agent"),
+            verifier_timeout_sec=_number(path, verifier, "timeout_sec", f"{where}.verifier"),
+            verifier_env=_env_table(path, verifier, f"{where}.verifier"),
+            verifier_user=_user(path, verifier, f"{where}.verifier"),
+            min_reward=min_reward,
+        ))
+    return steps
+
+
+def _user(path: Path, section: dict[str, Any], where: str) -> str | None:
+    """``user = "name"`` or a numeric uid (as a string; ``runuser`` takes ``#uid``)."""
+    value = section.get("user")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
+        raise TaskFormatError(path, f"user must be a user name or a uid, got {value!r}", where)
+    return str(value)
+
+
+def _size(path: Path, env: dict[str, Any], mb_key: str, legacy_key: str) -> int | None:
+    """``memory_mb = 2048`` (1.1) or ``memory = "2G"`` (1.0); the explicit megabytes win; ``None`` if unset."""
     mb = _number(path, env, mb_key, "environment")
-    if mb is not None:
-        return int(mb)
+    legacy = None
     if legacy_key in env:
         try:
-            return parse_size_mb(env[legacy_key])
+            legacy = parse_size_mb(env[legacy_key])
         except ValueError as exc:
             raise TaskFormatError(path, f"{legacy_key}: {exc}", "environment") from None
-    return default
+    if mb is not None and legacy is not None and int(mb) != legacy:
+        # Harbor rejects the pair too rather than pick one.
+        raise TaskFormatError(path, f"{legacy_key} = {env[legacy_key]!r} ({legacy} MB) conflicts with "
+                              f"{mb_key} = {int(mb)}", "environment")
+    return int(mb) if mb is not None else legacy
 
 
 # -- Terminal-Bench task.yaml -----------------------------------------------------------------

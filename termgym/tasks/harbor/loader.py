@@ -26,7 +26,7 @@ from pathlib import Path
 
 from termgym.tasks.harbor.config import TaskFormatError, parse_task_toml, parse_task_yaml
 from termgym.tasks.harbor.dockerfile import parse_dockerfile
-from termgym.tasks.harbor.task import HarborTask
+from termgym.tasks.harbor.task import HarborTask, TaskStep
 
 #: What Terminal-Bench runs when a task has no run-tests.sh (pytest is in termgym's base image).
 DEFAULT_RUN_TESTS = """#!/bin/bash
@@ -52,17 +52,33 @@ def load_task(task_dir: str | Path, *, backend: str | None = None) -> HarborTask
     raise TaskFormatError(task_dir, "is not a task: it has neither task.toml (Harbor) nor task.yaml (Terminal-Bench)")
 
 
+#: Compose files Harbor reads from environment/ (a multi-container environment).
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+
+
 def _load_harbor(task_dir: Path, backend: str | None) -> HarborTask:
     config = parse_task_toml(task_dir / "task.toml")
-    instruction_path = task_dir / "instruction.md"
-    if not instruction_path.is_file():
-        raise TaskFormatError(instruction_path, "is missing (a Harbor task states its instruction there)")
-    instruction = instruction_path.read_text(encoding="utf-8").strip()
-    if not instruction:
-        raise TaskFormatError(instruction_path, "is empty")
-    test_sh = task_dir / "tests" / "test.sh"
-    if not test_sh.is_file():
-        raise TaskFormatError(test_sh, "is missing (the verifier entry point; it writes /logs/verifier/reward.txt)")
+    compose = [name for name in COMPOSE_FILES if (task_dir / "environment" / name).is_file()]
+    if compose:
+        config.unsupported.append(
+            f"environment/{compose[0]} (a Docker Compose environment: this machine has no Docker Compose v2, "
+            "which Harbor drives, so termgym cannot start the task's services)"
+        )
+    if config.unsupported:
+        # Refuse rather than run the task without the feature: its score would not be Harbor's.
+        raise TaskFormatError(
+            task_dir / "task.toml",
+            "uses Harbor feature(s) termgym does not run: " + "; ".join(config.unsupported)
+            + " (see docs/harbor.md, 'What termgym refuses')",
+        )
+    steps = _steps(task_dir, config) if config.steps else []
+    if steps:
+        instruction = steps[0].instruction  # what a listing shows; each step brings its own
+    else:
+        instruction = _instruction(task_dir / "instruction.md")
+        test_sh = task_dir / "tests" / "test.sh"
+        if not test_sh.is_file():
+            raise TaskFormatError(test_sh, "is missing (the verifier entry point; it writes /logs/verifier/reward.txt)")
     dockerfile_path = task_dir / "environment" / "Dockerfile"
     dockerfile = parse_dockerfile(dockerfile_path) if dockerfile_path.is_file() else None
     if dockerfile is None and not config.docker_image:
@@ -79,7 +95,38 @@ def _load_harbor(task_dir: Path, backend: str | None) -> HarborTask:
         solution_dir=solve.parent if solve.is_file() else None,
         solution_script="solve.sh" if solve.is_file() else None,
         backend=backend,
+        steps=steps,
     )
+
+
+def _instruction(path: Path) -> str:
+    if not path.is_file():
+        raise TaskFormatError(path, "is missing (a Harbor task states its instruction there)")
+    text = path.read_text(encoding="utf-8").strip()
+    if not text:
+        raise TaskFormatError(path, "is empty")
+    return text
+
+
+def _steps(task_dir: Path, config) -> list[TaskStep]:
+    """The files of each ``[[steps]]`` entry: ``steps/<name>/instruction.md``, ``tests/``, ``solution/``, ``workdir/``."""
+    shared_tests = task_dir / "tests"
+    out = []
+    for step in config.steps:
+        folder = task_dir / "steps" / step.name
+        tests_dirs = [d for d in (shared_tests, folder / "tests") if d.is_dir()]
+        if not any((d / "test.sh").is_file() for d in tests_dirs):
+            raise TaskFormatError(folder / "tests" / "test.sh",
+                                  f"is missing, and so is {shared_tests / 'test.sh'} (step {step.name!r} has no verifier)")
+        solution = folder / "solution"
+        out.append(TaskStep(
+            config=step,
+            instruction=_instruction(folder / "instruction.md"),
+            tests_dirs=tests_dirs,
+            solution_dir=solution if (solution / "solve.sh").is_file() else None,
+            workdir_dir=folder / "workdir" if (folder / "workdir").is_dir() else None,
+        ))
+    return out
 
 
 def _load_terminal_bench(task_dir: Path, backend: str | None) -> HarborTask:

@@ -1,19 +1,25 @@
-"""Turning what a verifier left behind into a score.
+"""Turning what a verifier left behind into a score, with Harbor 0.26's rules.
 
 Harbor's contract: ``tests/test.sh`` writes ``/logs/verifier/reward.txt`` (one number) or
-``/logs/verifier/reward.json`` (a flat object of numbers). termgym's rule, matching current Harbor:
+``/logs/verifier/reward.json`` (a JSON object of numbers). The rules, as Harbor 0.26 applies them:
 
-* ``reward.json`` wins when it exists; its numeric fields are all kept (``details["rewards"]``);
-  non-numeric fields are ignored and listed in ``details["ignored_reward_fields"]``.
-* The score is ``rewards["reward"]``; if ``reward.json`` has no ``reward`` key, ``reward.txt``
-  supplies it when present; otherwise a single numeric field is the score, and several are
-  averaged.
-* Neither file: an error recorded in the Grade, score 0.
+* ``reward.json`` wins whenever it exists (``reward.txt`` is then not read); every key is kept
+  as its own metric in ``rewards``. A value that is not a finite number (a string, ``null``,
+  ``true``, a nested object) makes the whole file an error, as Harbor's
+  ``VerifierOutputParseError``.
+* ``reward.txt`` holds one finite number, kept as ``{"reward": value}``.
+* An empty file, an unparsable one, neither file, a ``reward.json`` without keys, or a verifier
+  that ran past its timeout (even if it wrote a reward first) gives **no valid reward**: Harbor
+  records the trial as an error and leaves it out of the job's mean. termgym marks such a grade
+  with ``details["reward_valid"] = False`` and score 0.
+* Values are not clamped: a reward of 1.5 or -1 is reported as written.
 
-Scores outside 0..1 are clamped for RL (the raw value stays in ``details["reward_raw"]``).
+The single score termgym reports (``Grade.score``) is ``rewards["reward"]`` when that key exists,
+otherwise the first key's value (what Harbor's mean metric reads when a job has one key); every
+metric stays in ``details["rewards"]``.
 
 Terminal-Bench's ``run-tests.sh`` writes no reward file; its pytest output is judged instead
-(:func:`parse_pytest_summary`): every test in the ``-rA`` summary must have passed.
+(:func:`parse_pytest_summary`), as Terminal-Bench 1's pytest parser does.
 """
 
 from __future__ import annotations
@@ -25,89 +31,95 @@ from dataclasses import dataclass, field
 
 
 class RewardError(ValueError):
-    """A reward file exists but cannot be read as a reward."""
+    """The verifier left no valid reward (the message says why, naming the file)."""
 
 
 @dataclass
 class Reward:
-    """The parsed reward: ``score`` (raw, unclamped), every numeric field, and where it came from."""
+    """The parsed reward: the reported ``score``, every metric, and which file it came from."""
 
     score: float
     rewards: dict[str, float] = field(default_factory=dict)
     source: str = "reward.txt"
-    ignored: list[str] = field(default_factory=list)
 
 
 def parse_reward_txt(text: str) -> float:
-    """``reward.txt``: a single number (surrounding whitespace allowed)."""
-    stripped = text.strip()
-    if not stripped:
+    """``reward.txt``: one finite number (surrounding whitespace allowed, as Python's float())."""
+    if text == "":
         raise RewardError("reward.txt is empty")
     try:
-        value = float(stripped)
+        value = float(text)
     except ValueError:
-        raise RewardError(f"reward.txt must hold one number, got {stripped[:80]!r}") from None
+        raise RewardError(f"reward.txt must hold one number, got {text.strip()[:80]!r}") from None
     if not math.isfinite(value):
-        raise RewardError(f"reward.txt holds {stripped!r}, which is not a finite number")
+        raise RewardError(f"reward.txt holds {text.strip()!r}, which is not a finite number")
     return value
 
 
-def parse_reward_json(text: str) -> tuple[dict[str, float], list[str]]:
-    """``reward.json``: a flat object; returns its numeric fields and the names of the others."""
-    if not text.strip():
+def parse_reward_json(text: str) -> dict[str, float]:
+    """``reward.json``: an object whose every value is a finite number; returns it in file order."""
+    if text == "":
         raise RewardError("reward.json is empty")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
         raise RewardError(f"reward.json is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise RewardError(f"reward.json must be an object of numbers, got {type(data).__name__}")
     rewards: dict[str, float] = {}
-    ignored: list[str] = []
     for key, value in data.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            rewards[str(key)] = float(value)
-        else:
-            ignored.append(str(key))
-    return rewards, sorted(ignored)
+        # bool is an int in Python, and Harbor accepts it as one (true -> 1).
+        if not isinstance(value, (int, float)):
+            raise RewardError(f"reward.json field {key!r} is {value!r}, not a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise RewardError(f"reward.json field {key!r} is {value!r}, not a finite number")
+        rewards[str(key)] = float(value)
+    if not rewards:
+        raise RewardError("reward.json holds no reward (an empty object)")
+    return rewards
 
 
 def combine_rewards(reward_json: str | None, reward_txt: str | None) -> Reward:
-    """Apply the rule in this module's docstring. Raises :class:`RewardError` or ``FileNotFoundError``."""
+    """Apply the rules in this module's docstring. Raises :class:`RewardError` when there is no valid reward."""
     if reward_json is not None:
-        rewards, ignored = parse_reward_json(reward_json)
-        if "reward" in rewards:
-            return Reward(rewards["reward"], rewards, "reward.json", ignored)
-        if reward_txt is not None:
-            score = parse_reward_txt(reward_txt)
-            return Reward(score, {**rewards, "reward": score}, "reward.json+reward.txt", ignored)
-        if not rewards:
-            raise RewardError("reward.json has no numeric field")
-        score = sum(rewards.values()) / len(rewards)
-        return Reward(score, rewards, "reward.json", ignored)
+        rewards = parse_reward_json(reward_json)
+        score = rewards["reward"] if "reward" in rewards else next(iter(rewards.values()))
+        return Reward(score, rewards, "reward.json")
     if reward_txt is not None:
         score = parse_reward_txt(reward_txt)
         return Reward(score, {"reward": score}, "reward.txt")
-    raise FileNotFoundError("the verifier wrote neither /logs/verifier/reward.txt nor /logs/verifier/reward.json")
+    raise RewardError("the verifier wrote neither /logs/verifier/reward.txt nor /logs/verifier/reward.json")
 
 
-_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+)")
+#: Terminal-Bench 1's pytest statuses; those it counts as passed (SKIPPED and XFAIL included).
+TB_STATUSES = ("PASSED", "FAILED", "SKIPPED", "XFAIL", "XPASS", "ERROR")
+TB_PASSING = ("PASSED", "XFAIL", "SKIPPED")
+_SUMMARY_HEADER = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
 
 
 def parse_pytest_summary(output: str) -> dict[str, str] | None:
-    """Test outcomes from pytest's ``-rA`` "short test summary info"; ``None`` if there is none.
+    """Test outcomes from pytest's ``-rA`` "short test summary info", read as Terminal-Bench 1 reads them.
 
-    As Terminal-Bench's pytest parser does, only the summary section counts, so a test that prints
-    ``PASSED`` cannot fake a result.
+    ``None`` when there is no summary header (Terminal-Bench: a parse error, unresolved). Every line
+    after the first header whose first word is a pytest status counts; a test is named by what
+    follows ``::`` (a ``FAILED`` line's `` - message`` is dropped), so ``SKIPPED [1] t.py:3: why``
+    is one entry named ``[1] t.py:3: why``. Only the summary counts, so output a test printed
+    earlier cannot fake a result.
     """
-    marker = output.rfind("short test summary info")
-    if marker < 0:
+    parts = _SUMMARY_HEADER.split(output, maxsplit=1)
+    if len(parts) < 2:
         return None
     results: dict[str, str] = {}
-    for line in output[marker:].splitlines()[1:]:
-        match = _SUMMARY_LINE.match(line.strip())
-        if match:
-            results[match.group(2)] = match.group(1)
-        elif line.startswith("=") and results:
-            break
+    for line in parts[1].splitlines():
+        if line.startswith("FAILED") and " - " in line:
+            line = " - ".join(line.split(" - ")[:-1])
+        words = line.split(maxsplit=1)
+        if len(words) <= 1:
+            continue
+        status = words[0].strip().strip(":")
+        if status not in TB_STATUSES:
+            continue
+        name = words[1].strip().split("::", maxsplit=1)[-1]
+        if name:
+            results[name] = status
     return results

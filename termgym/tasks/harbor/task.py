@@ -3,20 +3,25 @@
 Run semantics follow Harbor's trial:
 
 1. The sandbox starts from the task's image (``environment/Dockerfile`` built with
-   :func:`termgym.sandbox.images.build_image`, or ``[environment] docker_image``), in the image's
-   ``WORKDIR``, with ``[environment]`` resources as :class:`~termgym.sandbox.base.Limits` and
-   ``allow_internet``/``network_mode`` as the network setting. ``/logs/agent`` and
-   ``/logs/verifier`` exist; ``/tests`` and ``/solution`` do not.
+   :func:`termgym.sandbox.images.build_image` within ``build_timeout_sec``, or
+   ``[environment] docker_image``), in ``[environment] workdir`` or else the image's ``WORKDIR``,
+   with only the resource limits the task sets, and ``allow_internet``/``network_mode`` as the
+   network setting. ``/logs/agent`` and ``/logs/verifier`` exist; ``/tests`` and ``/solution`` do not.
 2. The agent works under the agent timeout (``[agent] timeout_sec``, exposed as
-   :attr:`HarborTask.time_limit`; the env's own ``time_limit`` applies too).
-3. :meth:`HarborTask.grade` — also after an agent timeout — copies ``tests/`` to ``/tests``, runs
-   ``bash /tests/test.sh`` in the WORKDIR under the verifier timeout with ``[verifier.env]``, and
-   reads ``/logs/verifier/reward.txt`` / ``reward.json`` (see :mod:`termgym.tasks.harbor.rewards`).
+   :attr:`HarborTask.time_limit`; the env enforces it as a deadline, also inside a command), as
+   ``[agent] user`` (:attr:`HarborTask.agent_user`; the terminus protocol and the oracle honour it).
+3. :meth:`HarborTask.grade` — also after an agent timeout — removes old reward files, copies
+   ``tests/`` to ``/tests``, makes ``test.sh`` executable and runs it directly (its shebang picks the
+   interpreter) in the workdir as ``[verifier] user`` with ``[verifier.env]``, output to
+   ``/logs/verifier/test-stdout.txt``, under the verifier timeout, and reads
+   ``/logs/verifier/reward.json`` / ``reward.txt`` (see :mod:`termgym.tasks.harbor.rewards`).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
+import logging
 import re
 import shlex
 import threading
@@ -24,9 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from termgym.tasks.base import Grade, GradingContext, Task
-from termgym.tasks.harbor.config import HarborTaskConfig, resolve_env
+from termgym.tasks.harbor.config import HarborTaskConfig, StepConfig, resolve_env
 from termgym.tasks.harbor.dockerfile import DockerfileInfo, executable_files
-from termgym.tasks.harbor.rewards import RewardError, combine_rewards, parse_pytest_summary
+from termgym.tasks.harbor.rewards import TB_PASSING, RewardError, combine_rewards, parse_pytest_summary
 
 if TYPE_CHECKING:
     from termgym.sandbox.base import Sandbox, SandboxSpec
@@ -35,10 +40,38 @@ TESTS_DIR = "/tests"
 SOLUTION_DIR = "/solution"
 VERIFIER_LOGS = "/logs/verifier"
 AGENT_LOGS = "/logs/agent"
+#: Where an agent publishes files for a separate verifier (Harbor's convention artifacts dir).
+ARTIFACTS_DIR = "/logs/artifacts"
 #: What the verifier's output is cut to in ``Grade.details["output"]``.
 OUTPUT_TAIL = 4000
 
 _build_lock = threading.Lock()
+_log = logging.getLogger(__name__)
+#: Images whose build failed in this process, with the error: the nop trial does not rebuild them.
+_failed_builds: dict[str, str] = {}
+
+
+def as_user(command: str, user: str | None) -> str:
+    """``command`` run by bash as ``user`` (``None``: unchanged, i.e. root). A numeric uid works too."""
+    if not user:
+        return command
+    who = f"#{user}" if user.isdigit() else user
+    return f"runuser -u {shlex.quote(who)} -- bash -c {shlex.quote(command)}"
+
+
+@dataclasses.dataclass
+class TaskStep:
+    """One step of a multi-step task: its settings and its files under ``steps/<name>/``."""
+
+    config: StepConfig
+    instruction: str
+    tests_dirs: list[Path]  # uploaded to /tests in order (shared tests/, then the step's tests/)
+    solution_dir: Path | None = None  # steps/<name>/solution with solve.sh
+    workdir_dir: Path | None = None  # steps/<name>/workdir: copied into the workdir before the step
+
+    @property
+    def name(self) -> str:
+        return self.config.name
 
 
 class HarborTask(Task):
@@ -65,6 +98,7 @@ class HarborTask(Task):
         solution_files: list[Path] | None = None,
         run_tests_script: bytes | None = None,
         backend: str | None = None,
+        steps: list[TaskStep] | None = None,
     ) -> None:
         metadata: dict[str, Any] = dict(config.metadata)
         metadata.update(layout=config.layout, schema_version=config.schema_version, task_dir=str(task_dir))
@@ -84,6 +118,8 @@ class HarborTask(Task):
         # Terminal-Bench: the run-tests.sh that is copied to /tests beside the tests.
         self.run_tests_script = run_tests_script
         self._workdir: str | None = None
+        #: The steps of a multi-step task (``[[steps]]``), run by :func:`~termgym.tasks.harbor.trial.run_trial`.
+        self.steps: list[TaskStep] = list(steps or [])
         #: A hint from the suite: with "local", tasks that need Docker fail fast instead of building.
         self.backend = backend
         self._image: str | None = None
@@ -100,10 +136,20 @@ class HarborTask(Task):
         return self.config.verifier_timeout_sec
 
     @property
+    def agent_user(self) -> str | None:
+        """``[agent] user``: who the agent's shell runs as (``None``: the image's user, root)."""
+        return self.config.agent_user
+
+    @property
     def local_blocker(self) -> str | None:
         """Why the local backend cannot run this task, or ``None`` if it can."""
         if self.config.docker_image:
             return f"uses the prebuilt image {self.config.docker_image}"
+        users = [f"[{w}] user" for w, u in (("agent", self.config.agent_user), ("verifier", self.config.verifier_user)) if u]
+        users += [f"[[steps]] {s.name!r} user" for s in self.steps if s.config.agent_user or s.config.verifier_user]
+        if users:
+            # bubblewrap maps only root into the sandbox: no process there can switch to another uid.
+            return f"sets {', '.join(users)} (the local backend cannot switch users)"
         if self.dockerfile is None:
             return "has no Dockerfile"
         return self.dockerfile.blocker
@@ -114,12 +160,24 @@ class HarborTask(Task):
 
     @property
     def workdir(self) -> str:
-        """The image's WORKDIR: from the Dockerfile, or asked of Docker for a prebuilt image."""
+        """``[environment] workdir``, else the image's WORKDIR (from the Dockerfile, or asked of Docker)."""
+        if self.config.workdir:
+            return self.config.workdir
         if self._workdir is None:
             if self.config.docker_image:
+                import docker.errors
+
+                from termgym.sandbox.base import BackendUnavailable
                 from termgym.sandbox.images import docker_client
 
-                attrs = docker_client().images.get(self.config.docker_image).attrs
+                try:
+                    attrs = docker_client().images.get(self.config.docker_image).attrs
+                except docker.errors.ImageNotFound:
+                    raise BackendUnavailable(
+                        f"Harbor task {self.task_id!r} uses the prebuilt image {self.config.docker_image} "
+                        "([environment] docker_image), which is not on the Docker host and no registry is "
+                        "reachable: `docker load` it, or build it and tag it with that name"
+                    ) from None
                 self._workdir = (attrs.get("Config") or {}).get("WorkingDir") or "/"
             else:
                 self._workdir = self.dockerfile.workdir if self.dockerfile else "/"
@@ -142,15 +200,26 @@ class HarborTask(Task):
             slug = re.sub(r"[^a-z0-9_.-]+", "-", self.task_id.lower()).strip("-.") or "task"
             from termgym.sandbox.base import BackendUnavailable
 
+            key = str(self.dockerfile.path)
             with _build_lock:  # two episodes of one task must not race on the same tag
+                if key in _failed_builds:  # e.g. the nop trial after the oracle's build failed
+                    raise BackendUnavailable(f"Harbor task {self.task_id!r}: {_failed_builds[key]} (not rebuilt)")
                 try:
-                    self._image = build_image(
-                        self.dockerfile.path.parent, self.dockerfile.path.name, f"termgym/harbor-{slug}:latest",
-                        log=lambda _line: None,
+                    _check_copy_from(self.dockerfile.path)
+                    stand_in = _warn_stand_in_base(self.task_id, self.dockerfile.path)
+                    if stand_in:  # carried into every grade's task metadata and `harbor check` output
+                        self.metadata["scores_not_comparable"] = stand_in
+                    self._image = _build_within(
+                        self.config.build_timeout_sec,
+                        lambda: build_image(self.dockerfile.path.parent, self.dockerfile.path.name,
+                                            f"termgym/harbor-{slug}:latest", log=lambda _line: None),
                     )
-                except BackendUnavailable as exc:
+                except Exception as exc:
+                    message = f"its image build failed: {exc}"
+                    _failed_builds[key] = message
+                    # No mention of the local backend here: this is the docker backend's build.
                     raise BackendUnavailable(
-                        f"Harbor task {self.task_id!r} needs its own Docker image ({self.local_blocker}): {exc}"
+                        f"Harbor task {self.task_id!r}: building its image from {self.dockerfile.path} failed: {exc}"
                     ) from exc
         return self._image
 
@@ -164,7 +233,9 @@ class HarborTask(Task):
                 "FROM termgym/base plus WORKDIR/ENV/COPY)."
             )
         cfg = self.config
-        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb)
+        # Only what the task sets: Harbor imposes no memory, CPU, process or file limits of its own.
+        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb, pids=None,
+                        cpu_seconds=None, file_size_mb=None, open_files=None)
         env = dict(self.dockerfile.env) if self.dockerfile and self.local_ok else {}
         env.update(resolve_env(cfg.environment_env, self._config_file, "environment"))
         spec = SandboxSpec(
@@ -173,7 +244,9 @@ class HarborTask(Task):
             env=env,
             network=cfg.allow_internet,
             limits=limits,
-            setup_commands=[f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS}"],
+            setup_commands=[f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACTS_DIR} && "
+                            f"chmod 777 {AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACTS_DIR}"
+                            + (f" && mkdir -p {shlex.quote(self.workdir)}" if cfg.workdir else "")],
         )
         if self.local_ok and self.dockerfile:
             self._emulate_copies(spec)
@@ -203,51 +276,133 @@ class HarborTask(Task):
         return self.task_dir / ("task.yaml" if self.config.layout == "terminal-bench" else "task.toml")
 
     def setup(self, sandbox: Sandbox) -> None:
+        if self.steps:
+            raise ValueError(
+                f"Harbor task {self.task_id!r} has {len(self.steps)} [[steps]]: a TerminalEnv episode serves one "
+                "instruction, so multi-step tasks run with `termgym harbor check` (run_trial) only"
+            )
         if getattr(sandbox, "backend", None) == "local" and not self.local_ok:
             raise ValueError(f"Harbor task {self.task_id!r} needs the docker backend: it {self.local_blocker}")
+        # The terminus protocol starts its shell as this user ([agent] user), as Harbor's agent runs.
+        sandbox.agent_user = self.agent_user
 
     # -- the verifier ------------------------------------------------------------------------
 
     def grade(self, ctx: GradingContext) -> Grade:
-        """Run the verifier in the agent's sandbox, as Harbor does, and read the reward."""
-        sandbox = ctx.sandbox
+        """Run the verifier, in the agent's sandbox or (``separate`` mode) a fresh one, and read the reward."""
         details: dict[str, Any] = {"reason": ctx.reason}
-        # Fresh /tests and /logs/verifier: files the agent planted there (a reward.txt of its own,
-        # a doctored test) must not count.
-        prep = sandbox.exec(
-            f"rm -rf {TESTS_DIR} {VERIFIER_LOGS} && mkdir -p {TESTS_DIR} {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
-            timeout=60,
-        )
-        if prep.exit_code != 0:
-            return Grade(0.0, False, details, error=f"could not prepare {TESTS_DIR}: {prep.output.strip()[-500:]}")
-        sandbox.put_dir(self.tests_dir, TESTS_DIR)
-        if self.run_tests_script is not None:
-            sandbox.write_file(f"{TESTS_DIR}/{self.test_script}", self.run_tests_script, 0o755)
+        if "scores_not_comparable" in self.metadata:
+            details["scores_not_comparable"] = self.metadata["scores_not_comparable"]
+        if not self.config.verifier_separate:
+            return self._verify(ctx.sandbox, details, upload_tests=True, workdir=self.workdir)
+        details["verifier_environment"] = "separate"
+        try:
+            spec, bundled, workdir = self._verifier_spec()
+            box = ctx.new_sandbox(spec)
+            self._copy_artifacts(ctx.sandbox, box)
+        except Exception as exc:  # the separate verifier could not start: Harbor records no reward
+            return _no_reward(details, f"the separate verifier environment failed: {type(exc).__name__}: {exc}")
+        return self._verify(box, details, upload_tests=not bundled, workdir=workdir)
+
+    def _verifier_spec(self) -> tuple[SandboxSpec, bool, str]:
+        """The separate verifier's sandbox: ``(spec, tests bundled in its image, workdir)``.
+
+        As Harbor resolves it: ``[verifier.environment] docker_image``, else ``tests/Dockerfile``
+        (both carry ``/tests`` themselves), else a fresh copy of the task's own environment.
+        """
+        from termgym.sandbox.base import SandboxSpec
+        from termgym.sandbox.images import build_image, docker_client
+
+        cfg = self.config
+        setup = [f"mkdir -p {VERIFIER_LOGS} {ARTIFACTS_DIR} && chmod 777 {VERIFIER_LOGS}"]
+        if cfg.verifier_docker_image or (self.tests_dir / "Dockerfile").is_file():
+            if cfg.verifier_docker_image:
+                image = cfg.verifier_docker_image
+            else:
+                slug = re.sub(r"[^a-z0-9_.-]+", "-", self.task_id.lower()).strip("-.") or "task"
+                image = _build_within(cfg.build_timeout_sec, lambda: build_image(
+                    self.tests_dir, "Dockerfile", f"termgym/harbor-{slug}-verifier:latest", log=lambda _line: None))
+            workdir = cfg.verifier_workdir or (
+                (docker_client().images.get(image).attrs.get("Config") or {}).get("WorkingDir") or "/")
+            spec = SandboxSpec(workdir=workdir, image=image, network=cfg.allow_internet, setup_commands=setup)
+            return spec, True, workdir
+        spec = self.sandbox_spec()
+        if cfg.verifier_workdir:
+            spec = dataclasses.replace(spec, workdir=cfg.verifier_workdir)
+        spec.setup_commands = [*spec.setup_commands, *setup]
+        return spec, False, spec.workdir
+
+    def _copy_artifacts(self, source: Sandbox, target: Sandbox) -> None:
+        """Carry ``/logs/artifacts`` and the task's ``artifacts`` paths from the agent's sandbox over."""
+        import tempfile
+
+        for path in [ARTIFACTS_DIR, *self.config.artifacts]:
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    source.get_dir(path, tmp)
+                except NotADirectoryError:
+                    target.write_file(path, source.read_file(path))
+                    continue
+                except FileNotFoundError:
+                    continue
+                target.exec(f"mkdir -p {shlex.quote(path)}", timeout=60)
+                target.put_dir(tmp, path)
+
+    def _verify(self, sandbox: Sandbox, details: dict[str, Any], *, upload_tests: bool, workdir: str,
+                step: TaskStep | None = None) -> Grade:
+        tests_dirs = step.tests_dirs if step else [self.tests_dir]
+        timeout = (step.config.verifier_timeout_sec if step else None) or self.verifier_timeout
+        user = (step.config.verifier_user if step else None) or self.config.verifier_user
+        env_table = {**self.config.verifier_env, **(step.config.verifier_env if step else {})}
+        # Harbor removes only the old reward files (the verifier may read other logs); /tests is
+        # emptied too, so a test the agent planted or doctored there cannot run.
+        if upload_tests:
+            prep = sandbox.exec(
+                f"rm -rf {TESTS_DIR} && rm -f {VERIFIER_LOGS}/reward.txt {VERIFIER_LOGS}/reward.json && "
+                f"mkdir -p {TESTS_DIR} {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
+                timeout=60,
+            )
+            if prep.exit_code != 0:
+                return _no_reward(details, f"could not prepare {TESTS_DIR}: {prep.output.strip()[-500:]}")
+            for tests_dir in tests_dirs:  # a step's own tests/ goes over the shared one
+                sandbox.put_dir(tests_dir, TESTS_DIR)
+            if self.run_tests_script is not None:
+                sandbox.write_file(f"{TESTS_DIR}/{self.test_script}", self.run_tests_script, 0o755)
 
         try:
-            env = resolve_env(self.config.verifier_env, self._config_file, "verifier")
+            env = resolve_env(env_table, self._config_file, "verifier")
         except ValueError as exc:
-            return Grade(0.0, False, details, error=str(exc))
+            return _no_reward(details, str(exc))
         if self.config.layout == "terminal-bench":
             env.setdefault("TEST_DIR", TESTS_DIR)
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        # A subshell, so neither the cd nor pipefail leaks into the agent's persistent shell.
-        command = (
-            f"( cd {shlex.quote(self.workdir)} && set -o pipefail && "
-            f"{'env ' + exports + ' ' if exports else ''}bash {TESTS_DIR}/{self.test_script} 2>&1 "
-            f"| tee {VERIFIER_LOGS}/test-stdout.txt )"
-        )
-        result = sandbox.exec(command, timeout=self.verifier_timeout)
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        script = f"{TESTS_DIR}/{self.test_script}"
+        # Run the script itself, as Harbor does (chmod +x, then exec): its shebang picks the
+        # interpreter (a script without one is run by bash). A subshell keeps cd and exports out
+        # of the agent's persistent shell.
+        # Terminal-Bench 1 types `bash /tests/run-tests.sh` instead, whatever the shebang says.
+        run = f"bash {script}" if self.config.layout == "terminal-bench" else script
+        inner = f"cd {shlex.quote(workdir)} && {exports}({run}) > {VERIFIER_LOGS}/test-stdout.txt 2>&1"
+        command = f"chmod +x {script} && ( {as_user(inner, user)} ); echo \"exit=$?\""
+        result = sandbox.exec(command, timeout=timeout)
+        try:
+            output = sandbox.read_file(f"{VERIFIER_LOGS}/test-stdout.txt").decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            output = result.output
+        exit_match = re.search(r"exit=(\d+)\s*$", result.output)
+        exit_code = int(exit_match.group(1)) if exit_match else result.exit_code
         details.update(
-            exit_code=result.exit_code,
+            exit_code=exit_code,
             timed_out=result.timed_out,
             duration=round(result.duration, 3),
-            output=result.output[-OUTPUT_TAIL:],
+            output=output[-OUTPUT_TAIL:],
         )
-        timeout_note = f"the verifier timed out after {self.verifier_timeout:g} s; " if result.timed_out else ""
 
         if self.config.layout == "terminal-bench":
-            return self._grade_terminal_bench(result.output, result.exit_code, details, timeout_note)
+            return self._grade_terminal_bench(output, exit_code, details, result.timed_out)
+        if result.timed_out:
+            # Harbor cancels the verifier (VerifierTimeoutError): a reward written before counts not.
+            return _no_reward(details, f"the verifier timed out after {timeout:g} s")
 
         def read(name: str) -> str | None:
             try:
@@ -255,29 +410,96 @@ class HarborTask(Task):
             except FileNotFoundError:
                 return None
 
+        files = {name: read(name) for name in ("reward.json", "reward.txt")}
+        # What the verifier wrote, verbatim (cut), so a grade can be re-judged, e.g. by Harbor's parser.
+        details["reward_files"] = {k: v[:2000] for k, v in files.items() if v is not None}
         try:
-            reward = combine_rewards(read("reward.json"), read("reward.txt"))
-        except (FileNotFoundError, RewardError) as exc:
-            return Grade(0.0, False, details, error=timeout_note + str(exc))
-        details.update(reward_source=reward.source, rewards=reward.rewards, reward_raw=reward.score)
-        if reward.ignored:
-            details["ignored_reward_fields"] = reward.ignored
-        score = min(1.0, max(0.0, reward.score))
-        error = timeout_note.rstrip("; ") or None  # a reward written before the timeout still counts
-        return Grade(score, score >= 1.0, details, error=error)
+            reward = combine_rewards(files["reward.json"], files["reward.txt"])
+        except RewardError as exc:
+            return _no_reward(details, str(exc))
+        details.update(reward_valid=True, reward_source=reward.source, rewards=reward.rewards)
+        return Grade(reward.score, reward.score >= 1.0, details)
 
-    def _grade_terminal_bench(self, output: str, exit_code: int, details: dict[str, Any], note: str) -> Grade:
+    def _grade_terminal_bench(self, output: str, exit_code: int, details: dict[str, Any], timed_out: bool) -> Grade:
+        """Terminal-Bench 1: a test timeout leaves the task unresolved; else every parsed test must pass."""
+        details["reward_valid"] = True
+        if timed_out:
+            # Terminal-Bench 1 marks a test timeout as a failure (unresolved), not an unparsed run.
+            return Grade(0.0, False, details, error=f"the tests timed out after {self.verifier_timeout:g} s (unresolved)")
         if self.config.parser_name == "exit_code":
-            passed = exit_code == 0 and not note
-            return Grade(float(passed), passed, details, error=note.rstrip("; ") or None)
+            passed = exit_code == 0
+            return Grade(float(passed), passed, details)
         results = parse_pytest_summary(output)
-        if not results:
-            return Grade(0.0, False, details, error=note + "no pytest results in the run-tests.sh output "
+        if results is None:
+            return Grade(0.0, False, details, error="no pytest short test summary in the run-tests.sh output "
                          "(run pytest with -rA so the short test summary lists every test)")
-        n_passed = sum(1 for status in results.values() if status in ("PASSED", "XFAIL"))
+        # As Terminal-Bench 1: resolved when every listed test passed (also when none is listed).
+        n_passed = sum(1 for status in results.values() if status in TB_PASSING)
         details.update(tests=results, tests_passed=n_passed, tests_total=len(results))
         passed = n_passed == len(results)
-        return Grade(float(passed), passed, details, error=note.rstrip("; ") or None)
+        return Grade(float(passed), passed, details)
+
+    # -- multi-step tasks -------------------------------------------------------------------------
+
+    def prepare_step(self, sandbox: Sandbox, step: TaskStep, first: bool) -> str | None:
+        """Before a step's agent: clear the last verifier's files, copy ``workdir/`` in, run its ``setup.sh``.
+
+        Returns an error text when ``setup.sh`` failed (Harbor then goes on with a warning; so does this).
+        """
+        if not first:
+            sandbox.exec(f"rm -rf {TESTS_DIR} {VERIFIER_LOGS}/* {AGENT_LOGS}/*", timeout=60)
+        if step.workdir_dir is None:
+            return None
+        sandbox.put_dir(step.workdir_dir, self.workdir)
+        if not (step.workdir_dir / "setup.sh").is_file():
+            return None
+        script = f"{self.workdir.rstrip('/')}/setup.sh"
+        user = step.config.agent_user or self.agent_user
+        result = sandbox.exec(as_user(f"cd {shlex.quote(self.workdir)} && bash {shlex.quote(script)}", user), timeout=600)
+        return None if result.exit_code == 0 else f"step {step.name!r} setup.sh exited with {result.exit_code}"
+
+    def grade_step(self, sandbox: Sandbox, step: TaskStep, reason: str) -> Grade:
+        """Run one step's verifier in the agent's sandbox (shared mode)."""
+        return self._verify(sandbox, {"reason": reason, "step": step.name}, upload_tests=True,
+                            workdir=self.workdir, step=step)
+
+    def step_oracle_commands(self, step: TaskStep) -> list[str] | None:
+        """The step's reference solution, run as the oracle runs ``solve.sh``."""
+        if step.solution_dir is None:
+            return None
+        files = sorted(p for p in step.solution_dir.rglob("*") if p.is_file())
+        writes = [_write_file_command(f"{SOLUTION_DIR}/{p.relative_to(step.solution_dir).as_posix()}", p) for p in files]
+        env = {"DEBIAN_FRONTEND": "noninteractive", **resolve_env(self.config.solution_env, self._config_file, "solution")}
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        script = f"{SOLUTION_DIR}/solve.sh"
+        inner = f"cd {shlex.quote(self.workdir)} && {exports}({script}) > {AGENT_LOGS}/oracle.txt 2>&1"
+        user = step.config.agent_user or self.agent_user
+        return [f"rm -rf {SOLUTION_DIR} && mkdir -p {SOLUTION_DIR}\n" + "\n".join(writes),
+                f"chmod +x {script} && {as_user(inner, user)}"]
+
+    def combine_steps(self, grades: list[Grade | None]) -> Grade:
+        """The trial's grade from its steps' grades, as Harbor's multi-step trial derives it.
+
+        ``mean``: per-key mean over the steps that have rewards (a key a step lacks counts 0);
+        ``final``: the last step's rewards. The reward is valid only if every step's was.
+        """
+        ran = [g for g in grades if g is not None]
+        with_rewards = [g.details.get("rewards") or {} for g in ran if g.details.get("reward_valid")]
+        details: dict[str, Any] = {"steps": [g.to_dict() for g in ran],
+                                   "multi_step_reward_strategy": self.config.multi_step_reward_strategy}
+        if self.config.multi_step_reward_strategy == "final":
+            last = ran[-1] if ran else None
+            rewards = (last.details.get("rewards") or {}) if last is not None and last.details.get("reward_valid") else {}
+        else:
+            keys = list(dict.fromkeys(k for r in with_rewards for k in r))
+            rewards = {k: sum(r.get(k, 0.0) for r in with_rewards) / len(with_rewards) for k in keys}
+        invalid = [g.details.get("step") for g in ran if not g.details.get("reward_valid")]
+        if not rewards or invalid:
+            why = f"no valid reward from step(s) {', '.join(map(str, invalid))}" if invalid else "no step has a reward"
+            return _no_reward(details, why)
+        details.update(reward_valid=True, rewards=rewards)
+        score = rewards["reward"] if "reward" in rewards else next(iter(rewards.values()))
+        return Grade(score, score >= 1.0, details)
 
     # -- the oracle ----------------------------------------------------------------------------
 
@@ -290,9 +512,20 @@ class HarborTask(Task):
         files = self.solution_files or sorted(p for p in self.solution_dir.rglob("*") if p.is_file())
         writes = [_write_file_command(f"{SOLUTION_DIR}/{p.relative_to(self.solution_dir).as_posix()}", p)
                   for p in files]
-        env = resolve_env(self.config.solution_env, self._config_file, "solution")
-        exports = "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
-        run = f"cd {shlex.quote(self.workdir)} && {'env ' + exports if exports else ''}bash {SOLUTION_DIR}/{self.solution_script}"
+        if self.config.layout == "terminal-bench":  # Terminal-Bench 1 runs `bash solution.sh`
+            env = resolve_env(self.config.solution_env, self._config_file, "solution")
+            exports = "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
+            run = (f"cd {shlex.quote(self.workdir)} && {'env ' + exports if exports else ''}"
+                   f"bash {SOLUTION_DIR}/{self.solution_script}")
+            return [f"mkdir -p {SOLUTION_DIR}\n" + "\n".join(writes), run]
+        # Harbor's oracle runs the script itself (chmod +x; its shebang decides) with
+        # DEBIAN_FRONTEND=noninteractive and [solution.env], as the agent user, output to oracle.txt.
+        env = {"DEBIAN_FRONTEND": "noninteractive",
+               **resolve_env(self.config.solution_env, self._config_file, "solution")}
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        script = f"{SOLUTION_DIR}/{self.solution_script}"
+        inner = f"cd {shlex.quote(self.workdir)} && {exports}({script}) > {AGENT_LOGS}/oracle.txt 2>&1"
+        run = f"chmod +x {script} && {as_user(inner, self.agent_user)}"
         return [f"mkdir -p {SOLUTION_DIR}\n" + "\n".join(writes), run]
 
 
@@ -313,3 +546,74 @@ def _write_file_command(dest: str, source: Path) -> str:
         return f"{mkdir} && cat > {q} <<'{delimiter}'\n{text}{delimiter}\nchmod {mode} {q}"
     encoded = base64.b64encode(data).decode()
     return f"{mkdir} && echo {encoded} | base64 -d > {q} && chmod {mode} {q}"
+
+
+def _no_reward(details: dict[str, Any], why: str) -> Grade:
+    """Harbor's "no valid reward": score 0, marked so means and pass rates can leave it out."""
+    details["reward_valid"] = False
+    return Grade(0.0, False, details, error=why)
+
+
+def _build_within(seconds: float, build: Any) -> str:
+    """Run ``build`` and fail once ``build_timeout_sec`` has passed (Harbor's EnvironmentStartTimeoutError)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(build)
+    try:
+        return future.result(timeout=seconds)
+    except FutureTimeout:
+        raise TimeoutError(f"the image build ran past build_timeout_sec = {seconds:g} s") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _check_copy_from(dockerfile: Path) -> None:
+    """``COPY --from=<image>`` needs that image on the host; say so plainly instead of Docker's DNS error."""
+    import docker.errors
+
+    from termgym.sandbox.base import BackendUnavailable
+    from termgym.sandbox.images import docker_client
+
+    text = re.sub(r"\\\r?\n", " ", dockerfile.read_text(encoding="utf-8"))
+    stages = {m.lower() for m in re.findall(r"^\s*FROM\s+\S+\s+AS\s+(\S+)", text, re.IGNORECASE | re.MULTILINE)}
+    sources = re.findall(r"^\s*COPY\s+.*?--from=(\S+)", text, re.IGNORECASE | re.MULTILINE)
+    client = None
+    for source in sources:
+        if source.lower() in stages or source.isdigit():
+            continue
+        client = client or docker_client()
+        try:
+            client.images.get(source)
+        except docker.errors.ImageNotFound:
+            raise BackendUnavailable(
+                f"{dockerfile} copies from the image {source} (COPY --from={source}), which is not on the Docker "
+                f"host, and no registry is reachable: `docker load` it or build and tag it as {source}"
+            ) from None
+
+
+def _warn_stand_in_base(task_id: str, dockerfile: Path) -> str | None:
+    """Warn (and return why) when a task's FROM image is termgym's Debian base re-tagged (e.g. as ubuntu:24.04)."""
+    import docker.errors
+
+    from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client, dockerfile_bases
+
+    client = docker_client()
+    try:
+        base_id = client.images.get(DEFAULT_BASE_IMAGE).id
+    except docker.errors.ImageNotFound:
+        return None
+    for name in dockerfile_bases(dockerfile.read_text(encoding="utf-8")):
+        if name.split(":")[0] == DEFAULT_BASE_IMAGE.split(":")[0]:
+            continue
+        try:
+            image = client.images.get(name)
+        except docker.errors.ImageNotFound:
+            continue
+        if image.id == base_id:
+            why = (f"its base image {name} is termgym's {DEFAULT_BASE_IMAGE} re-tagged, a stand-in with another OS "
+                   "and Python than the task was written for; its scores are not comparable with Harbor's")
+            _log.warning("Harbor task %r: %s", task_id, why)
+            return why
+    return None

@@ -61,13 +61,18 @@ def run_trial(
     sandbox = None
     try:
         commands: list[str] = []
-        if agent == "oracle":
+        if agent == "oracle" and not task.steps:  # a multi-step task's solutions are per step
             oracle = task.oracle_commands()
             if oracle is None:
                 raise ValueError("the task has no solution (solution/solve.sh, solution.sh or solution.yaml)")
             commands = oracle
         sandbox = make_sandbox(backend, task.sandbox_spec(), **(sandbox_options or {}))
         sandbox.start()
+        if task.steps:
+            grade = _run_steps(task, agent, sandbox, result, agent_timeout)
+            result.score = grade.score
+            result.grade = grade.to_dict()
+            return result
         task.setup(sandbox)
         limit = agent_timeout if agent_timeout is not None else task.time_limit
         deadline = None if limit is None else time.monotonic() + limit
@@ -109,6 +114,47 @@ def run_trial(
         task.teardown()
         result.duration = round(time.monotonic() - started, 3)
     return result
+
+
+def _run_steps(task: HarborTask, agent: str, sandbox: Any, result: TrialResult, agent_timeout: float | None) -> Grade:
+    """A multi-step trial, as Harbor's: for each step prepare, run the agent, verify; stop early on
+    a step that failed without a reward or fell below its ``min_reward``; then combine the steps."""
+    sandbox.agent_user = task.agent_user
+    grades: list[Grade | None] = []
+    outputs: list[str] = []
+    for index, step in enumerate(task.steps):
+        problem = task.prepare_step(sandbox, step, first=index == 0)
+        if problem:
+            outputs.append(problem)
+        commands: list[str] = []
+        if agent == "oracle":
+            commands = task.step_oracle_commands(step) or []
+            if not commands:
+                raise ValueError(f"step {step.name!r} has no solution (steps/{step.name}/solution/solve.sh)")
+        limit = agent_timeout if agent_timeout is not None else (step.config.agent_timeout_sec or task.time_limit)
+        deadline = None if limit is None else time.monotonic() + limit
+        timed_out = False
+        for command in commands:
+            remaining = None if deadline is None else max(0.1, deadline - time.monotonic())
+            res = sandbox.exec(command, timeout=remaining)
+            outputs.append(res.output)
+            if res.timed_out:
+                timed_out = result.agent_timed_out = True
+                break
+        grade = task.grade_step(sandbox, step, "time_limit" if timed_out else "submitted")
+        grades.append(grade)
+        if not grade.details.get("reward_valid") or _below(grade.details.get("rewards") or {}, step.config.min_reward):
+            break
+    result.agent_output = "\n".join(outputs)[-4000:]
+    return task.combine_steps(grades)
+
+
+def _below(rewards: dict[str, float], min_reward: Any) -> bool:
+    """Whether a step's rewards miss its ``min_reward`` (a number gates the ``reward`` key)."""
+    if min_reward is None:
+        return False
+    thresholds = {"reward": min_reward} if isinstance(min_reward, (int, float)) else min_reward
+    return any(rewards.get(key, float("-inf")) < float(threshold) for key, threshold in thresholds.items())
 
 
 @dataclass
