@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+. scripts/venv.sh
 termgym list
 termgym eval termgym/SweSynth-v0 --agent oracle --split test --limit 20 -n 4 -o runs/quickstart
 termgym view runs/quickstart

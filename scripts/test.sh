@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite (the README's test command runs setup first). Docker tests fail, not skip, when no
-# engine is running: run `bash scripts/setup.sh --all` first.
+# engine is running: run `bash scripts/setup.sh --all` first. Runs in the environment setup made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/venv.sh
 # tests/benchmarks runs `python -m benchmarks --quick`, so the benchmarks cannot rot.
-python3 -m pytest -q -p no:cacheprovider --durations=15 "$@"
+python -m pytest -q -p no:cacheprovider --durations=15 "$@"
