@@ -8,8 +8,8 @@ written, and the test checks what the quick start promises: every oracle episode
 report exists, with termgym installed in the project's ``.venv``.
 
 The quick start's sandboxes are bubblewrap sandboxes: unsharing their namespaces and mounting
-inside a container needs CAP_SYS_ADMIN and no seccomp/AppArmor/masked-/proc confinement
-(:data:`SANDBOX_CAPABLE`). That is ``--privileged`` minus the capabilities a host may withhold
+inside a container needs CAP_SYS_ADMIN, CAP_NET_ADMIN (the loopback of its network namespace) and
+no seccomp/AppArmor/masked-/proc confinement (:data:`SANDBOX_CAPABLE`). That is ``--privileged`` minus the capabilities a host may withhold
 (this CI's Docker host has no CAP_SYS_RESOURCE, so ``--privileged`` itself cannot start).
 The container reaches the same Debian mirror and PyPI as this machine; when this machine trusts a
 local CA (a TLS-inspecting proxy), its CA bundle is handed to pip as it would be on such a network.
@@ -30,8 +30,8 @@ FRESH_PACKAGES = ("python3", "git")
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 QUICKSTART_TASKS = 20
 #: What bubblewrap needs inside a container.
-SANDBOX_CAPABLE = ("--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined", "--security-opt",
-                   "apparmor=unconfined", "--security-opt", "systempaths=unconfined")
+SANDBOX_CAPABLE = ("--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
+                   "--security-opt", "apparmor=unconfined", "--security-opt", "systempaths=unconfined")
 
 
 def readme_quickstart_command(readme: Path = REPO / "README.md") -> str:
@@ -95,6 +95,8 @@ def test_readme_quickstart_on_a_fresh_debian_12(fresh_image, tmp_path):
     assert "VENV_OK" in proc.stdout, f"no .venv/bin/termgym after the quick start:\n{log[-3000:]}"
     assert "source .venv/bin/activate" in proc.stdout, "setup did not say how to activate the venv"
     summary = json.loads((out / "quickstart" / "summary.json").read_text())
-    assert summary["episodes"] == QUICKSTART_TASKS and summary["solved"] == QUICKSTART_TASKS, summary
+    assert summary["episodes"] == QUICKSTART_TASKS and summary["solved"] == QUICKSTART_TASKS, (
+        f"the quick start solved {summary['solved']} of {summary['episodes']} (errors: {summary['error_types']}, "
+        f"ends: {summary['end_reasons']}):\n{log[-4000:]}")
     report = (out / "quickstart" / "report.html").read_text()
     assert "<html" in report.lower() and "SweSynth" in report
