@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: make fresh_images importable
 
 
 @pytest.fixture(scope="session")

@@ -1,18 +1,19 @@
-"""The README's quick start, run verbatim on a fresh Debian 12 machine.
+"""The README's quick start, run verbatim on a fresh Debian 12 and a fresh Ubuntu 24.04 machine.
 
-The "machine" is a container from a minimal Debian 12 root file system holding nothing but
-``python3`` and ``git`` (debootstrap, then ``docker import``, with termgym's own image builder; the
-image is kept between runs and rebuilt only when its recipe changes). The container clones the
-repository (its committed ``HEAD``), runs the first command of the README's quick start exactly as
-written, and the test checks what the quick start promises: every oracle episode passed and the
-report exists, with termgym installed in the project's ``.venv``.
+Each "machine" is a container from a minimal root file system holding nothing but ``python3`` and
+``git`` (debootstrap, then ``docker import``: see :mod:`fresh_images`; the images are kept between
+runs and rebuilt only when their recipe changes). The container clones the repository (its
+committed ``HEAD``), runs the first command of the README's quick start exactly as written, and the
+test checks what the quick start promises: every oracle episode passed and the report exists, with
+termgym installed in the project's ``.venv``.
 
 The quick start's sandboxes are bubblewrap sandboxes: unsharing their namespaces and mounting
 inside a container needs CAP_SYS_ADMIN, CAP_NET_ADMIN (the loopback of its network namespace) and
-no seccomp/AppArmor/masked-/proc confinement (:data:`SANDBOX_CAPABLE`). That is ``--privileged`` minus the capabilities a host may withhold
-(this CI's Docker host has no CAP_SYS_RESOURCE, so ``--privileged`` itself cannot start).
-The container reaches the same Debian mirror and PyPI as this machine; when this machine trusts a
-local CA (a TLS-inspecting proxy), its CA bundle is handed to pip as it would be on such a network.
+no seccomp/AppArmor/masked-/proc confinement (:data:`SANDBOX_CAPABLE`). That is ``--privileged``
+minus the capabilities a host may withhold (this CI's Docker host has no CAP_SYS_RESOURCE, so
+``--privileged`` itself cannot start). The containers reach the same mirrors and PyPI as this
+machine; when this machine trusts a local CA (a TLS-inspecting proxy), its CA bundle is handed to
+pip as it would be on such a network.
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import fresh_images
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FRESH_IMAGE = "termgym/fresh-debian:12"
-FRESH_PACKAGES = ("python3", "git")
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 QUICKSTART_TASKS = 20
 #: What bubblewrap needs inside a container.
@@ -50,19 +50,21 @@ def test_readme_quickstart_command_is_found():
     assert readme_quickstart_command() == "bash scripts/quickstart.sh"
 
 
-@pytest.fixture(scope="session")
-def fresh_image(docker_client) -> str:
-    from termgym.sandbox.images import build_base_image
+MACHINES = {"debian-12": fresh_images.build_debian, "ubuntu-24.04": fresh_images.build_ubuntu}
 
+
+@pytest.fixture(scope="session", params=list(MACHINES))
+def fresh_image(request, docker_client) -> tuple[str, str]:
     started = time.monotonic()
-    build_base_image(FRESH_IMAGE, packages=FRESH_PACKAGES, client=docker_client, log=print)
-    print(f"fresh image ready in {time.monotonic() - started:.0f} s")
-    return FRESH_IMAGE
+    image = MACHINES[request.param](docker_client)
+    print(f"{image} ready in {time.monotonic() - started:.0f} s")
+    return request.param, image
 
 
 @pytest.mark.slow
 @pytest.mark.docker
-def test_readme_quickstart_on_a_fresh_debian_12(fresh_image, tmp_path):
+def test_readme_quickstart_on_a_fresh_machine(fresh_image, tmp_path):
+    machine, image = fresh_image
     command = readme_quickstart_command()
     # The repository as a clone source the container can read (a worktree's .git points elsewhere).
     subprocess.run(["git", "clone", "--quiet", "--bare", str(REPO), str(tmp_path / "termgym.git")], check=True)
@@ -86,11 +88,11 @@ def test_readme_quickstart_on_a_fresh_debian_12(fresh_image, tmp_path):
     if HOST_CA_BUNDLE.is_file():
         docker += ["-v", f"{HOST_CA_BUNDLE}:/host-ca.crt:ro", "-e", "PIP_CERT=/host-ca.crt"]
     started = time.monotonic()
-    proc = subprocess.run([*docker, fresh_image, "bash", "-c", script], capture_output=True, text=True,
+    proc = subprocess.run([*docker, image, "bash", "-c", script], capture_output=True, text=True,
                           timeout=1800)
     took = time.monotonic() - started
     log = proc.stdout + proc.stderr
-    print(f"`{command}` on a fresh Debian 12 container took {took:.0f} s\n{log[-3000:]}")
+    print(f"`{command}` on a fresh {machine} container took {took:.0f} s\n{log[-3000:]}")
     assert proc.returncode == 0, f"`{command}` failed (exit {proc.returncode}):\n{log[-6000:]}"
     assert "VENV_OK" in proc.stdout, f"no .venv/bin/termgym after the quick start:\n{log[-3000:]}"
     assert "source .venv/bin/activate" in proc.stdout, "setup did not say how to activate the venv"
