@@ -29,7 +29,8 @@ distro=$(. /etc/os-release && echo "${ID:-unknown}")
 # python3-venv: the venv module with ensurepip (Debian and Ubuntu ship it apart from python3);
 # python3-pytest: SWE-SYNTH grades with the system python3 that the local sandbox mounts.
 packages=(bubblewrap python3-venv python3-pytest git curl ca-certificates tmux procps)
-[ "$want_docker" = 1 ] && packages+=(docker.io debootstrap)
+# debian-archive-keyring: the base image is Debian 12, also when built on Ubuntu.
+[ "$want_docker" = 1 ] && packages+=(docker.io debootstrap debian-archive-keyring)
 [ "$want_all" = 1 ] && packages+=(sqlite3)
 # The report test's headless browser. Ubuntu's chromium package is only a wrapper that installs a
 # snap (no snapd in containers and CI), so Ubuntu gets Google Chrome's .deb below instead.
