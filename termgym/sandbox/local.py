@@ -254,6 +254,9 @@ class BubblewrapSandbox(Sandbox):
         finally:
             sel.close()
         if (timed_out or flooded) and not shell_died:
+            # One more sweep: a child forked while the sandbox froze for the last one can escape it
+            # (seen under load in stateless mode, where it outlives its subshell).
+            self._kill_commands()
             self._await_reaped()
         duration = time.monotonic() - started
         text = out.text()
