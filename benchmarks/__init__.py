@@ -1,7 +1,7 @@
 """termgym's performance benchmarks, side by side with what users would pick instead.
 
-``python -m benchmarks [--quick] [--only NAME ...] [--out DIR]`` (or ``termgym bench`` from a source
-checkout) runs, in one process on one machine:
+``python -m benchmarks [--quick] [--only NAME ...] [--out DIR | --update-results]`` (or ``termgym
+bench`` from a source checkout) runs, in one process on one machine:
 
 1. ``step`` — per-step overhead of a trivial command (:mod:`benchmarks.step_overhead`);
 2. ``reset`` — SWE-SYNTH reset latency and container start (:mod:`benchmarks.reset_latency`);
@@ -9,7 +9,9 @@ checkout) runs, in one process on one machine:
 4. ``throughput`` — oracle episodes per second and memory under concurrency (:mod:`benchmarks.throughput`);
 5. ``generation`` — SWE-SYNTH task generation rate and yield per bug type (:mod:`benchmarks.generation`);
 
-and writes ``RESULTS.md``, ``results.json`` and PNG plots into ``DIR`` (default: this folder).
+and writes ``RESULTS.md``, ``results.json`` and PNG plots into ``DIR`` (default: a new folder
+``runs/bench/<UTC time>`` under the current directory). The committed results in this folder change
+only with ``--update-results``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ BENCHMARKS = {
 }
 #: Run order: generation first, so that without a bundled suite its tasks serve the others.
 RUN_ORDER = ["step", "generation", "reset", "grading", "throughput"]
-DEFAULT_OUT = Path(__file__).resolve().parent
+#: Where ``--update-results`` writes: the committed report beside this file.
+COMMITTED_RESULTS = Path(__file__).resolve().parent
+
+
+def default_out_dir(now: float | None = None) -> Path:
+    """A fresh run folder, ``runs/bench/<UTC time>`` under the current directory."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return Path.cwd() / "runs" / "bench" / stamp
 
 
 def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
@@ -47,8 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a small version of every benchmark (CI; under 3 minutes on 2 cores)")
     parser.add_argument("--only", action="append", default=None, metavar="NAME",
                         help=f"run only these benchmarks (repeatable or comma-separated): {', '.join(BENCHMARKS)}")
-    parser.add_argument("--out", default=None, metavar="DIR",
-                        help=f"where RESULTS.md, results.json and the plots go (default: {DEFAULT_OUT})")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None, metavar="DIR",
+                       help="where RESULTS.md, results.json and the plots go (default: runs/bench/<UTC time>)")
+    where.add_argument("--update-results", action="store_true",
+                       help=f"overwrite the committed results in {COMMITTED_RESULTS} instead")
 
 
 def selected(only: list[str] | None) -> list[str]:
@@ -72,7 +84,10 @@ def run(args: argparse.Namespace, command: str) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out_dir = Path(args.out).resolve() if args.out else DEFAULT_OUT
+    if getattr(args, "update_results", False):
+        out_dir = COMMITTED_RESULTS
+    else:
+        out_dir = Path(args.out).resolve() if args.out else default_out_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     machine = machine_info()
     date = utc_now()

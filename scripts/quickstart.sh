@@ -5,7 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+. scripts/venv.sh
 termgym list
 termgym eval termgym/SweSynth-v0 --agent oracle --split test --limit 20 -n 4 -o runs/quickstart
 termgym view runs/quickstart
 echo "open runs/quickstart/report.html in a browser"
+# The oracle solves every task: anything less means this machine cannot run the sandboxes.
+python - <<'CHECK'
+import json, sys
+summary = json.load(open("runs/quickstart/summary.json"))
+if summary["solved"] != summary["episodes"]:
+    sys.exit(f"the oracle solved only {summary['solved']} of {summary['episodes']} tasks: "
+             "run `termgym doctor` to see what this machine lacks")
+CHECK

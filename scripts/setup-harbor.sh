@@ -9,7 +9,7 @@ SPEC="${TERMGYM_HARBOR_SPEC:-harbor>=0.26,<0.27}"
 # Terminal-Bench 1's harness, for its pytest parser only (installed without its dependencies).
 TB_SPEC="${TERMGYM_TB1_SPEC:-terminal-bench==0.2.18}"
 
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import harbor.verifier.verifier, importlib.metadata as m; assert m.version("harbor").startswith("0.26."); m.version("terminal-bench"); import gymnasium, yaml' 2>/dev/null; then
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import harbor.verifier.verifier, importlib.metadata as m; assert m.version("harbor").startswith("0.26."); m.version("terminal-bench"); import gymnasium, yaml, pytest, docker' 2>/dev/null; then
   echo "$VENV/bin/python"; exit 0
 fi
 
@@ -29,14 +29,15 @@ PY="$(find_python)" || { echo "setup-harbor: no Python >= 3.12 found (Harbor nee
 if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import harbor.verifier.verifier' 2>/dev/null; then
   # Harbor is there; Terminal-Bench 1 or termgym's dependencies are missing.
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "$TB_SPEC" >&2
-  "$VENV/bin/pip" install -q --disable-pip-version-check "gymnasium>=1.0" "pyyaml>=6.0" >&2
+  "$VENV/bin/pip" install -q --disable-pip-version-check "gymnasium>=1.0" "pyyaml>=6.0" "pytest>=8" pytest-timeout "docker>=7.0" >&2
   echo "$VENV/bin/python"; exit 0
 fi
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check "$SPEC" >&2
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "$TB_SPEC" >&2
-# termgym's own dependencies, so termgym (on PYTHONPATH) runs there with harbor importable.
-"$VENV/bin/pip" install -q --disable-pip-version-check "gymnasium>=1.0" "pyyaml>=6.0" >&2
+# termgym's own dependencies, so termgym (on PYTHONPATH) runs there with harbor importable, and
+# pytest + docker for the tests of Harbor's agents on termgym (tests/agents_external).
+"$VENV/bin/pip" install -q --disable-pip-version-check "gymnasium>=1.0" "pyyaml>=6.0" "pytest>=8" pytest-timeout "docker>=7.0" >&2
 "$VENV/bin/python" -c 'import harbor.verifier.verifier' >&2
 echo "$VENV/bin/python"

@@ -1,4 +1,4 @@
-"""``termgym bench``: run termgym's benchmarks and write ``benchmarks/RESULTS.md`` (source checkouts only).
+"""``termgym bench``: run termgym's benchmarks and write their report (source checkouts only).
 
 The benchmarks live in the repository's top-level ``benchmarks/`` package, next to ``termgym/``;
 they are not part of the installed wheel. This command finds them beside an editable install
@@ -24,7 +24,7 @@ NOT_A_CHECKOUT = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "bench", help="run the benchmarks and write benchmarks/RESULTS.md (from a source checkout)",
+        "bench", help="run the benchmarks and write a report under runs/bench/ (from a source checkout)",
         description="Run termgym's benchmarks side by side with mini-swe-agent, raw subprocess/pexpect and raw "
                     "Docker, and write RESULTS.md, results.json and PNG plots. Needs a source checkout "
                     "(the benchmarks/ folder is not installed with the package).")
@@ -32,8 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a small version of every benchmark (CI; under 3 minutes on 2 cores)")
     parser.add_argument("--only", action="append", default=None, metavar="NAME",
                         help=f"run only these benchmarks (repeatable or comma-separated): {', '.join(BENCH_NAMES)}")
-    parser.add_argument("--out", default=None, metavar="DIR",
-                        help="where RESULTS.md, results.json and the plots go (default: the checkout's benchmarks/)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None, metavar="DIR",
+                       help="where RESULTS.md, results.json and the plots go (default: runs/bench/<UTC time>)")
+    where.add_argument("--update-results", action="store_true",
+                       help="overwrite the committed results in the checkout's benchmarks/ instead")
     parser.set_defaults(func=run)
 
 
@@ -81,4 +84,6 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--only", name]
     if args.out:
         argv += ["--out", args.out]
+    if args.update_results:
+        argv += ["--update-results"]
     return module.run(args, shlex.join(["termgym", *argv]))

@@ -97,6 +97,9 @@ while IFS= read -r -d '' __tg_cmd; do
       continue
     fi
   fi
+  # bash reports jobs killed since the last command at the next one it runs: swallow those notices
+  # here (the supervisor returns only once every killed process is a zombie, so none comes later).
+  jobs >/dev/null 2>&1
   if [ "$__tg_mode" = stateless ]; then
     ( cd -- "$__tg_wd" && eval "$__tg_cmd" ) </dev/null
   else

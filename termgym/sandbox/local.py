@@ -67,13 +67,19 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 # "<code>\n". Stdout/stderr of the user's command are the shell's own (one pipe to the host).
 _PERSISTENT_LOOP = r"""
 while IFS= read -r -d '' __tg_cmd; do
+  jobs >/dev/null 2>&1  # swallow notices of jobs that died since the last command (see _JOBS_NOTE)
   eval "$__tg_cmd" </dev/null {fd}>&-
   printf '%d\n' "$?" >&{fd}
 done
 """
+# _JOBS_NOTE: bash reports a background job killed by a signal ("line 3: 7 Killed sleep 1000") at
+# the next command it runs, i.e. inside the next observation. Listing the jobs to /dev/null first
+# consumes those notices; the host waits for killed processes to be reaped before it returns
+# (_await_reaped), so no notice can arrive after that listing.
 # Stateless: every command in a fresh subshell started in the workdir with the initial environment.
 _STATELESS_LOOP = r"""
 while IFS= read -r -d '' __tg_cmd; do
+  jobs >/dev/null 2>&1
   ( cd "$__tg_workdir" && eval "$__tg_cmd" ) </dev/null {fd}>&-
   printf '%d\n' "$?" >&{fd}
 done
@@ -363,6 +369,11 @@ class BubblewrapSandbox(Sandbox):
             _drain(out_fd, out)
         finally:
             sel.close()
+        if (timed_out or flooded) and not shell_died:
+            # One more sweep: a child forked while the sandbox froze for the last one can escape it
+            # (seen under load in stateless mode, where it outlives its subshell).
+            self._kill_commands()
+            self._await_reaped()
         duration = time.monotonic() - started
         text = out.text()
         if flooded:
@@ -378,6 +389,7 @@ class BubblewrapSandbox(Sandbox):
         if self._pids_exhausted():
             # A fork bomb (or a runaway spawner) left the sandbox unable to start anything.
             self._kill_commands()
+            self._await_reaped()
             text += (f"\n[the sandbox reached its process limit ({self.spec.limits.pids}); "
                      "every background process was killed]")
         if timed_out:
@@ -636,6 +648,22 @@ class BubblewrapSandbox(Sandbox):
                 if not freezer:
                     time.sleep(0.01)
 
+    def _await_reaped(self, timeout: float = 2.0) -> None:
+        """Wait until every child the shell had is dead (a zombie or reaped): see _JOBS_NOTE.
+
+        A zombie has already signalled the shell, which reaps it before it reads the next command.
+        """
+        shell = self._shell()
+        deadline = time.monotonic() + timeout
+        while shell is not None and time.monotonic() < deadline:
+            try:
+                children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+            except OSError:
+                return
+            if all(_is_zombie(int(pid)) for pid in children):
+                return
+            time.sleep(0.01)
+
     def _kill_all(self) -> None:
         proc = self._proc
         if proc is not None:
@@ -738,6 +766,15 @@ def _drain(fd: int, out: OutputBuffer) -> None:
         if not chunk:
             return
         out.feed(chunk)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie, or gone already)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def _pidns(pid: int) -> str | None:

@@ -141,3 +141,59 @@ def test_termgym_bench_finds_the_checkout():
     module = find_benchmarks([REPO])
     assert module is not None and Path(module.__file__).resolve() == REPO / "benchmarks" / "__init__.py"
     assert hasattr(module, "run") and list(module.BENCHMARKS) == SECTIONS
+
+
+TINY_BENCHMARK = '''"""A one-line benchmark for the output-folder tests.
+
+It measures nothing worth keeping."""
+from benchmarks.common import Section
+
+TITLE = "Tiny"
+
+
+def run(ctx):
+    return Section("tiny", TITLE, "nothing", data={"out_dir": str(ctx.out_dir)})
+'''
+
+
+@pytest.fixture
+def tiny_benchmarks(tmp_path, monkeypatch):
+    """The real entry point with one trivial benchmark registered, run from ``tmp_path``."""
+    sys.path.insert(0, str(REPO))
+    import benchmarks
+
+    (tmp_path / "tiny_bench.py").write_text(TINY_BENCHMARK)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(benchmarks, "BENCHMARKS", {"tiny": "tiny_bench"})
+    monkeypatch.setattr(benchmarks, "RUN_ORDER", ["tiny"])
+    monkeypatch.chdir(tmp_path)
+    return benchmarks
+
+
+def _committed_results() -> dict[str, bytes]:
+    return {name: (REPO / "benchmarks" / name).read_bytes() for name in ("RESULTS.md", "results.json")}
+
+
+def test_a_run_writes_a_new_run_folder_and_leaves_committed_results_alone(tiny_benchmarks, tmp_path):
+    before = _committed_results()
+    assert tiny_benchmarks.main([]) == 0
+    runs = sorted((tmp_path / "runs" / "bench").iterdir())
+    assert runs and all((run / "RESULTS.md").is_file() and (run / "results.json").is_file() for run in runs)
+    assert json.loads((runs[-1] / "results.json").read_text())["benchmarks"]["tiny"]["data"]["out_dir"] == str(runs[-1])
+    assert _committed_results() == before
+
+
+def test_update_results_writes_the_committed_folder(tiny_benchmarks, tmp_path, monkeypatch):
+    committed = tmp_path / "committed"
+    monkeypatch.setattr(tiny_benchmarks, "COMMITTED_RESULTS", committed)
+    assert tiny_benchmarks.main(["--update-results"]) == 0
+    assert (committed / "RESULTS.md").is_file()
+    assert "--update-results" in (committed / "RESULTS.md").read_text()
+    assert not (tmp_path / "runs").exists()
+
+
+def test_out_and_update_results_together_is_an_error():
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--out", "x", "--update-results"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "not allowed with argument" in proc.stderr

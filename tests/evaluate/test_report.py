@@ -14,7 +14,27 @@ from termgym.evaluate import evaluate
 from termgym.evaluation.report import histogram_svg, write_report
 
 TASKS = "right-1,wrong-answer,bad-format,too-long,down,injection"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def find_browser() -> str | None:
+    """A headless-capable Chromium: Debian's ``chromium``, else Google Chrome (what setup installs on
+    Ubuntu). Ubuntu's ``chromium``/``chromium-browser`` are wrappers that want a snap: skipped."""
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path is None:
+            continue
+        real = Path(path).resolve()
+        if str(real).startswith("/snap/"):
+            continue
+        with open(real, "rb") as f:
+            head = f.read(4096)
+        if head.startswith(b"#!") and b"snap" in head:
+            continue
+        return path
+    return None
+
+
+CHROMIUM = find_browser()
 
 
 @pytest.fixture
@@ -64,7 +84,7 @@ def _chromium(url: str, tmp_path: Path) -> tuple[str, list[str]]:
     return proc.stdout, console
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")
+@pytest.mark.skipif(CHROMIUM is None, reason="needs a Chromium: bash scripts/setup.sh --all (Debian: chromium, Ubuntu: Google Chrome)")
 def test_report_renders_in_headless_chromium_without_script_errors(run_dir, tmp_path):
     # The detector works: a page with a script error is caught.
     broken = tmp_path / "broken.html"

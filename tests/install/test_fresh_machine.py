@@ -1,0 +1,104 @@
+"""The README's quick start, run verbatim on a fresh Debian 12 and a fresh Ubuntu 24.04 machine.
+
+Each "machine" is a container from a minimal root file system holding nothing but ``python3`` and
+``git`` (debootstrap, then ``docker import``: see :mod:`fresh_images`; the images are kept between
+runs and rebuilt only when their recipe changes). The container clones the repository (its
+committed ``HEAD``), runs the first command of the README's quick start exactly as written, and the
+test checks what the quick start promises: every oracle episode passed and the report exists, with
+termgym installed in the project's ``.venv``.
+
+The quick start's sandboxes are bubblewrap sandboxes: unsharing their namespaces and mounting
+inside a container needs CAP_SYS_ADMIN, CAP_NET_ADMIN (the loopback of its network namespace) and
+no seccomp/AppArmor/masked-/proc confinement (:data:`SANDBOX_CAPABLE`). That is ``--privileged``
+minus the capabilities a host may withhold (this CI's Docker host has no CAP_SYS_RESOURCE, so
+``--privileged`` itself cannot start). The containers reach the same mirrors and PyPI as this
+machine; when this machine trusts a local CA (a TLS-inspecting proxy), its CA bundle is handed to
+pip as it would be on such a network.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import fresh_images
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+QUICKSTART_TASKS = 20
+#: What bubblewrap needs inside a container.
+SANDBOX_CAPABLE = ("--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
+                   "--security-opt", "apparmor=unconfined", "--security-opt", "systempaths=unconfined")
+
+
+def readme_quickstart_command(readme: Path = REPO / "README.md") -> str:
+    """The first command of the README's quick start block, without its comment."""
+    text = readme.read_text(encoding="utf-8")
+    try:
+        section = text.split("\n## Quick start", 1)[1]
+        block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    except IndexError:
+        raise AssertionError("README.md has no '## Quick start' section with a ```bash block") from None
+    first = next(line for line in block.splitlines() if line.strip())
+    return first.split("#", 1)[0].strip()
+
+
+def test_readme_quickstart_command_is_found():
+    assert readme_quickstart_command() == "bash scripts/quickstart.sh"
+
+
+MACHINES = {"debian-12": fresh_images.build_debian, "ubuntu-24.04": fresh_images.build_ubuntu}
+
+
+@pytest.fixture(scope="session", params=list(MACHINES))
+def fresh_image(request, docker_client) -> tuple[str, str]:
+    started = time.monotonic()
+    image = MACHINES[request.param](docker_client)
+    print(f"{image} ready in {time.monotonic() - started:.0f} s")
+    return request.param, image
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_readme_quickstart_on_a_fresh_machine(fresh_image, tmp_path):
+    machine, image = fresh_image
+    command = readme_quickstart_command()
+    # The repository as a clone source the container can read (a worktree's .git points elsewhere).
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(REPO), str(tmp_path / "termgym.git")], check=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    script = "\n".join([
+        "set -u",
+        # fresh indeed: no pip, no venv module, no bubblewrap
+        "if python3 -m pip --version >/dev/null 2>&1 || command -v bwrap >/dev/null; then",
+        "  echo 'NOT A FRESH MACHINE'; exit 90",
+        "fi",
+        "git clone -q /src/termgym.git /root/termgym && cd /root/termgym || exit 91",
+        f"{command}",
+        "rc=$?",
+        "cp -r runs/quickstart /out/ 2>/dev/null",
+        "test -x .venv/bin/termgym && echo VENV_OK",
+        "exit $rc",
+    ])
+    docker = ["docker", "run", "--rm", *SANDBOX_CAPABLE, "--name", f"termgym-install-test-{tmp_path.name}",
+              "-v", f"{tmp_path / 'termgym.git'}:/src/termgym.git:ro", "-v", f"{out}:/out"]
+    if HOST_CA_BUNDLE.is_file():
+        docker += ["-v", f"{HOST_CA_BUNDLE}:/host-ca.crt:ro", "-e", "PIP_CERT=/host-ca.crt"]
+    started = time.monotonic()
+    proc = subprocess.run([*docker, image, "bash", "-c", script], capture_output=True, text=True,
+                          timeout=1800)
+    took = time.monotonic() - started
+    log = proc.stdout + proc.stderr
+    print(f"`{command}` on a fresh {machine} container took {took:.0f} s\n{log[-3000:]}")
+    assert proc.returncode == 0, f"`{command}` failed (exit {proc.returncode}):\n{log[-6000:]}"
+    assert "VENV_OK" in proc.stdout, f"no .venv/bin/termgym after the quick start:\n{log[-3000:]}"
+    assert "source .venv/bin/activate" in proc.stdout, "setup did not say how to activate the venv"
+    summary = json.loads((out / "quickstart" / "summary.json").read_text())
+    assert summary["episodes"] == QUICKSTART_TASKS and summary["solved"] == QUICKSTART_TASKS, (
+        f"the quick start solved {summary['solved']} of {summary['episodes']} (errors: {summary['error_types']}, "
+        f"ends: {summary['end_reasons']}):\n{log[-4000:]}")
+    report = (out / "quickstart" / "report.html").read_text()
+    assert "<html" in report.lower() and "SweSynth" in report
