@@ -197,6 +197,7 @@ class TermgymAgentLoop(AgentLoopBase):
         assert len(response_ids) == len(response_mask) <= self.response_length
         turn_scores = [float(r) for r in episode["turn_scores"]]
         extra_fields = {
+            **episode["server_fields"],
             "turn_scores": turn_scores,
             "turn_end_positions": episode["turn_end_positions"],
             "reward_placement": self.reward_placement,
@@ -236,6 +237,10 @@ class TermgymAgentLoop(AgentLoopBase):
         grade: dict[str, Any] | None = None
         end_reason = "max_turns"
         assistant_turns = format_errors = stepped_turns = 0
+        # What veRL's server client tags each generation with (the weight versions, ``global_steps``,
+        # ``min_global_steps``/``max_global_steps``): kept from the first turn, with the latest
+        # ``max_global_steps``, as veRL's own tool agent loop does; the v1 trainer reads them.
+        server_fields: dict[str, Any] = {}
 
         while self.max_turns is None or assistant_turns < self.max_turns:
             budget = self.response_length - len(response_mask)
@@ -250,6 +255,7 @@ class TermgymAgentLoop(AgentLoopBase):
                     sampling_params={**sampling_params, "max_tokens": max_tokens},
                 )
             metrics["num_preempted"] += output.num_preempted or 0
+            _merge_server_fields(server_fields, output.extra_fields or {})
             tokens = list(output.token_ids)[:max_tokens]
             if not tokens:
                 end_reason = "turn_truncated"
@@ -321,6 +327,7 @@ class TermgymAgentLoop(AgentLoopBase):
             "assistant_turns": assistant_turns,
             "stepped_turns": stepped_turns,  # assistant turns the env saw (a cut turn is not sent)
             "format_errors": format_errors,
+            "server_fields": server_fields,
         }
 
     def _make_env(self, env_id: str, extra_info: dict[str, Any]):
@@ -369,6 +376,18 @@ class TermgymAgentLoop(AgentLoopBase):
             (directory / name).write_text(json.dumps(record, indent=1, default=str))
         except OSError as exc:  # logging must never fail a rollout
             logger.warning("could not write trajectory %s: %s", directory / name, exc)
+
+
+def _merge_server_fields(fields: dict[str, Any], turn_fields: dict[str, Any]) -> None:
+    """Fold one generation's ``TokenOutput.extra_fields`` into the episode's (see ``_turns``).
+
+    The first turn's fields are kept whole (its ``min_global_steps`` is the oldest weight version
+    the episode saw); later turns only move ``max_global_steps`` forward.
+    """
+    if not fields:
+        fields.update(turn_fields)
+    elif turn_fields.get("max_global_steps") is not None:
+        fields["max_global_steps"] = turn_fields["max_global_steps"]
 
 
 def _observation_message(env, observation: str) -> dict[str, Any]:
