@@ -33,7 +33,7 @@ def test_grpo_recipe_composes_with_the_issue_numbers(grpo, values):
     assert grpo.trainer.n_gpus_per_node == 1 and grpo.trainer.resume_mode == "auto"
     assert list(grpo.trainer.logger) == ["console"]  # W&B is opt-in (--wandb)
     assert grpo.data.max_prompt_length + grpo.data.max_response_length <= rollout.max_model_len
-    assert grpo.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook == "trainers.verl.advantage.register_estimators"
+    assert grpo.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook == "trainers.verl.registry.register_with_verl"
     assert grpo.trainer.default_local_dir == values["CKPT_DIR"]
 
 

@@ -15,7 +15,8 @@ need a GPU. This module stands in for exactly that piece and speaks the same pro
   parameters, which it loads into the server, so every step generates with the updated policy.
 
 :func:`setup_cpu_worker` is the Ray ``worker_process_setup_hook`` for such a run: it selects the CPU
-platform (:mod:`trainers.verl.cpu_platform`), registers the above and termgym's estimator.
+platform (:mod:`trainers.verl.cpu_platform`), registers the above and what the recipe's hook
+registers (:func:`trainers.verl.registry.register_with_verl`).
 """
 
 from __future__ import annotations
@@ -189,12 +190,12 @@ def setup_cpu_worker() -> None:
     rejects when the device is the CPU itself; a veRL worker process (``WG_BACKEND=ray``) therefore
     gets its single gloo group here, before veRL looks (it only initialises one if none exists).
     """
-    from trainers.verl.advantage import register_estimators
     from trainers.verl.cpu_platform import use_cpu_platform
+    from trainers.verl.registry import register_with_verl
 
     use_cpu_platform()
     register_rollout()
-    register_estimators()
+    register_with_verl()
     if os.environ.get("WG_BACKEND") == "ray" and "MASTER_ADDR" in os.environ and not torch.distributed.is_initialized():
         torch.distributed.init_process_group(
             backend="gloo", rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
