@@ -80,9 +80,16 @@ def test_episode_metrics_reach_verls_logger(trained):
         reasons = {k: v for k, v in metrics.items() if k.startswith("termgym/end_reason/")}
         assert reasons and sum(reasons.values()) == pytest.approx(1.0), (step, reasons)
         assert 0.0 <= metrics["termgym/success_rate"] <= 1.0
+        if metrics["termgym/success_rate"] > 0:  # a group of the scripted task: solved in its sandbox
+            assert metrics["termgym/end_reason/submitted"] > 0
+            assert metrics["termgym/reward_events/all_tests_pass"] == metrics["termgym/success_rate"]
         # ProcessReward is on: every episode, cut ones included, ends with exactly one outcome event
         outcomes = sum(metrics.get(f"termgym/reward_events/{name}", 0.0) for name in OUTCOME_EVENTS)
         assert outcomes == pytest.approx(1.0), (step, {k: v for k, v in metrics.items() if "reward_events" in k})
+    # the smoke suite's task 0 is answered by scripted turns (trainers/verl/smoke_suite.py), the others
+    # by the random model: over four steps both successes and failures occur
+    assert any(m["termgym/success_rate"] > 0 for m in steps.values())
+    assert any(m["termgym/success_rate"] < 1 for m in steps.values())
 
 
 def _full(tensor):

@@ -60,6 +60,10 @@ class _CPUDeviceModule(ModuleType):
     def is_available() -> bool:
         return True
 
+    # The device generator is the CPU generator (veRL restores it from a checkpoint's "cpu" entry).
+    get_rng_state = staticmethod(torch.get_rng_state)
+    set_rng_state = staticmethod(torch.set_rng_state)
+
     @staticmethod
     def get_device_name(*args: Any, **kwargs: Any) -> str:
         return "CPU"  # veRL's FLOPs table names torch.cpu "CPU"

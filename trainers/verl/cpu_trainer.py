@@ -96,7 +96,8 @@ def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str 
 def _hydra_json(value: Any) -> str:
     """A JSON value as a quoted Hydra string (the rollout stand-in parses it back)."""
     text = json.dumps(value)
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    # Hydra keeps backslashes in quoted strings (it only unescapes \' and a backslash before a quote)
+    return "'" + text.replace("'", "\\'") + "'"
 
 
 def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48) -> Path:
