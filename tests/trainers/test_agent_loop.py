@@ -298,6 +298,24 @@ def test_a_truncation_request_needs_a_running_episode_and_a_reason():
         env.close()
 
 
+def test_the_servers_weight_version_tags_reach_extra_fields(tiny_model, tiny_tokenizer):
+    # veRL's server client tags every generation with the weight version; the v1 trainer needs the
+    # episode's first min_global_steps and last max_global_steps (as veRL's tool agent loop keeps them)
+    class VersionedServer(TinyTokenServer):
+        async def generate(self, request_id, **kwargs):
+            output = await super().generate(request_id, **kwargs)
+            version = len(self.calls)  # the weights move on between turns (partial rollout)
+            output.extra_fields = {"global_steps": version, "min_global_steps": version, "max_global_steps": version}
+            return output
+
+    server = VersionedServer(tiny_model, tiny_tokenizer, scripts=SCRIPTS)
+    ((loop, output),) = asyncio.run(_play(server, ["listing"]))  # scripted: `ls -la`, then submit
+    turns = output.extra_fields["assistant_turns"]
+    assert turns == 2
+    assert output.extra_fields["min_global_steps"] == 1 and output.extra_fields["global_steps"] == 1
+    assert output.extra_fields["max_global_steps"] == turns
+
+
 def test_response_budget_stops_before_an_observation_that_leaves_no_room(tiny_model, tiny_tokenizer):
     server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts={"Create hello.txt": [COMMAND, COMMAND, COMMAND]})
     ((loop, output),) = asyncio.run(_play(server, ["hello"], response_length=120))
