@@ -293,7 +293,7 @@ class TerminalEnv(gym.Env[str, str]):
             raise ValueError(f"request_truncation needs a non-empty reason string, got {reason!r}")
         self._truncation_request = reason
 
-    def _truncating_step(self, action: str | dict[str, Any], reason: str):
+    def _truncating_step(self, action: str | dict[str, Any], reason: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         assert self.task is not None
         if action not in ("", None):
             self.messages.append(self.protocol.assistant_message(action))
@@ -312,7 +312,8 @@ class TerminalEnv(gym.Env[str, str]):
         """End the running episode from outside (e.g. a trainer ran out of token budget) and grade it.
 
         Returns ``(reward, info)`` as the last step would: ``info["grade"]``, ``info["end_reason"]``
-        (``reason``) and ``info["messages"]``. The sandbox is closed afterwards.
+        (``reason``) and ``info["messages"]``. The sandbox is closed afterwards. Wrappers do not see
+        this call; to end an episode through them, use :meth:`request_truncation` and step.
         """
         if self.done or self.task is None or self.sandbox is None:
             raise RuntimeError("no episode is running: call reset() first")
