@@ -168,6 +168,7 @@ class TerminalEnv(gym.Env[str, str]):
         self.commands: list[str] = []
         self.last_exec: ExecResult | None = None
         self._started_at = 0.0
+        self._truncation_request: str | None = None
 
     # -- gymnasium API ------------------------------------------------------------------------
 
@@ -202,6 +203,7 @@ class TerminalEnv(gym.Env[str, str]):
         self.steps = 0
         self.commands = []
         self.done = False
+        self._truncation_request = None
         self._started_at = time.monotonic()
         info = {
             "task_id": self.task.task_id,
@@ -219,6 +221,8 @@ class TerminalEnv(gym.Env[str, str]):
         """Apply one assistant message; see the class docstring for what comes back."""
         if self.done or self.task is None or self.sandbox is None:
             raise RuntimeError("the episode is over (or never started): call reset() first")
+        if self._truncation_request is not None:
+            return self._truncating_step(action, self._truncation_request)
         parsed = self.protocol.parse(action)
         self.messages.append(self.protocol.assistant_message(action))
         self.steps += 1
@@ -280,11 +284,42 @@ class TerminalEnv(gym.Env[str, str]):
             print(self.render_turn(-2) + "\n" + self.render_turn(-1))
         return observation, reward, terminated, truncated, info
 
+    def request_truncation(self, reason: str) -> None:
+        """Make the next :meth:`step` the episode's last: truncated with ``end_reason`` ``reason``.
+
+        For a driver that must stop an episode at a limit the env does not know (a trainer's token
+        budget, a cut turn): the next ``step(message)`` records ``message`` (possibly ``""``: nothing
+        new was said) as the assistant's last turn without acting on it (``info["action"]["kind"]``
+        is ``"cut"``), grades the episode and returns ``truncated=True`` — a last step that
+        wrappers see like any other.
+        """
+        if self.done or self.task is None or self.sandbox is None:
+            raise RuntimeError("no episode is running: call reset() first")
+        if not isinstance(reason, str) or not reason:
+            raise ValueError(f"request_truncation needs a non-empty reason string, got {reason!r}")
+        self._truncation_request = reason
+
+    def _truncating_step(self, action: str | dict[str, Any], reason: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        assert self.task is not None
+        if action not in ("", None):
+            self.messages.append(self.protocol.assistant_message(action))
+            self.steps += 1
+        info: dict[str, Any] = {"step": self.steps, "task_id": self.task.task_id,
+                                "action": {"kind": "cut", "command": None, "error": None}}
+        self._truncation_request = None
+        grade = self._grade(None, reason)
+        info["grade"] = grade.to_dict()
+        info["end_reason"] = reason
+        info["messages"] = list(self.messages)
+        self._end_episode()
+        return "", grade.score, False, True, info
+
     def finish(self, reason: str = "context_limit") -> tuple[float, dict[str, Any]]:
         """End the running episode from outside (e.g. a trainer ran out of token budget) and grade it.
 
         Returns ``(reward, info)`` as the last step would: ``info["grade"]``, ``info["end_reason"]``
-        (``reason``) and ``info["messages"]``. The sandbox is closed afterwards.
+        (``reason``) and ``info["messages"]``. The sandbox is closed afterwards. Wrappers do not see
+        this call; to end an episode through them, use :meth:`request_truncation` and step.
         """
         if self.done or self.task is None or self.sandbox is None:
             raise RuntimeError("no episode is running: call reset() first")

@@ -60,8 +60,9 @@ Detection is real, not a guess from the command text:
 
 The last step's sandbox is gone when the wrapper sees it (the env grades and closes it inside
 ``step``), so a modification made by the very last command is not detected; its outcome event is.
-An episode ended from outside (a trainer's token budget) must be ended through
-:meth:`ProcessReward.finish`, which grades it and settles the shaping like a last step.
+An episode ended from outside (a trainer's token budget) ends the one way every episode ends: the
+driver calls ``env.unwrapped.request_truncation(reason)`` and then ``env.step("")``, a last step
+this wrapper settles (outcome and clawback) like any other.
 """
 
 from __future__ import annotations
@@ -522,7 +523,8 @@ class ProcessReward(gym.Wrapper):
     ``env_reward`` (what the env itself returned) and, on the last step, ``process_reward`` with the
     episode's ``shaping`` (kept after any clawback), ``outcome``, ``return`` and per-event ``counts``.
     Snapshot failures are reported in ``info["reward_warnings"]`` and disable ``code_modified`` for
-    the rest of the episode. End an episode from outside with :meth:`finish`, not the inner env's.
+    the rest of the episode. End an episode from outside with ``env.unwrapped.request_truncation``
+    followed by a last ``step``; ``env.unwrapped.finish`` would skip this wrapper.
     """
 
     def __init__(
@@ -650,27 +652,6 @@ class ProcessReward(gym.Wrapper):
         if warnings:
             info["reward_warnings"] = warnings
         return obs, reward, terminated, truncated, info
-
-    def finish(self, reason: str = "context_limit") -> tuple[float, dict[str, Any]]:
-        """End the running episode from outside (a trainer's token budget) and settle its rewards.
-
-        Grades it through the inner env's ``finish`` and returns ``(reward, info)`` as a last step
-        would: the outcome events and any clawback, with ``info["reward_events"]`` and
-        ``info["process_reward"]``. Ending an episode through ``env.unwrapped.finish`` instead
-        would skip the clawback and pay the env's raw score.
-        """
-        env_reward, info = self.env.unwrapped.finish(reason)
-        events: list[dict[str, Any]] = []
-        reward = self._settle(events, info)
-        info["reward_events"] = events
-        info["env_reward"] = float(env_reward)
-        return reward, info
-
-    async def afinish(self, reason: str = "context_limit") -> tuple[float, dict[str, Any]]:
-        """:meth:`finish` run off the event loop."""
-        from termgym.sandbox import run_blocking
-
-        return await run_blocking(self.finish, reason)
 
     def _settle(self, events: list[dict[str, Any]], info: dict[str, Any]) -> float:
         """Append the final events (outcome, clawback) for ``info["grade"]``; returns their reward."""

@@ -105,19 +105,12 @@ def episode_metrics(final_info: Mapping[str, Any], *, steps: int, format_errors:
 def finish_early(env: gym.Env, reason: str) -> tuple[float, dict[str, Any]]:
     """End ``env``'s running episode from outside (the trainer's token budget ran out) and grade it.
 
-    Returns ``(reward, info)`` like a last step: with a :class:`~termgym.rewards.ProcessReward`
-    wrapper the reward is its outcome reward for the grade and ``info["process_reward"]`` is filled,
-    so a cut episode is scored the way a finished one would be.
+    The one way an episode ends early: ``request_truncation`` then a last ``step("")`` through the
+    whole wrapper stack, so a :class:`~termgym.rewards.ProcessReward` settles it (outcome events,
+    shaping clawback) and a recorder records it like any other last step. Returns ``(reward, info)``.
     """
-    from termgym.rewards import ProcessReward
-
-    wrapper = env
-    while isinstance(wrapper, gym.Wrapper) and not isinstance(wrapper, ProcessReward):
-        wrapper = wrapper.env
-    if isinstance(wrapper, ProcessReward):
-        reward, info = wrapper.finish(reason)     # outcome events and the shaping clawback
-    else:
-        reward, info = env.unwrapped.finish(reason)
+    env.unwrapped.request_truncation(reason)
+    _obs, reward, _terminated, _truncated, info = env.step("")
     return float(reward), info
 
 

@@ -263,19 +263,22 @@ def test_seed000_outcome_partial_pass_uses_the_grade_pass_rate(calc_env, cmd):
     assert reward == pytest.approx(0.25 + 0.03)  # pwd's shaping is still paid on the last step
 
 
-def test_finish_settles_an_episode_ended_from_outside(wrapped, cmd):
+def test_a_truncation_requested_from_outside_settles_like_a_last_step(wrapped, cmd):
     env = wrapped()
     paid = sum(float(env.step(cmd(c))[1]) for c in ("ls", "pwd"))
-    reward, info = env.finish("context_limit")
+    env.unwrapped.request_truncation("context_limit")
+    _, reward, terminated, truncated, info = env.step("")
+    assert truncated and not terminated
     assert info["end_reason"] == "context_limit" and info["env_reward"] == 0.0
     assert reward == pytest.approx(-paid) and info["process_reward"]["return"] == pytest.approx(0.0)
-    assert asyncio.run(_afinish_after_fix(wrapped, cmd)) == pytest.approx(1.0)
+    assert asyncio.run(_truncate_after_fix(wrapped, cmd)) == pytest.approx(1.0)
 
 
-async def _afinish_after_fix(wrapped, cmd):
+async def _truncate_after_fix(wrapped, cmd):
     env = wrapped()
     await env.astep(cmd("sed -i 's/a - b/a + b/' src/calc.py"))
-    reward, info = await env.afinish("context_limit")
+    env.unwrapped.request_truncation("context_limit")
+    *_, info = await env.astep("")
     return info["process_reward"]["outcome"]
 
 

@@ -50,41 +50,61 @@ def test_hand_computed_batch():
     advantages, returns = compute_turn_grpo_advantage(REWARDS, MASK, INDEX, config=_config(termgym_turn_weight=0.5))
     # episode term: returns 1.1 and -0.05, mean 0.525, sample std 0.575 * sqrt(2)
     episode = [0.575 / (0.575 * math.sqrt(2) + EPS), -0.575 / (0.575 * math.sqrt(2) + EPS)]
-    # turn term: returns-to-go 1.1, 1.0 | -0.05, 0.0 normalised over the group's four turns
-    to_go = [1.1, 1.0, -0.05, 0.0]
-    mean, std = sum(to_go) / 4, _std(to_go)
-    turn = [(g - mean) / (std + EPS) for g in to_go]
+    # turn term, per turn index: turn 1 compares returns-to-go 1.1 with -0.05, turn 2 compares 1.0 with 0.0
+    turn1 = [0.575 / (0.575 * math.sqrt(2) + EPS), -0.575 / (0.575 * math.sqrt(2) + EPS)]
+    turn2 = [0.5 / (0.5 * math.sqrt(2) + EPS), -0.5 / (0.5 * math.sqrt(2) + EPS)]
     expected = [
-        [episode[0] + 0.5 * turn[0]] * 2 + [0, 0] + [episode[0] + 0.5 * turn[1]] * 2 + [0],
-        [episode[1] + 0.5 * turn[2]] * 3 + [0] + [episode[1] + 0.5 * turn[3]] + [0, 0],
+        [episode[0] + 0.5 * turn1[0]] * 2 + [0, 0] + [episode[0] + 0.5 * turn2[0]] * 2 + [0],
+        [episode[1] + 0.5 * turn1[1]] * 3 + [0] + [episode[1] + 0.5 * turn2[1]] + [0, 0],
     ]
     assert advantages.tolist()[0] == pytest.approx(expected[0], abs=1e-5)
     assert advantages.tolist()[1] == pytest.approx(expected[1], abs=1e-5)
     assert torch.equal(advantages, returns)
 
 
+def test_identical_rollouts_get_zero_advantage_everywhere():
+    # the case: four identical rollouts, per-turn rewards 0.03, 0.03, 0.03, 1.0 (each turn two
+    # model tokens, then one observation token)
+    mask = torch.tensor([[1, 1, 0] * 4] * 4, dtype=torch.float32)
+    row = [0, 0.03, 0, 0, 0.03, 0, 0, 0.03, 0, 0, 1.0, 0]
+    rewards = torch.tensor([row] * 4)
+    advantages, _ = compute_turn_grpo_advantage(rewards, mask, np.array(["g"] * 4, dtype=object),
+                                                config=_config(termgym_turn_weight=0.5))
+    assert advantages.abs().max().item() == 0.0
+
+
+def test_a_turn_only_some_samples_reached_is_compared_among_them():
+    # sample 0: rewards 0.1, 1.0 (two turns); sample 1: 0.0 (one turn). Turn 1 compares 1.1 with 0.0;
+    # turn 2 is reached by sample 0 alone, so it has no comparison and gets the episode term only.
+    mask = torch.tensor([[1, 0, 1], [1, 0, 0]], dtype=torch.float32)
+    rewards = torch.tensor([[0.1, 0, 1.0], [0.0, 0, 0]])
+    advantages, _ = compute_turn_grpo_advantage(rewards, mask, np.array(["g", "g"], dtype=object),
+                                                config=_config(termgym_turn_weight=0.5))
+    half = 0.55 / (0.55 * math.sqrt(2) + EPS)  # (1.1 - 0.55) / sample std of {1.1, 0.0}
+    assert advantages[0].tolist() == pytest.approx([half + 0.5 * half, 0, half], abs=1e-5)
+    assert advantages[1].tolist() == pytest.approx([-half - 0.5 * half, 0, 0], abs=1e-5)
+
+
 def test_discount_and_no_std_normalisation():
     config = _config(termgym_turn_weight=1.0, termgym_turn_gamma=0.5, norm_adv_by_std_in_grpo=False)
     advantages, _ = compute_turn_grpo_advantage(REWARDS, MASK, INDEX, config=config)
     episode = [1.1 - 0.525, -0.05 - 0.525]
-    to_go = [0.1 + 0.5 * 1.0, 1.0, -0.05 + 0.5 * 0.0, 0.0]
-    mean = sum(to_go) / 4
-    assert advantages[0, 0].item() == pytest.approx(episode[0] + to_go[0] - mean, abs=1e-6)
-    assert advantages[0, 5].item() == pytest.approx(episode[0] + to_go[1] - mean, abs=1e-6)
-    assert advantages[1, 1].item() == pytest.approx(episode[1] + to_go[2] - mean, abs=1e-6)
-    assert advantages[1, 4].item() == pytest.approx(episode[1] + to_go[3] - mean, abs=1e-6)
+    turn1 = [0.1 + 0.5 * 1.0, -0.05 + 0.5 * 0.0]  # returns-to-go at turn 1, mean 0.275
+    turn2 = [1.0, 0.0]  # at turn 2, mean 0.5
+    assert advantages[0, 0].item() == pytest.approx(episode[0] + turn1[0] - 0.275, abs=1e-6)
+    assert advantages[0, 5].item() == pytest.approx(episode[0] + turn2[0] - 0.5, abs=1e-6)
+    assert advantages[1, 1].item() == pytest.approx(episode[1] + turn1[1] - 0.275, abs=1e-6)
+    assert advantages[1, 4].item() == pytest.approx(episode[1] + turn2[1] - 0.5, abs=1e-6)
 
 
-def test_a_lone_sample_gets_its_raw_return_and_a_turn_term():
-    # veRL's GRPO keeps a single-sample group's score as it is (mean 0, std 1)
+def test_a_lone_sample_gets_its_raw_return_and_no_turn_term():
+    # veRL's GRPO keeps a single-sample group's score as it is (mean 0, std 1); its turns have
+    # nothing to be compared with
     mask = torch.tensor([[1, 0, 1, 1]], dtype=torch.float32)
     rewards = torch.tensor([[0.2, 0, 0, 0.6]])
     advantages, _ = compute_turn_grpo_advantage(rewards, mask, np.array(["solo"], dtype=object),
                                                 config=_config(termgym_turn_weight=0.5))
-    to_go = [0.8, 0.6]
-    mean, std = 0.7, _std(to_go)
-    first, second = (0.8 + 0.5 * (g - mean) / (std + EPS) for g in to_go)
-    assert advantages[0].tolist() == pytest.approx([first, 0, second, second], abs=1e-5)
+    assert advantages[0].tolist() == pytest.approx([0.8, 0, 0.8, 0.8], abs=1e-5)
 
 
 def test_a_reward_on_an_observation_token_counts_for_the_turn_before_it():
@@ -138,11 +158,12 @@ def _reference(rewards, mask, index, weight, gamma):
         group_totals = [totals[j] for j in members]
         mean = sum(group_totals) / len(group_totals)
         episode = (totals[i] - mean) / (_std(group_totals) + EPS) if len(members) > 1 else totals[i]
-        values = [v for j in members for v in turns[j][1]]
-        vmean = sum(values) / len(values)
-        vstd = _std(values)
-        for (s, e), g in zip(*turns[i], strict=True):
-            out[i, s : e + 1] = episode + weight * (g - vmean) / (vstd + EPS)
+        for k, ((s, e), g) in enumerate(zip(*turns[i], strict=True)):
+            values = [turns[j][1][k] for j in members if len(turns[j][1]) > k]
+            term = 0.0
+            if len(values) > 1:
+                term = (g - sum(values) / len(values)) / (_std(values) + EPS)
+            out[i, s : e + 1] = episode + weight * term
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 
 import termgym  # noqa: E402
 from termgym import CommandTask, ListSuite  # noqa: E402
+from termgym.rewards import OUTCOME_EVENTS, ProcessReward  # noqa: E402
 from trainers.verl.agent_loop import TermgymAgentLoop, per_turn_token_rewards  # noqa: E402
 from trainers.verl.tiny_model import TinyTokenServer  # noqa: E402
 
@@ -119,8 +121,9 @@ def _replay_reward(episode) -> float:
             if terminated or truncated:
                 ended = True
                 break
-        if not ended:
-            total += env.unwrapped.finish(episode["end_reason"])[0]
+        if not ended:  # the loop ended it: the env truncates on the next step, as in the loop
+            env.unwrapped.request_truncation(episode["end_reason"])
+            total += float(env.step("")[1])
     finally:
         env.close()
     return total
@@ -244,6 +247,73 @@ def test_per_turn_rewards_sit_on_each_turns_last_token(episodes):
         for position in positions:
             assert output.response_mask[position] == 1
             assert position + 1 == len(output.response_mask) or output.response_mask[position + 1] == 0
+
+
+def test_a_cut_episode_gets_the_wrappers_outcome_mapping(tiny_model, tiny_tokenizer):
+    # "Count the files": the first turn is cut by max_tokens_per_turn, so no action ever reaches the
+    # env; the episode still ends through a step, and ProcessReward maps its grade (passed) to the
+    # table's outcome (2.0 here), not the env's raw score (1.0).
+    wrapper = functools.partial(ProcessReward, table="seed000", weights={"all_tests_pass": 2.0})
+    server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts=SCRIPTS)
+    ((loop, output),) = asyncio.run(_play(server, ["long"], wrappers=[wrapper]))
+    assert output.extra_fields["end_reason"] == "turn_truncated"
+    assert output.extra_fields["grade"]["passed"] is True
+    assert output.reward_score == pytest.approx(2.0)
+    assert output.extra_fields["reward_events"] == {"all_tests_pass": 1}
+    assert output.extra_fields["turn_end_positions"] == [len(output.response_mask) - 1]
+
+
+def test_an_episode_the_loop_stops_between_turns_ends_through_a_step(tiny_model, tiny_tokenizer):
+    # max_turns=1 on "List the workspace": `ls -la` is a real step (valid_command, command_success);
+    # then the loop stops and the env truncates on an empty step: no extra assistant message, and the
+    # failed grade gets the table's outcome — the same total as a replay with the wrapper.
+    server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts=SCRIPTS)
+    ((loop, output),) = asyncio.run(_play(server, ["listing"], wrappers=[ProcessReward], max_turns=1))
+    assert output.extra_fields["end_reason"] == "max_turns"
+    assert output.extra_fields["reward_events"]["valid_command"] == 1
+    assert sum(output.extra_fields["reward_events"].get(e, 0) for e in OUTCOME_EVENTS) == 1
+    env = ProcessReward(gym.make(ENV_ID))
+    try:
+        env.reset(options={"task_id": "listing"})
+        expected = float(env.step(LS)[1])
+        env.unwrapped.request_truncation("max_turns")
+        _, reward, terminated, truncated, info = env.step("")
+        expected += float(reward)
+        assert (terminated, truncated, info["end_reason"]) == (False, True, "max_turns")
+        assert [m["role"] for m in info["messages"]].count("assistant") == 1
+    finally:
+        env.close()
+    assert output.reward_score == pytest.approx(expected)
+
+
+def test_a_truncation_request_needs_a_running_episode_and_a_reason():
+    env = gym.make(ENV_ID)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.unwrapped.request_truncation("max_turns")
+    env.reset(options={"task_id": "random"})
+    try:
+        with pytest.raises(ValueError, match="reason"):
+            env.unwrapped.request_truncation("")
+    finally:
+        env.close()
+
+
+def test_the_servers_weight_version_tags_reach_extra_fields(tiny_model, tiny_tokenizer):
+    # veRL's server client tags every generation with the weight version; the v1 trainer needs the
+    # episode's first min_global_steps and last max_global_steps (as veRL's tool agent loop keeps them)
+    class VersionedServer(TinyTokenServer):
+        async def generate(self, request_id, **kwargs):
+            output = await super().generate(request_id, **kwargs)
+            version = len(self.calls)  # the weights move on between turns (partial rollout)
+            output.extra_fields = {"global_steps": version, "min_global_steps": version, "max_global_steps": version}
+            return output
+
+    server = VersionedServer(tiny_model, tiny_tokenizer, scripts=SCRIPTS)
+    ((loop, output),) = asyncio.run(_play(server, ["listing"]))  # scripted: `ls -la`, then submit
+    turns = output.extra_fields["assistant_turns"]
+    assert turns == 2
+    assert output.extra_fields["min_global_steps"] == 1 and output.extra_fields["global_steps"] == 1
+    assert output.extra_fields["max_global_steps"] == turns
 
 
 def test_response_budget_stops_before_an_observation_that_leaves_no_room(tiny_model, tiny_tokenizer):

@@ -27,13 +27,13 @@ def test_grpo_recipe_composes_with_the_issue_numbers(grpo, values):
     rollout = grpo.actor_rollout_ref.rollout
     assert grpo.algorithm.adv_estimator == "termgym_turn_grpo"
     assert grpo.actor_rollout_ref.model.lora_rank == 64
-    assert rollout.n == 16 and rollout.temperature == 0.7 and rollout.tensor_model_parallel_size == 1
+    assert rollout.n == 8 and rollout.temperature == 0.7 and rollout.tensor_model_parallel_size == 1
     assert rollout.name == "vllm" and rollout.mode == "async"
     assert rollout.agent.default_agent_loop == "termgym_agent"
     assert grpo.trainer.n_gpus_per_node == 1 and grpo.trainer.resume_mode == "auto"
     assert list(grpo.trainer.logger) == ["console"]  # W&B is opt-in (--wandb)
     assert grpo.data.max_prompt_length + grpo.data.max_response_length <= rollout.max_model_len
-    assert grpo.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook == "trainers.verl.advantage.register_estimators"
+    assert grpo.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook == "trainers.verl.registry.register_with_verl"
     assert grpo.trainer.default_local_dir == values["CKPT_DIR"]
 
 
@@ -43,7 +43,7 @@ def test_grpo_sections_convert_to_verls_dataclasses(grpo):
 
     resolved = OmegaConf.create(OmegaConf.to_container(grpo, resolve=True))  # interpolations need the root
     rollout = omega_conf_to_dataclass(resolved.actor_rollout_ref.rollout, RolloutConfig)
-    assert rollout.response_length == 28672 and rollout.prompt_length == 4096
+    assert rollout.response_length == 12288 and rollout.prompt_length == 4096
     actor = omega_conf_to_dataclass(resolved.actor_rollout_ref.actor)
     assert actor.ppo_mini_batch_size == 8 and actor.use_dynamic_bsz
 
@@ -84,6 +84,6 @@ def test_a_missing_placeholder_is_named(values):
 
 def test_command_lines(values):
     grpo = launch.command("grpo", launch.load_overrides("grpo", values))
-    assert grpo[1:3] == ["-m", "verl.trainer.main_ppo"] and "actor_rollout_ref.rollout.n=16" in grpo
+    assert grpo[1:3] == ["-m", "verl.trainer.main_ppo"] and "actor_rollout_ref.rollout.n=8" in grpo
     sft = launch.command("sft", launch.load_overrides("sft", values))
     assert sft[0] == "torchrun" and "verl.trainer.sft_trainer" in sft

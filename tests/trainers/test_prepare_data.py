@@ -115,6 +115,13 @@ def test_sft_parquet_is_read_by_verls_sft_dataset(tmp_path, tiny_tokenizer):
     assert "```bash\nls\n```" in text and "fix it" not in text and "Submitted." not in text
 
 
+def test_sft_keeps_solved_samples_by_default(tmp_path):
+    path = _samples(tmp_path / "samples.json")
+    assert prepare_data.DEFAULT_MIN_SCORE == 1.0
+    assert prepare_data.write_sft(path, tmp_path / "default")["kept"] == 1
+    assert prepare_data.write_sft(path, tmp_path / "all", min_score=0.0)["kept"] == 2
+
+
 def test_bad_samples_are_named(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps([{"task_id": 7, "extra": {"conversation": [{"role": "robot", "content": "x"}]}}]))

@@ -26,7 +26,7 @@ def _hook() -> str:
     return config.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook
 
 
-def test_the_hook_registers_the_estimator_in_a_fresh_process():
+def test_the_hook_registers_the_estimator_and_trainer_in_a_fresh_process():
     from trainers.verl import launch
 
     hook = _hook()
@@ -36,7 +36,9 @@ def test_the_hook_registers_the_estimator_in_a_fresh_process():
         "assert 'termgym_turn_grpo' not in core_algos.ADV_ESTIMATOR_REGISTRY\n"
         f"module, _, name = {hook!r}.rpartition('.')\n"
         "getattr(importlib.import_module(module), name)()\n"  # what Ray does with the string
-        "sys.exit(0 if 'termgym_turn_grpo' in core_algos.ADV_ESTIMATOR_REGISTRY else 3)\n"
+        "from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY\n"
+        "sys.exit(0 if 'termgym_turn_grpo' in core_algos.ADV_ESTIMATOR_REGISTRY and 'termgym_sync' in TRAINER_REGISTRY"
+        " else 3)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(launch.ROOT)}
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)

@@ -11,10 +11,19 @@ For a sample ``i`` in group ``g`` (same prompt) and its assistant turn ``k`` (a 
 
 * episode term ``A_i`` — veRL's GRPO on ``R_i = sum_k r_k``: ``(R_i - mean_g R) / (std_g R + eps)``
   (``std`` only when ``algorithm.norm_adv_by_std_in_grpo``);
-* turn term ``T_ik`` — the discounted return-to-go ``G_ik = sum_{j>=k} g^(j-k) r_ij``, normalised over
-  every turn of every sample in the group: ``(G_ik - mean_g G) / (std_g G + eps)``, 0 in a group
-  with a single turn;
+* turn term ``T_ik`` — the discounted return-to-go ``G_ik = sum_{j>=k} g^(j-k) r_ij`` compared with
+  the *same turn* of the other samples in the group: ``(G_ik - mean_{j: K_j>=k} G_jk) / (std + eps)``
+  over the samples that reached turn ``k``; 0 where fewer than two samples did;
 * every model token of turn ``k`` gets ``A_i + w * T_ik``; observation tokens get 0.
+
+The baseline for a turn comes from comparable turns (the same turn index across the group), so
+the estimator has no position bias: identical rollouts get 0 everywhere, whatever their per-turn
+rewards (normalising over all turns of a group, as an earlier version did, pushed late turns down
+only because less reward is left after them). This is the step-level group baseline of GiGPO
+(Feng et al., 2025, "Group-in-Group Policy Optimization for LLM Agent Training", arXiv:2505.10978),
+with "same turn index" standing in for GiGPO's "same environment state" anchor; combining it with
+the episode-level GRPO term follows the turn-level credit assignment of MT-GRPO (Zeng et al., 2025,
+"Reinforcing Multi-Turn Reasoning in LLM Agents via Turn-Level Credit Assignment", arXiv:2505.11821).
 
 With ``w = 0`` this is exactly veRL's ``grpo`` estimator. The simple alternative needs no custom
 estimator: ``reward_placement: final`` (or plain ``grpo``, which only looks at the row sums) folds
@@ -70,6 +79,31 @@ def turn_returns(rewards: torch.Tensor, n_turns: torch.Tensor, gamma: float) -> 
     return returns
 
 
+def turn_baselined(returns: torch.Tensor, valid: torch.Tensor, index: np.ndarray, *, epsilon: float = 1e-6,
+                   norm_by_std: bool = True) -> torch.Tensor:
+    """Each turn's return-to-go minus the mean over the same turn of its group (÷ std): ``(bs, turns)``.
+
+    Only samples that reached turn ``k`` (``valid[:, k]``) enter turn ``k``'s statistics; a turn
+    reached by fewer than two samples of its group gets 0 (no comparison exists).
+    """
+    out = torch.zeros_like(returns)
+    groups: dict[Any, list[int]] = {}
+    for row, group in enumerate(index):
+        groups.setdefault(group, []).append(row)
+    for rows in groups.values():
+        rows_t = torch.tensor(rows, device=returns.device)
+        for k in range(returns.shape[1]):
+            members = rows_t[valid[rows_t, k]]
+            if members.numel() < 2:
+                continue
+            values = returns[members, k]
+            centred = values - values.mean()
+            if norm_by_std:
+                centred = centred / (values.std() + epsilon)
+            out[members, k] = centred
+    return out
+
+
 def compute_turn_grpo_advantage(
     token_level_rewards: torch.Tensor,
     response_mask: torch.Tensor,
@@ -101,19 +135,7 @@ def compute_turn_grpo_advantage(
         rewards, n_turns = turn_rewards(token_level_rewards, response_mask)
         returns = turn_returns(rewards, n_turns, gamma)
         valid = torch.arange(returns.shape[1], device=returns.device)[None, :] < n_turns[:, None]
-        normalised = torch.zeros_like(returns)
-        groups: dict[Any, list[int]] = {}
-        for row, group in enumerate(index):
-            groups.setdefault(group, []).append(row)
-        for rows in groups.values():
-            rows_t = torch.tensor(rows, device=returns.device)
-            values = returns[rows_t][valid[rows_t]]
-            if values.numel() < 2:
-                continue  # one turn in the whole group: nothing to compare it with
-            centred = returns[rows_t] - values.mean()
-            if norm_by_std:
-                centred = centred / (values.std() + epsilon)
-            normalised[rows_t] = centred * valid[rows_t]
+        normalised = turn_baselined(returns, valid, index, epsilon=epsilon, norm_by_std=norm_by_std)
         # Token t of turn k (ids are 1-based; 0 = before any turn) takes turn k's value.
         ids = turn_ids(response_mask)
         padded = torch.nn.functional.pad(normalised, (1, 0))

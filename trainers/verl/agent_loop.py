@@ -197,6 +197,7 @@ class TermgymAgentLoop(AgentLoopBase):
         assert len(response_ids) == len(response_mask) <= self.response_length
         turn_scores = [float(r) for r in episode["turn_scores"]]
         extra_fields = {
+            **episode["server_fields"],
             "turn_scores": turn_scores,
             "turn_end_positions": episode["turn_end_positions"],
             "reward_placement": self.reward_placement,
@@ -207,6 +208,9 @@ class TermgymAgentLoop(AgentLoopBase):
             "assistant_turns": episode["assistant_turns"],
             "format_errors": episode["format_errors"],
             "truncated_turn": episode["end_reason"] in ("turn_truncated", "response_budget"),
+            # for the trainer's episode metrics (trainers/verl/metrics.py)
+            "reward_events": _count(episode["reward_events"]),
+            "model_tokens": int(sum(response_mask)),
         }
         output = TermgymAgentLoopOutput(
             prompt_ids=prompt_ids,
@@ -236,6 +240,12 @@ class TermgymAgentLoop(AgentLoopBase):
         grade: dict[str, Any] | None = None
         end_reason = "max_turns"
         assistant_turns = format_errors = stepped_turns = 0
+        # What veRL's server client tags each generation with (the weight versions, ``global_steps``,
+        # ``min_global_steps``/``max_global_steps``): kept from the first turn, with the latest
+        # ``max_global_steps``, as veRL's own tool agent loop does; the v1 trainer reads them.
+        server_fields: dict[str, Any] = {}
+        reward_events: list[str] = []  # names of ProcessReward's events, when the wrapper is on
+        cut_turn = False  # the last assistant turn did not finish (never sent to the env as an action)
 
         while self.max_turns is None or assistant_turns < self.max_turns:
             budget = self.response_length - len(response_mask)
@@ -250,6 +260,7 @@ class TermgymAgentLoop(AgentLoopBase):
                     sampling_params={**sampling_params, "max_tokens": max_tokens},
                 )
             metrics["num_preempted"] += output.num_preempted or 0
+            _merge_server_fields(server_fields, output.extra_fields or {})
             tokens = list(output.token_ids)[:max_tokens]
             if not tokens:
                 end_reason = "turn_truncated"
@@ -265,6 +276,7 @@ class TermgymAgentLoop(AgentLoopBase):
             messages.append({"role": "assistant", "content": text})
             if not finished:
                 # A turn cut by max_tokens is not a message the env can judge: end the episode here.
+                cut_turn = True
                 if len(tokens) >= self.max_tokens_per_turn:
                     end_reason = "turn_truncated"
                 elif len(tokens) >= budget:
@@ -280,6 +292,7 @@ class TermgymAgentLoop(AgentLoopBase):
             turn_end_positions.append(len(response_mask) - 1)
             if (info.get("action") or {}).get("kind") == "format_error":
                 format_errors += 1
+            reward_events.extend(e["event"] for e in info.get("reward_events") or ())
             if terminated or truncated:
                 grade = info.get("grade")
                 end_reason = info.get("end_reason", "submitted" if terminated else "truncated")
@@ -298,11 +311,16 @@ class TermgymAgentLoop(AgentLoopBase):
             runtime_ids, response_mask, logprobs = merge.token_ids, merged_mask, merged_logprobs
 
         if grade is None and end_reason in LOOP_END_REASONS:
-            # The loop, not the env, ended the episode (a cut turn, the token budget, max turns):
-            # grade what the agent left so the sample's reward reflects its work.
+            # The loop, not the env, ended the episode (a cut turn, the token budget, max turns). It
+            # still ends through a step, so wrappers (ProcessReward's outcome) score it like any
+            # other last step: the env truncates on the next step, recording the cut turn's text
+            # (or nothing, between turns) without acting on it.
+            cut_text = messages[-1]["content"] if cut_turn else ""
             with simple_timer("tool_calls", metrics):
-                reward, info = await run_blocking(env.unwrapped.finish, end_reason)
-            grade = info["grade"]
+                env.unwrapped.request_truncation(end_reason)
+                _, reward, _, _, info = await run_blocking(env.step, cut_text)
+            grade = info.get("grade")
+            reward_events.extend(e["event"] for e in info.get("reward_events") or ())
             if response_mask and turn_end_positions and turn_end_positions[-1] == len(response_mask) - 1:
                 turn_scores[-1] += float(reward)
             elif response_mask:
@@ -321,6 +339,8 @@ class TermgymAgentLoop(AgentLoopBase):
             "assistant_turns": assistant_turns,
             "stepped_turns": stepped_turns,  # assistant turns the env saw (a cut turn is not sent)
             "format_errors": format_errors,
+            "server_fields": server_fields,
+            "reward_events": reward_events,
         }
 
     def _make_env(self, env_id: str, extra_info: dict[str, Any]):
@@ -369,6 +389,25 @@ class TermgymAgentLoop(AgentLoopBase):
             (directory / name).write_text(json.dumps(record, indent=1, default=str))
         except OSError as exc:  # logging must never fail a rollout
             logger.warning("could not write trajectory %s: %s", directory / name, exc)
+
+
+def _count(names: Sequence[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _merge_server_fields(fields: dict[str, Any], turn_fields: dict[str, Any]) -> None:
+    """Fold one generation's ``TokenOutput.extra_fields`` into the episode's (see ``_turns``).
+
+    The first turn's fields are kept whole (its ``min_global_steps`` is the oldest weight version
+    the episode saw); later turns only move ``max_global_steps`` forward.
+    """
+    if not fields:
+        fields.update(turn_fields)
+    elif turn_fields.get("max_global_steps") is not None:
+        fields["max_global_steps"] = turn_fields["max_global_steps"]
 
 
 def _observation_message(env, observation: str) -> dict[str, Any]:

@@ -96,6 +96,33 @@ def compose(recipe: str, overrides: Sequence[str]):
         return hydra_compose(config_name=config_name, overrides=list(overrides))
 
 
+def steps_within(overrides: Sequence[str], hours: float, *, seconds_per_step: float | None = None) -> int:
+    """GRPO steps that fit in ``hours`` for the batch shape these overrides set (last value wins).
+
+    The step time is :func:`trainers.verl.plan.step_seconds` for ``data.train_batch_size`` groups x
+    ``actor_rollout_ref.rollout.n`` rollouts in a ``max_prompt_length + max_response_length``
+    context, or ``seconds_per_step`` when measured.
+    """
+    from trainers.verl import plan
+
+    values = dict(o.split("=", 1) for o in overrides if "=" in o)
+
+    def number(key: str) -> int:
+        if key not in values:
+            raise ValueError(f"--hours needs {key} in the recipe or the overrides")
+        try:
+            return int(values[key])
+        except ValueError:
+            raise ValueError(f"--hours: {key}={values[key]!r} is not a whole number") from None
+
+    if seconds_per_step is None:
+        shape = plan.StepShape.from_budget(groups=number("data.train_batch_size"),
+                                           rollouts=number("actor_rollout_ref.rollout.n"),
+                                           context=number("data.max_prompt_length") + number("data.max_response_length"))
+        seconds_per_step = plan.step_seconds(shape)["total"]
+    return plan.steps_for_hours(hours, seconds_per_step)
+
+
 def command(recipe: str, overrides: Sequence[str]) -> list[str]:
     """The command line that runs ``recipe`` with ``overrides``."""
     if recipe == "grpo":
@@ -111,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--experiment", default=None)
     parser.add_argument("--ckpt-dir", default=None, help="checkpoint folder (resume picks up its last step)")
     parser.add_argument("--lora-adapter", default=None, help="start GRPO from this LoRA adapter (the SFT warm start)")
+    parser.add_argument("--hours", type=float, default=None,
+                        help="grpo: set trainer.total_training_steps to what fits in this many hours (trainers/verl/plan.py)")
+    parser.add_argument("--seconds-per-step", type=float, default=None,
+                        help="with --hours: a measured step time (veRL's timing_s/step) instead of the projection")
     parser.add_argument("--wandb", action="store_true", help="also log to Weights & Biases (off by default)")
     parser.add_argument("--check", action="store_true", help="compose against veRL's config first (a few seconds)")
     parser.add_argument("--print", action="store_true", help="print the command instead of running it")
@@ -129,6 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--lora-adapter applies to grpo")
         overrides.append(f"actor_rollout_ref.model.lora_adapter_path={Path(args.lora_adapter).resolve()}")
     overrides.extend(extra)
+    if args.hours is not None:
+        if args.recipe != "grpo":
+            parser.error("--hours applies to grpo")
+        steps = steps_within(overrides, args.hours, seconds_per_step=args.seconds_per_step)
+        print(f"--hours {args.hours:g}: trainer.total_training_steps={steps}", file=sys.stderr)
+        overrides.append(f"trainer.total_training_steps={steps}")
     if args.check:
         compose(args.recipe, overrides)
     cmd = command(args.recipe, overrides)

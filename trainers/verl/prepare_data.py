@@ -150,17 +150,25 @@ def sample_messages(sample: dict[str, Any], where: str) -> list[dict[str, str]]:
     return messages
 
 
-def write_sft(samples_path: str | Path, out: str | Path, *, min_score: float | None = None,
+#: SFT keeps only samples scoring at least this by default: solved episodes. Seed 000 warm-starts on
+#: every pre-generated sample (its example sample scores 0.0); imitating failed trajectories teaches
+#: the model to fail, so termgym filters unless told otherwise (``--min-score 0`` keeps everything).
+DEFAULT_MIN_SCORE = 1.0
+
+
+def write_sft(samples_path: str | Path, out: str | Path, *, min_score: float | None = DEFAULT_MIN_SCORE,
               val_fraction: float = 0.0) -> dict[str, Any]:
-    """Write ``sft_train.parquet`` (and ``sft_val.parquet``); returns paths and counts."""
+    """Write ``sft_train.parquet`` (and ``sft_val.parquet``) from samples scoring >= ``min_score``
+    (``None``: all); returns paths and counts. Every sample is validated, kept or not."""
     samples = load_samples(samples_path)
     rows = []
     for number, sample in enumerate(samples):
         where = f"{samples_path} sample {number} (task {sample.get('task_id')!r})"
+        messages = sample_messages(sample, where)
         score = float(sample.get("score", 0.0))
         if min_score is not None and score < min_score:
             continue
-        rows.append({"messages": sample_messages(sample, where), "task_id": str(sample.get("task_id")), "score": score})
+        rows.append({"messages": messages, "task_id": str(sample.get("task_id")), "score": score})
     if not rows:
         raise ValueError(f"{samples_path}: no samples left (of {len(samples)}) with score >= {min_score}")
     out = Path(out)
@@ -194,7 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sft = sub.add_parser("sft", help="offline samples -> SFT parquet (messages column)")
     sft.add_argument("--samples", required=True)
     sft.add_argument("--out", required=True)
-    sft.add_argument("--min-score", type=float, default=None, help="keep samples scoring at least this")
+    sft.add_argument("--min-score", type=float, default=DEFAULT_MIN_SCORE,
+                     help=f"keep samples scoring at least this (default {DEFAULT_MIN_SCORE}: solved only; 0 keeps all)")
     sft.add_argument("--val-fraction", type=float, default=0.0)
     args = parser.parse_args(argv)
     try:

@@ -116,7 +116,7 @@ class TinyTokenServer:
     """veRL's server-manager interface over a local model, with optional scripted turns.
 
     ``scripts`` maps a marker to a :data:`Script`: a request whose prompt (decoded) contains the
-    marker plays the script's entry for its turn (the n-th ``generate`` call of that request id),
+    marker plays the script's entry for its turn (the number of assistant turns already in the prompt),
     falling back to the model when the entry is ``None`` or the script has run out. Sampled turns
     draw a target length in ``1..max_tokens + 8`` and, when the model has not ended the turn by
     then and room is left, end it with ``<|im_end|>`` (as a stop would), so both finished and
@@ -176,8 +176,11 @@ class TinyTokenServer:
         if not self.scripts:
             return None
         text = self.tokenizer.decode(prompt_ids, skip_special_tokens=False)
+        # The turn is read from the prompt (assistant turns already in it), not the request id:
+        # veRL's server client sends every turn under a fresh request id.
+        turn = text.count("<|im_start|>assistant") - 1
         for marker, script in self.scripts.items():
-            if marker in text and turn < len(script):
+            if marker in text and 0 <= turn < len(script):
                 return script[turn]
         return None
 

@@ -3,6 +3,7 @@
 #
 #   trainers/verl/train_grpo.sh --env termgym/SweSynth-v0 --train 0-899 --val 900-999 \
 #       [--model Qwen/Qwen3-4B] [--experiment NAME] [--lora-adapter DIR] [--env-kwargs JSON] [--wandb] \
+#       [--hours H] [--seconds-per-step S] \
 #       [-- extra Hydra overrides]
 #
 # Re-running the same command resumes from the last checkpoint (trainer.resume_mode=auto).
@@ -23,6 +24,8 @@ while [[ $# -gt 0 ]]; do
     --env-kwargs) ENV_KWARGS="$2"; shift 2 ;;
     --lora-adapter) EXTRA_LAUNCH+=(--lora-adapter "$2"); shift 2 ;;
     --wandb) EXTRA_LAUNCH+=(--wandb); shift ;;
+    --hours) EXTRA_LAUNCH+=(--hours "$2"); shift 2 ;;            # steps that fit in H hours (plan.py)
+    --seconds-per-step) EXTRA_LAUNCH+=(--seconds-per-step "$2"); shift 2 ;;  # measured, for --hours
     --) shift; break ;;
     *) echo "train_grpo.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac

@@ -1,0 +1,189 @@
+"""veRL's own v1 trainer, on CPU, for a few steps: the recipe's config with only the device pieces swapped.
+
+    python -m trainers.verl.cpu_trainer --out /tmp/run --steps 3           # train, checkpoint
+    python -m trainers.verl.cpu_trainer --out /tmp/run --steps 4           # resume, one more step
+
+This runs ``verl.trainer.main_ppo``'s ``run_ppo`` with ``TaskRunnerV1`` (the path
+``trainers/verl/train_grpo.sh`` launches) over the GRPO recipe (``config/grpo_qwen3_4b_h200.yaml``)
+on a tiny random Qwen3 and the smoke suite (:mod:`trainers.verl.smoke_suite`, real sandboxes).
+What differs from the recipe, and why:
+
+* the device: veRL's CPU platform is :mod:`trainers.verl.cpu_platform` (veRL 0.9.1 has none),
+  FSDP2 (FSDP1 needs an accelerator), sdpa attention (no flash-attn on CPU), fp32;
+* generation: :mod:`trainers.verl.hf_rollout` (HF ``generate`` behind veRL's replica/server
+  protocol) instead of vLLM; the LoRA adapter is merged for the weight sync (the stand-in loads
+  full weights) and is rank 8 on the tiny model;
+* sizes: tiny model, 2 groups x 4 rollouts, short responses, one agent-loop worker.
+
+Everything else — veRL's dataloader, agent-loop workers, TransferQueue, replay buffer, actor
+worker and FSDP engine, log-prob/advantage/update pipeline, weight sync, metrics, checkpoints
+and resume — is veRL's own code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trainers.verl import launch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str | Path, agent_loops: str | Path,
+                  steps: int, groups: int = 2, n: int = 4, response_length: int = 384,
+                  scripts: dict[str, list[str | None]] | None = None) -> list[str]:
+    """The GRPO recipe's overrides, then the CPU ones (later overrides win in Hydra)."""
+    values = launch.placeholders(data_dir=str(data_dir), model=str(model_dir), experiment="cpu-trainer",
+                                 ckpt_dir=str(ckpt_dir))
+    overrides = launch.load_overrides("grpo", values)
+    overrides += [
+        # device: CPU platform, FSDP2, sdpa, fp32; the HF rollout stand-in
+        "trainer.device=cpu",
+        "+ray_kwargs.ray_init.num_cpus=16",
+        # veRL checks the cluster for a "GPU" resource before placing its workers: declare one logical
+        # GPU (nothing requests it; the CPU platform places workers on CPU bundles)
+        "+ray_kwargs.ray_init.num_gpus=1",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+        "ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=trainers.verl.hf_rollout.setup_cpu_worker",
+        "actor_rollout_ref.actor.strategy=fsdp2",
+        "actor_rollout_ref.ref.strategy=fsdp2",
+        "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+        "actor_rollout_ref.model.use_remove_padding=false",
+        "actor_rollout_ref.model.enable_gradient_checkpointing=false",
+        # LoRA as in the recipe (the reference policy is the adapter-disabled actor), merged for the
+        # weight sync: the rollout stand-in loads full weights
+        "actor_rollout_ref.model.lora_rank=8",
+        "actor_rollout_ref.model.lora_alpha=16",
+        "actor_rollout_ref.model.lora.merge=true",
+        "actor_rollout_ref.actor.fsdp_config.model_dtype=fp32",
+        "actor_rollout_ref.actor.fsdp_config.dtype=float32",
+        "actor_rollout_ref.ref.fsdp_config.model_dtype=fp32",
+        "actor_rollout_ref.ref.fsdp_config.dtype=float32",
+        "actor_rollout_ref.rollout.name=termgym_hf",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loops}",
+        f"+actor_rollout_ref.rollout.custom={{termgym_scripts:{_hydra_json(scripts or {})}}}",
+        "reward.num_workers=1",
+        # sizes
+        f"data.train_batch_size={groups}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={groups}",
+        f"actor_rollout_ref.rollout.n={n}",
+        "data.max_prompt_length=1024",
+        f"data.max_response_length={response_length}",
+        "data.dataloader_num_workers=0",
+        f"actor_rollout_ref.rollout.max_model_len={1024 + response_length}",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=4096",
+        "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=4096",
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=4096",
+        "actor_rollout_ref.actor.optim.lr=1e-3",
+        # schedule: every step checkpointed, no validation (the smoke suite has no held-out tasks)
+        f"trainer.total_training_steps={steps}",
+        "trainer.save_freq=1",
+        "trainer.test_freq=-1",
+        "trainer.val_before_train=false",
+        "trainer.logger=[console,file]",
+        "trainer.log_val_generations=0",
+    ]
+    return overrides
+
+
+def _hydra_json(value: Any) -> str:
+    """A JSON value as a quoted Hydra string (the rollout stand-in parses it back)."""
+    text = json.dumps(value)
+    # Hydra keeps backslashes in quoted strings (it only unescapes \' and a backslash before a quote)
+    return "'" + text.replace("'", "\\'") + "'"
+
+
+def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48) -> Path:
+    """The recipe's agent-loop yaml with the smoke suite imported and process rewards on."""
+    import yaml
+
+    entries = yaml.safe_load((launch.CONFIG_DIR / "agent_loops.yaml").read_text())
+    entry = dict(entries[0])
+    entry.update(max_tokens_per_turn=max_tokens_per_turn, import_modules=["trainers.verl.smoke_suite"],
+                 wrappers=["termgym.rewards:ProcessReward"], max_concurrent_episodes=8,
+                 trajectory_dir=None, log_sample_rate=0.0, health_check_interval=0)
+    path = Path(path)
+    path.write_text(yaml.safe_dump([entry], sort_keys=False))
+    return path
+
+
+def prepare(out: str | Path) -> dict[str, Path]:
+    """Model, data and agent-loop config under ``out`` (reused when present)."""
+    from trainers.verl.prepare_data import write_rl
+    from trainers.verl.smoke_suite import ENV_ID
+    from trainers.verl.tiny_model import save_tiny_checkpoint
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model_dir = out / "model"
+    if not (model_dir / "config.json").exists():
+        save_tiny_checkpoint(model_dir)
+    data_dir = out / "data"
+    if not (data_dir / "train.parquet").exists():
+        write_rl(ENV_ID, data_dir, train="0-2", val="3", epochs=4)
+    return {"model": model_dir, "data": data_dir, "agent_loops": write_agent_loops(out / "agent_loops.yaml"),
+            "ckpt": out / "checkpoints"}
+
+
+def run(out: str | Path, *, steps: int, extra: Sequence[str] = (), log_name: str | None = None) -> Path:
+    """Run veRL's v1 trainer until ``steps`` (resuming from ``out``'s checkpoints); returns the metrics log."""
+    from omegaconf import OmegaConf
+
+    from trainers.verl.cpu_platform import use_cpu_platform
+    from trainers.verl.hf_rollout import setup_cpu_worker
+    from trainers.verl.smoke_suite import SCRIPTS
+
+    use_cpu_platform()
+    setup_cpu_worker()
+    paths = prepare(out)
+    log_path = Path(out) / (log_name or f"metrics_to_step{steps}.jsonl")
+    os.environ["VERL_FILE_LOGGER_PATH"] = str(log_path)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    overrides = cpu_overrides(data_dir=paths["data"], model_dir=paths["model"], ckpt_dir=paths["ckpt"],
+                              agent_loops=paths["agent_loops"], steps=steps, scripts=SCRIPTS) + list(extra)
+    config = launch.compose("grpo", overrides)
+    # the same checks and entry point as ``python -m verl.trainer.main_ppo``
+    import ray
+    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    OmegaConf.set_struct(config, True)
+    try:
+        run_ppo(config, task_runner_class=TaskRunnerV1)
+    finally:
+        ray.shutdown()  # a later run (the resume) starts from a clean cluster, as a relaunch would
+    return log_path
+
+
+def read_metrics(path: str | Path) -> dict[int, dict[str, Any]]:
+    """Step -> metrics dict, from veRL's file logger."""
+    steps = {}
+    for line in Path(path).read_text().splitlines():
+        record = json.loads(line)
+        steps[int(record["step"])] = record["data"]
+    return steps
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainers.verl.cpu_trainer", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="folder for model, data, checkpoints and metrics")
+    parser.add_argument("--steps", type=int, default=3, help="train until this global step (resumes)")
+    args, extra = parser.parse_known_args(argv)
+    log = run(args.out, steps=args.steps, extra=extra)
+    for step, metrics in sorted(read_metrics(log).items()):
+        print(step, {k: round(v, 4) if isinstance(v, float) else v for k, v in sorted(metrics.items())
+                     if k.startswith(("termgym/", "actor/pg_loss"))})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

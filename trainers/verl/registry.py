@@ -1,0 +1,17 @@
+"""What termgym registers with veRL, in one call: the recipe's Ray ``worker_process_setup_hook``.
+
+veRL looks its advantage estimators and v1 trainers up by name in whatever process needs them
+(the TaskRunner actor computes advantages and picks the trainer), and those processes never import
+termgym: Ray runs this hook in each of them first.
+"""
+
+from __future__ import annotations
+
+
+def register_with_verl() -> None:
+    """Register ``termgym_turn_grpo`` and the ``termgym_sync`` trainer (idempotent)."""
+    from trainers.verl.advantage import register_estimators
+    from trainers.verl.metrics import register
+
+    register_estimators()
+    register()
