@@ -133,7 +133,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              workers: int = 1, max_attempts: int | None = None, source_dirs: Sequence[str] = (),
              test_dirs: Sequence[str] = (), sandbox_test_command: str | None = None,
              repo_dir_ref: str | None = None, test_fraction: float = 0.1, writer=None, breaker=None,
-             progress: Progress | None = None, suite_name: str | None = None) -> GenerationResult:
+             progress: Progress | None = None, suite_name: str | None = None,
+             sandbox_check: bool = True, backend: str = "local") -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     ``test_command`` is a pytest command run from the repository root (a junit report is added to
@@ -142,6 +143,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     records should find it (a path relative to ``out``, as the bundled suite does). ``writer`` (a
     :class:`~termgym.tasks.swesynth.llm.ChatClient`) writes the reports with a model instead;
     ``breaker`` (an :class:`~termgym.tasks.swesynth.breaker.LLMBreaker`) adds LLM-made candidates.
+    ``sandbox_check`` (default on) grades every kept task's oracle (must score 1) and the unfixed
+    repository (must score 0) in the ``backend`` sandbox the task will run in, with the grader
+    agents get (:func:`check_in_sandbox`); tasks that fail are rejected with the reason.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -190,7 +194,12 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                     verdict = judge(required, first_run, second, touched=list(mutated), test_dirs=test_dirs)
                 if not verdict.kept:
                     return attempt, verdict.reason
-                return attempt, _make_record(attempt, files, mutated, verdict, first_run.messages)
+                record = _make_record(attempt, files, mutated, verdict, first_run.messages)
+                if sandbox_check and isinstance(record, TaskRecord):
+                    problem = check_in_sandbox(record, pristine, backend)
+                    if problem:
+                        return attempt, problem
+                return attempt, record
             finally:
                 for path in mutated:
                     (tree / path).write_text(files[path], encoding="utf-8")
@@ -262,6 +271,59 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         _write_suite(out, kept, pristine, name, test_command, sandbox_test_command, source_dirs, test_dirs,
                      repo_dir_ref, test_fraction, suite_name, stats, seed)
     return GenerationResult(kept, out, stats)
+
+
+def sandbox_runtime_version(backend: str) -> str | None:
+    """The version of the task runtime ``backend`` runs, where the sandbox layer exposes one.
+
+    Hook for the pinned runtime (``termgym.sandbox.runtime_version(backend)``); ``None`` until it exists.
+    """
+    import termgym.sandbox as sandboxes
+
+    probe = getattr(sandboxes, "runtime_version", None)
+    return probe(backend) if callable(probe) else None
+
+
+def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local") -> str | None:
+    """Grade ``record``'s oracle and the unfixed repository in a ``backend`` sandbox, as agents are graded.
+
+    Returns why the task is rejected, or ``None`` and fills ``record.validation`` (backend, the
+    interpreter and pytest the sandbox ran, the runtime version, both results).
+    """
+    from dataclasses import replace
+
+    from termgym.sandbox import make_sandbox
+    from termgym.tasks.swesynth.suite import SweSynthTask
+
+    task = SweSynthTask(replace(record, repo_dir=repo_dir))
+    boxes = []
+
+    def new_sandbox(spec):
+        box = make_sandbox(backend, spec)
+        boxes.append(box)
+        box.start()
+        return box
+
+    try:
+        oracle = task.grade_patch(record.fix_patch, new_sandbox)
+        if oracle.get("infra_error"):
+            return f"the tests cannot run in the {backend} sandbox (test dependency coverage missing?): " \
+                   f"{oracle['infra_error']}"
+        if oracle.get("tamper"):
+            return f"the oracle trips the grader's tamper guard in the sandbox: {oracle['tamper'][0]}"
+        if not oracle["all_passed"]:
+            return (f"the oracle fix does not pass in the {backend} sandbox ({oracle['all_result']}): "
+                    f"{', '.join(oracle['failed_tests'][:3])}")
+        nop = task.grade_patch("", new_sandbox)
+        if nop.get("infra_error") or nop["all_passed"]:
+            return f"the unfixed repository does not fail in the {backend} sandbox ({nop['all_result']})"
+    finally:
+        for box in boxes:
+            box.close()
+    record.validation = {"backend": backend, "runtime": oracle.get("runtime", {}),
+                         "runtime_version": sandbox_runtime_version(backend),
+                         "oracle": oracle["all_result"], "nop": nop["all_result"]}
+    return None
 
 
 def _procedural() -> set[str]:

@@ -52,6 +52,10 @@ _SENSITIVE = {
     "sys.monitoring.register_callback", "sys.monitoring.use_tool_id",
 }
 _SENSITIVE_PREFIXES = ("ctypes.",)
+#: Events the standard library raises for its own use (``typing`` reads its caller's module name,
+#: ``inspect.signature`` reads ``__code__``): allowed when a stdlib function that does not hand the
+#: result back is the immediate caller. Every other sensitive event is judged by who is asking.
+_PRIVATE_USE = {"sys._getframe", "object.__getattr__"}
 #: Standard-library functions that hand a frame or code object back to their caller.
 _EXPOSING = {
     ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "getouterframes"),
@@ -129,7 +133,7 @@ def _install():
             filename = filename[len(stdlib):]
         return (filename[:-3] if filename.endswith(".py") else filename), frame.f_code.co_name
 
-    def owner_is_untrusted(frame):
+    def owner_is_untrusted(frame, private_use_ok=False):
         """Whether the code asking for an internal is the project's (see the module docstring).
 
         The immediate caller decides: project code is refused; a standard-library function that
@@ -144,7 +148,7 @@ def _install():
             return False
         if kind == "stdlib":
             mod, name = _module_key(frame)
-            if (mod, name) not in _EXPOSING:
+            if private_use_ok and (mod, name) not in _EXPOSING:
                 return False
             if (mod, name) == ("logging/__init__", "<lambda>") and frame.f_back is not None \
                     and frame.f_back.f_code.co_name == "findCaller":
@@ -261,6 +265,12 @@ def _install():
         for item in items:
             obj = getattr(item, "obj", None)
             module = getattr(item, "module", None)
+            path = str(getattr(item, "path", getattr(item, "fspath", "")))
+            code = getattr(obj, "__code__", None)
+            if code is not None and _norm(code.co_filename) != _norm(path):
+                return f"{item.nodeid}: its function was not defined in its test file"
+            if module is not None and _norm(getattr(module, "__file__", "") or "") != _norm(path):
+                return f"{item.nodeid}: its module is not its test file"
             module_snapshot = []
             if module is not None:
                 for attr, value in vars(module).items():
@@ -272,7 +282,7 @@ def _install():
 
     def hook(event, args):
         if event != _EVENT and event not in _SENSITIVE and not event.startswith(_SENSITIVE_PREFIXES) \
-                and event != "open":
+                and event != "open" and event != "compile":
             return
         me = get_ident()
         if me in state["busy"]:
@@ -332,10 +342,20 @@ def _install():
                     path.startswith("/proc/") and path.rsplit("/", 1)[-1] in ("mem", "environ", "fd"))
                 if not sensitive or not owner_is_untrusted(frame):
                     return
-            elif event in ("object.__getattr__", "object.__setattr__", "object.__delattr__"):
-                if not owner_is_untrusted(frame):
+            elif event == "compile":
+                # Code compiled under a file name that is not the project's would pass for the
+                # standard library's or pytest's in the owner check above.
+                filename = args[1] if len(args) > 1 else None
+                if isinstance(filename, bytes):
+                    filename = filename.decode("utf-8", "replace")
+                if not isinstance(filename, str) or classify(filename) == "project" \
+                        or not owner_is_untrusted(frame):
                     return
-            elif not owner_is_untrusted(frame):
+            elif event.startswith("marshal.") and frame.f_code.co_name == "_compile_bytecode" \
+                    and classify(frame.f_code.co_filename) == "stdlib" \
+                    and _norm(str(frame.f_locals.get("bytecode_path") or "")).startswith(("/usr/", stdlib)):
+                return  # the import system loading a cached module of the read-only system
+            elif not owner_is_untrusted(frame, private_use_ok=event in _PRIVATE_USE):
                 return
             state["denied"] += 1
             emit("tamper", {"reason": f"the code under test used {event}"})

@@ -29,13 +29,13 @@ from typing import Any
 
 from termgym.sandbox.base import Sandbox, SandboxSpec
 from termgym.tasks.base import Grade, GradingContext, Task, TaskSuite
-from termgym.tasks.swesynth.records import RecordError, TaskRecord, read_records_file, read_task
 from termgym.tasks.swesynth.grading import (
     cannot_start_reason,
     default_source_dirs,
     refused_paths,
     run_graded_tests,
 )
+from termgym.tasks.swesynth.records import RecordError, TaskRecord, read_records_file, read_task
 from termgym.tasks.swesynth.validate import copy_tree, is_source_path
 
 #: Every file of a prepared workspace gets this modification time (2024-01-01T00:00:00Z).
@@ -53,6 +53,8 @@ _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
 }
 #: Git inside the sandbox: no ownership complaints whoever owns the copied files.
+#: Git options that keep the agent's repository configuration out of the grader's diff.
+_SAFE_GIT = "-c core.quotepath=off -c diff.external= -c core.hooksPath=/dev/null -c core.fsmonitor=false"
 SANDBOX_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
 
 INSTRUCTION = """\
@@ -212,8 +214,8 @@ class SweSynthTask(Task):
         wd = shlex.quote(self.workdir)
         base = "$(git rev-list --max-parents=0 HEAD | tail -n 1)"
         listing = sandbox.exec(
-            f"cd {wd} && git add -A -N . >/dev/null 2>&1; git -c core.quotepath=off diff --no-renames "
-            f"--name-only {base}", timeout=120)
+            f"cd {wd} && git add -A -N . >/dev/null 2>&1; git {_SAFE_GIT} diff --no-ext-diff --no-textconv "
+            f"--no-renames --name-only {base}", timeout=120)
         if listing.exit_code != 0:
             raise RuntimeError(f"cannot read the agent's changes with git: {listing.output.strip()[-300:]}")
         changed = [line for line in listing.output.splitlines() if line.strip()]
@@ -223,7 +225,8 @@ class SweSynthTask(Task):
             return "", graded, ignored
         out = f"/tmp/.termgym-agent-{uuid.uuid4().hex}.patch"
         paths = " ".join(shlex.quote(p) for p in graded)
-        result = sandbox.exec(f"cd {wd} && git diff --binary --no-renames {base} -- {paths} > {out}", timeout=120)
+        result = sandbox.exec(f"cd {wd} && git {_SAFE_GIT} diff --no-ext-diff --no-textconv --binary --no-renames "
+                              f"{base} -- {paths} > {out}", timeout=120)
         if result.exit_code != 0:
             raise RuntimeError(f"git diff failed in the agent's sandbox: {result.output.strip()[-300:]}")
         patch = sandbox.read_file(out).decode("utf-8", "replace")
@@ -302,7 +305,7 @@ class SweSynthTask(Task):
             patch, graded, ignored = self.agent_patch(ctx.sandbox)
         except Exception as exc:  # a broken workspace is the agent's failure, not the grader's
             return zero(str(exc))
-        refused = refused_paths(graded, self.source_dirs) + symlinks_in(patch)
+        refused = refused_paths(graded, self.source_dirs) + symlinks_in(patch) + unlisted_paths(patch, graded)
         if refused:
             return zero("the change touches files that would shadow the test tool chain: " + "; ".join(refused),
                         patch_files=graded, ignored_files=ignored, refused_files=refused)
@@ -318,6 +321,28 @@ class SweSynthTask(Task):
                          + "; ".join(details["tamper"][:3]))
         passed = bool(details["all_passed"])
         return Grade(1.0 if passed else 0.0, passed, details)
+
+
+def unlisted_paths(patch: str, graded: list[str]) -> list[str]:
+    """Files a patch touches that are not among the graded ones.
+
+    The agent owns its repository's git configuration (diff drivers, attributes), so the patch
+    text is checked against the list of graded files rather than trusted to match it.
+    """
+    allowed = set(graded)
+    out = []
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            names = re.findall(r"(?:^| )[ab]/(\S+)", line[len("diff --git "):])
+        elif line.startswith(("--- ", "+++ ")):
+            name = line[4:].strip()
+            names = [] if name == "/dev/null" else [re.sub(r"^[ab]/", "", name)]
+        elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
+            names = [line.split(" ", 2)[-1]]
+        else:
+            continue
+        out += [f"{n}: in the patch but not a graded file" for n in names if n not in allowed]
+    return sorted(set(out))
 
 
 def symlinks_in(patch: str) -> list[str]:
