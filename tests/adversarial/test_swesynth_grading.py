@@ -338,6 +338,26 @@ ATTACKS = {
         exec(compile("import sys\\ndef grab():\\n    return sys._getframe(1)\\n",
                      "/usr/lib/python3/dist-packages/_pytest/runner.py", "exec"), _ns)
     """,
+    "child_process_reads_the_key_from_memory": """
+        # A child process (no audit hook there) reads the test process's memory for the HMAC key,
+        # the test process silences the plugin's descriptor, and at exit the child writes a chain
+        # of passing events that continues the genuine one.
+        import atexit as _atexit, os as _os, subprocess as _sp, sys as _sys
+        _CHILD = @CHILD@
+        _state = {}
+        def _arm():
+            if _state:
+                return
+            _state["armed"] = True
+            found = _sp.run([_sys.executable, "-c", _CHILD, str(_os.getpid()), "find"], capture_output=True, text=True)
+            parts = found.stdout.split()
+            if len(parts) == 2:
+                _os.dup2(_os.open("/dev/null", _os.O_WRONLY), int(parts[1]))
+                _atexit.register(lambda: _sp.run([_sys.executable, "-c", _CHILD, str(_os.getpid()), "forge"]))
+        from .accounts import Account as _Account
+        _orig_side = _Account.normal_side
+        _Account.normal_side = property(lambda self: (_arm(), _orig_side.fget(self))[1])
+    """,
     "pytest_hooks_in_the_package": """
         import pytest as _pytest
         @_pytest.hookimpl(hookwrapper=True)
@@ -346,6 +366,72 @@ ATTACKS = {
             yield
     """,
 }
+
+
+#: The memory-reading child of ``child_process_reads_the_key_from_memory``: it finds the key by
+#: trying every 32-byte ``bytes`` object in the test process's writable memory against the first
+#: event line, then (``forge``) continues the genuine chain with passing phases for every test left.
+KEY_THIEF = """\
+import hashlib, hmac, json, os, re, sys
+pid, mode = int(sys.argv[1]), sys.argv[2]
+events = [f"/tmp/{d}/events" for d in os.listdir("/tmp") if d.startswith(".tg-") and not d.startswith(".tg-k-")][0]
+lines = open(events, "rb").read().splitlines()
+body, _, mac = lines[0].rpartition(b"\\t")
+key = None
+with open(f"/proc/{pid}/mem", "rb") as mem:
+    for line in open(f"/proc/{pid}/maps"):
+        addr, perms = line.split()[:2]
+        lo, hi = (int(x, 16) for x in addr.split("-"))
+        if "rw" not in perms or hi - lo > (256 << 20):
+            continue
+        try:
+            mem.seek(lo)
+            data = mem.read(hi - lo)
+        except OSError:
+            continue
+        # A 32-byte bytes object: ob_size == 32 and the hash word, then the data and a NUL.
+        for m in re.finditer(re.escape((32).to_bytes(8, "little")), data):
+            k = data[m.start() + 16:m.start() + 48]
+            if len(k) == 32 and data[m.start() + 48:m.start() + 49] == b"\\0" and hmac.compare_digest(
+                    hmac.new(k, body, hashlib.sha256).hexdigest().encode(), mac):
+                key = k
+                break
+        if key:
+            break
+if key is None:
+    print("NOKEY")
+    sys.exit(0)
+if mode == "find":
+    fd = [int(n) for n in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{n}") == events][0]
+    print(key.hex(), fd)
+    sys.exit(0)
+lines = open(events, "rb").read().splitlines()
+seq, prev, collected, done = 0, b"", [], set()
+for raw in lines:
+    b, _, m = raw.rpartition(b"\\t")
+    s, kind, payload = json.loads(b)
+    seq, prev = s, m
+    if kind == "collected":
+        collected = payload["ids"]
+    if kind == "phase":
+        done.add((payload["id"], payload["when"]))
+out = []
+def emit(kind, payload):
+    global seq, prev
+    seq += 1
+    b = json.dumps([seq, kind, payload], separators=(",", ":")).encode()
+    prev = hmac.new(key, prev + b, hashlib.sha256).hexdigest().encode()
+    out.append(b + b"\\t" + prev + b"\\n")
+for tid in collected:
+    for when in ("setup", "call", "teardown"):
+        if (tid, when) not in done:
+            emit("phase", {"id": tid, "when": when, "outcome": "passed"})
+emit("finish", {"exitstatus": 1, "denied": 0})
+with open(events, "ab") as fh:
+    fh.write(b"".join(out))
+"""
+ATTACKS["child_process_reads_the_key_from_memory"] = ATTACKS["child_process_reads_the_key_from_memory"].replace(
+    "@CHILD@", repr(KEY_THIEF))
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))

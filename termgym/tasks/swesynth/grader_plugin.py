@@ -5,7 +5,8 @@ imports nothing from termgym. The grader copies it into a directory the sandbox 
 a random module name, and loads it with ``-p <name>`` before pytest reads any conftest or test
 module (so before any code of the project under test runs). At import it:
 
-1. reads its configuration from a one-time key file (HMAC key, events file, workdir, source
+1. makes the process non-dumpable (no other process may read its memory), reads its
+   configuration from a one-time key file (HMAC key, events file, workdir, source
    directories) and deletes the file: by the time project code runs, the key exists only in the
    closure of the audit hook below, which nothing else references;
 2. installs a :func:`sys.addaudithook` hook (hooks cannot be removed). The hook
@@ -74,7 +75,18 @@ def _norm(path):
     return path.replace(os.sep, "/")
 
 
+def _not_dumpable():
+    """Make this process non-dumpable: another process of the same user (one the code under test
+    spawns) can then not read ``/proc/<pid>/mem`` for the key, nor attach to it."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
+        raise RuntimeError(f"termgym grader plugin: prctl(PR_SET_DUMPABLE) failed (errno {ctypes.get_errno()})")
+
+
 def _install():
+    _not_dumpable()
     keyfile = os.environ.pop("TERMGYM_GRADER_KEYFILE", "")
     if not keyfile:
         raise RuntimeError("termgym grader plugin: TERMGYM_GRADER_KEYFILE is not set")

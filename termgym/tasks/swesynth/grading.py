@@ -46,6 +46,8 @@ PLUGIN_SOURCE = Path(__file__).with_name("grader_plugin.py")
 #: pytest exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors), 3 internal
 #: error, 4 usage error, 5 no tests collected.
 RAN_EXIT_CODES = (0, 1)
+#: How much of the test output is kept (the end of it): a flood stays in a pipe, not on disk.
+LOG_BYTES = 64 * 1024
 
 
 class GradingInfraError(RuntimeError):
@@ -210,11 +212,13 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
     token = secrets.token_hex(16)
     key = secrets.token_bytes(32)
     grader_dir = f"/tmp/.tg-{token}"
+    log = f"{grader_dir}/log"  # in the locked directory: the code under test cannot swap it for a symlink
     module = f"tg_{token[:12]}"
     events_path = f"{grader_dir}/events"
     keyfile = f"/tmp/.tg-k-{token}/key"
     sandbox.write_file(f"{grader_dir}/{module}.py", PLUGIN_SOURCE.read_bytes(), mode=0o444)
     sandbox.write_file(events_path, b"", mode=0o666)
+    sandbox.write_file(log, b"", mode=0o666)
     sandbox.write_file(keyfile, json.dumps({
         "key": key.hex(), "events": events_path, "workdir": workdir, "source_dirs": list(source_dirs),
         "protected": [grader_dir, os.path.dirname(keyfile)],
@@ -222,13 +226,13 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
     host_root = getattr(sandbox, "root", None)
     if host_root is not None:  # local backend: a read-only tree the capability-less root cannot change
         _lock_tree(Path(host_root), [workdir, grader_dir])
-        os.chmod(Path(host_root) / events_path.lstrip("/"), 0o666)  # appendable; forged lines fail their MAC
-    log = f"/tmp/.tg-log-{token}"
+        for writable in (events_path, log):  # appendable; forged event lines fail their MAC
+            os.chmod(Path(host_root) / writable.lstrip("/"), 0o666)
     env = (f"env -u PYTHONSTARTUP -u PYTHONPATH -u PYTEST_ADDOPTS -u PYTEST_PLUGINS -u PYTHONHOME "
            f"PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0 PYTHONPATH={shlex.quote(grader_dir)} "
            f"TERMGYM_GRADER_KEYFILE={shlex.quote(keyfile)}")
     command = (f"cd {shlex.quote(workdir)} && {env} {test_command} -p {module} -p no:cacheprovider -p no:randomly "
-               f"-o console_output_style=classic > {log} 2>&1")
+               f"-o console_output_style=classic 2>&1 | tail -c {LOG_BYTES} > {log}; (exit ${{PIPESTATUS[0]}})")
     result = sandbox.exec(command, timeout=timeout)
     try:
         log_tail = sandbox.read_file(log).decode("utf-8", "replace")[-3000:]
