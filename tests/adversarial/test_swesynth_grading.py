@@ -460,19 +460,73 @@ def test_an_exit_status_that_disagrees_with_pytest_is_tampering(task, buggy_tree
     assert any("exited with 0" in reason for reason in details.get("tamper", [])), details
 
 
-def test_a_fix_that_uses_logging_typing_and_namedtuple_still_scores_one(task, buggy_tree, tmp_path):
-    """The tamper guard refuses internals to the project, not the standard library's private uses."""
-    fix = """
-        import logging as _logging, typing as _typing, collections as _collections, dataclasses as _dc
-        _log = _logging.getLogger("ledgerly")
-        _log.warning("graded")
+def test_a_fix_that_uses_the_standard_library_freely_still_scores_one(task, buggy_tree, tmp_path):
+    """The tamper guard refuses internals to the project, not the standard library's own uses of them
+    (``typing``, ``enum``, ``namedtuple``, ``dataclasses``, ``asyncio``, ``traceback.format_exc``,
+    ``logging.exception``, ``inspect.signature``, threads, metadata writes on classes)."""
+    fix = r"""
+        import abc as _abc, contextlib as _cl, copy as _copy, decimal as _dec, enum as _enum, functools as _ft
+        import inspect as _inspect, json as _json, logging as _logging, pickle as _pickle, threading as _th
+        import traceback as _tb, typing as _typing, warnings as _warnings, weakref as _wr, collections as _col
+        import dataclasses as _dc, asyncio as _aio, re as _re, datetime as _dt
+        _logging.basicConfig()
+        _log = _logging.getLogger("ledgerly.kitchen")
+        class _Colour(_enum.Enum):
+            RED = 1
+        _Shape = _enum.Enum("_Shape", "SQUARE ROUND")
+        class _Base(_abc.ABC):
+            @_abc.abstractmethod
+            def go(self): ...
+        @_ft.lru_cache(maxsize=None)
+        def _cached(x):
+            return x * 2
+        def _deco(fn):
+            @_ft.wraps(fn)
+            def inner(*a, **k):
+                return fn(*a, **k)
+            return inner
+        @_deco
+        def _wrapped(a, b=2):
+            return a + b
+        _sig = _inspect.signature(_wrapped)
+        @_dc.dataclass(frozen=True)
+        class _Frozen:
+            a: int = 1
+            b: list = _dc.field(default_factory=list)
+        _copy.deepcopy(_Frozen())
+        _pickle.loads(_pickle.dumps(_Frozen()))
+        try:
+            raise ValueError("x")
+        except ValueError:
+            _text = _tb.format_exc()
+            _log.exception("handled")
+        _warnings.warn("careful", DeprecationWarning)
+        _t = _th.Thread(target=_cached, args=(3,)); _t.start(); _t.join()
+        async def _co():
+            return 1
+        _aio.run(_co())
+        _wr.ref(_Frozen)
+        @_cl.contextmanager
+        def _ctx():
+            yield 1
+        with _ctx():
+            pass
+        _dec.Decimal("1.10") + _dec.Decimal("2")
+        _json.dumps({"a": [1, 2]})
         _T = _typing.TypeVar("_T")
-        _Pair = _collections.namedtuple("_Pair", "a b")
-        _Point = _typing.NamedTuple("_Point", [("x", int)])
-        @_dc.dataclass
-        class _Box:
-            size: int = 1
-        _Box()
+        class _G(_typing.Generic[_T]):
+            pass
+        _G[int]()
+        _col.Counter("abc"); _col.OrderedDict(a=1)
+        _re.compile(r"\d+").findall("a1b22")
+        _dt.datetime(2024, 1, 1).isoformat()
+        class _Meta(type):
+            pass
+        class _WithMeta(metaclass=_Meta):
+            __slots__ = ("x",)
+        _WithMeta.__doc__ = "documented later"
+        _fn = lambda: 1
+        _fn.__name__ = "renamed"
     """
     patch = make_patch(buggy_tree, tmp_path, {"ledgerly/__init__.py": fix})
     patch += task.record.fix_patch

@@ -114,7 +114,7 @@ def test_the_evaluation_harness_counts_a_grade_that_could_not_run_as_infra_error
     outcome = evaluate("termgym/SweSynth-v0", agent="nop", output_dir=tmp_path / "run",
                        env_kwargs={"path": str(records)}, concurrency=1, progress=False)
     assert outcome.summary["infra_errors"] == 1, outcome.summary
-    episode = outcome.episodes[0]
+    episode = outcome.results[0]
     assert episode.status == "infra_error" and episode.error["where"] == "grade", episode.error
     assert "could not start" in episode.error["message"]
 

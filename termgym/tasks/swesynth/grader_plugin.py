@@ -54,15 +54,16 @@ _SENSITIVE = {
 }
 _SENSITIVE_PREFIXES = ("ctypes.",)
 #: Events the standard library raises for its own use (``typing`` reads its caller's module name,
-#: ``inspect.signature`` reads ``__code__``): allowed when a stdlib function that does not hand the
+#: ``inspect.signature`` reads ``__code__``, ``types.coroutine`` rebuilds a code object): allowed when a stdlib function that does not hand the
 #: result back is the immediate caller. Every other sensitive event is judged by who is asking.
-_PRIVATE_USE = {"sys._getframe", "object.__getattr__"}
+_PRIVATE_USE = {"sys._getframe", "object.__getattr__", "object.__setattr__", "object.__delattr__", "code.__new__"}
 #: Standard-library functions that hand a frame or code object back to their caller.
 _EXPOSING = {
     ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "getouterframes"),
     ("inspect", "getinnerframes"), ("inspect", "getmembers"), ("inspect", "_getmembers"),
     ("inspect", "getmembers_static"), ("traceback", "walk_stack"), ("traceback", "walk_tb"),
-    ("logging/__init__", "<lambda>"),
+    ("logging/__init__", "<lambda>"), ("dis", "_get_code_object"), ("dis", "get_instructions"),
+    ("dis", "__init__"),
 }
 #: Modules whose functions and classes decide an outcome: a replaced one voids the grade.
 _TOOLCHAIN = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
@@ -148,23 +149,28 @@ def _install():
     def owner_is_untrusted(frame, private_use_ok=False):
         """Whether the code asking for an internal is the project's (see the module docstring).
 
-        The immediate caller decides: project code is refused; a standard-library function that
-        only uses the internal privately (``typing`` reading its caller's module name) is allowed;
-        a standard-library function that hands it back (``inspect.currentframe``) or a tool-chain
-        function is judged by the first frame outward that is neither stdlib nor tool chain.
+        ``frame`` is the immediate caller. Project code is refused, tests and the plugin are not.
+        For the events the standard library raises for its own use (``private_use_ok``), a stdlib
+        caller is followed through the functions that hand frames back (``inspect.currentframe``,
+        ``traceback.walk_tb``...) to whoever consumes the result: the standard library itself
+        (``traceback.format_exc`` turning frames into text) is fine, the project is not. Anything
+        else, and pytest's own helpers, are judged by the first frame outward that is neither
+        stdlib nor tool chain.
         """
         kind = classify(frame.f_code.co_filename)
         if kind == "project":
             return True
         if kind == "trusted":
             return False
-        if kind == "stdlib":
-            mod, name = _module_key(frame)
-            if private_use_ok and (mod, name) not in _EXPOSING:
+        if kind == "stdlib" and private_use_ok:
+            while frame is not None and classify(frame.f_code.co_filename) == "stdlib" \
+                    and _module_key(frame) in _EXPOSING:
+                frame = frame.f_back
+            if frame is None:
                 return False
-            if (mod, name) == ("logging/__init__", "<lambda>") and frame.f_back is not None \
-                    and frame.f_back.f_code.co_name == "findCaller":
-                return False
+            kind = classify(frame.f_code.co_filename)
+            if kind != "toolchain":
+                return kind == "project"
         outer = frame.f_back
         while outer is not None:
             kind = classify(outer.f_code.co_filename)
@@ -362,6 +368,17 @@ def _install():
                     filename = filename.decode("utf-8", "replace")
                 if not isinstance(filename, str) or classify(filename) == "project" \
                         or not owner_is_untrusted(frame):
+                    return
+            elif event in ("object.__setattr__", "object.__delattr__"):
+                # CPython audits writes of type metadata (``__name__``, ``__module__``, ``__doc__``:
+                # namedtuple and dataclasses make those) and of a function's ``__code__``. Only
+                # replacing code, or touching the tool chain's own classes, helps a forger.
+                target, name = args[0], args[1] if len(args) > 1 else ""
+                owner_module = getattr(target, "__module__", "") if isinstance(target, type) else ""
+                if name != "__code__" and not (isinstance(owner_module, str)
+                                                and owner_module.split(".")[0] in _TOOLCHAIN):
+                    return
+                if not owner_is_untrusted(frame, private_use_ok=True):
                     return
             elif event.startswith("marshal.") and frame.f_code.co_name == "_compile_bytecode" \
                     and classify(frame.f_code.co_filename) == "stdlib" \
