@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
 from termgym.tasks.swesynth.inject import (
     Attempt,
     InjectionError,
@@ -40,7 +41,14 @@ from termgym.tasks.swesynth.inject import (
 from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
 from termgym.tasks.swesynth.report import check_no_leak, write_report, write_report_llm
-from termgym.tasks.swesynth.validate import baseline, copy_tree, judge, list_source_files, run_tests
+from termgym.tasks.swesynth.validate import (
+    baseline,
+    copy_tree,
+    is_source_path,
+    judge,
+    list_source_files,
+    run_tests,
+)
 
 GENERATOR_VERSION = 1
 Progress = Callable[["Stats"], None]
@@ -160,6 +168,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         name = name or re.sub(r"\.git$", "", Path(str(repo).rstrip("/")).name) or "repo"
         pristine = tmp / "pristine"
         copy_tree(src, pristine)
+        # Bugs go only where graders take fixes from: the project's packages unless told otherwise.
+        source_dirs = list(source_dirs) or default_source_dirs(pristine, test_dirs)
         sources = list_source_files(pristine, source_dirs, test_dirs)
         if not sources:
             raise RuntimeError(f"no Python source files found in {repo} (source_dirs={list(source_dirs)})")
@@ -296,6 +306,11 @@ def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local")
     from termgym.tasks.swesynth.suite import SweSynthTask
 
     task = SweSynthTask(replace(record, repo_dir=repo_dir))
+    fixed = sorted({line.split(" b/", 1)[-1] for line in record.fix_patch.splitlines() if line.startswith("diff --git ")})
+    ungraded = [p for p in fixed if not is_source_path(p, task.source_dirs, record.test_dirs)]
+    ungraded += refused_paths(fixed, task.source_dirs)
+    if ungraded:
+        return f"the fix touches files the grader does not take from an agent: {', '.join(ungraded[:3])}"
     boxes = []
 
     def new_sandbox(spec):

@@ -230,6 +230,13 @@ def _install():
             code = getattr(now, "__code__", None) or getattr(getattr(now, "fget", None), "__code__", None)
             if code is None or classify(code.co_filename) != "toolchain" or attr.strip("_") not in code.co_name:
                 return f"{describe(namespace, attr)} was replaced before the tests started"
+        names = vars(builtins)
+        for attr, value in baseline["builtins"]:
+            if names.get(attr) is not value:
+                return f"builtins.{attr} was replaced before the tests started"
+        for sig, value in baseline["signals"].items():
+            if signal.getsignal(sig) is not value:
+                return f"the handler of signal {sig} was replaced before the tests started"
         take_baseline()
         return None
 
@@ -285,8 +292,8 @@ def _install():
             module = getattr(item, "module", None)
             path = str(getattr(item, "path", getattr(item, "fspath", "")))
             code = getattr(obj, "__code__", None)
-            if code is not None and _norm(code.co_filename) != _norm(path):
-                return f"{item.nodeid}: its function was not defined in its test file"
+            if code is not None and classify(code.co_filename) not in ("trusted", "toolchain"):
+                return f"{item.nodeid}: its function was not defined with the tests"
             if module is not None and _norm(getattr(module, "__file__", "") or "") != _norm(path):
                 return f"{item.nodeid}: its module is not its test file"
             module_snapshot = []

@@ -92,11 +92,8 @@ def refused_paths(paths: list[str], source_dirs: list[str]) -> list[str]:
         if stem in TOOLCHAIN_MODULES or top in TOOLCHAIN_MODULES or any(part in TOOLCHAIN_MODULES
                                                                         for part in rel.parts[:-1]):
             refused.append(f"{path}: shadows the test tool chain")
-        elif len(rel.parts) == 1 or top in stdlib:
-            if top in stdlib or stem in stdlib:
-                refused.append(f"{path}: shadows the standard library module {top!r}")
-            elif len(rel.parts) == 1:
-                refused.append(f"{path}: a top-level module outside the project's packages")
+        elif top in stdlib:
+            refused.append(f"{path}: shadows the standard library module {top!r}")
         elif p.suffix == ".pth":
             refused.append(f"{path}: a .pth file")
     return refused
