@@ -668,3 +668,16 @@ def test_the_fix_survives_a_killed_shell(cache):
         assert info["grade"]["score"] == 1.0, info["grade"]
     finally:
         env.close()
+
+
+def test_the_diff_file_cannot_be_swapped_for_a_link_to_a_host_file(cache, task, tmp_path):
+    """The agent's shell function replaces the grader's diff file with a link to a host path that holds
+    the fix: on the local backend the host reads that file itself and must not follow the link."""
+    host_only = tmp_path / "host-only.patch"
+    host_only.write_text(task.record.fix_patch)
+    grade = play(cache, [
+        "echo '# touched' >> ledgerly/accounts.py",
+        f"git() {{ case \"$*\" in *--binary*) for f in /tmp/.termgym-agent-*.patch; do rm -f \"$f\"; "
+        f"ln -s {host_only} \"$f\"; done;; *) command git \"$@\";; esac; }}",
+    ])
+    assert grade["score"] == 0.0 and "cannot read the agent's diff" in (grade.get("error") or ""), grade

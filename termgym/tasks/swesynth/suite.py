@@ -229,7 +229,7 @@ class SweSynthTask(Task):
                               f"{base} -- {paths} > {out}", timeout=120)
         if result.exit_code != 0:
             raise RuntimeError(f"git diff failed in the agent's sandbox: {result.output.strip()[-300:]}")
-        patch = sandbox.read_file(out).decode("utf-8", "replace")
+        patch = read_agent_file(sandbox, out).decode("utf-8", "replace")
         sandbox.exec(f"rm -f {out}", timeout=30)
         return patch, graded, ignored
 
@@ -321,6 +321,25 @@ class SweSynthTask(Task):
                          + "; ".join(details["tamper"][:3]))
         passed = bool(details["all_passed"])
         return Grade(1.0 if passed else 0.0, passed, details)
+
+
+def read_agent_file(sandbox: Sandbox, path: str) -> bytes:
+    """A file the grader wrote in the agent's sandbox, read without following a symlink the agent
+    may have swapped in meanwhile (on the local backend the host reads the file directly, and a
+    link there would point into the host's own file system)."""
+    root = getattr(sandbox, "root", None)
+    if root is None:
+        return sandbox.read_file(path)
+    host = Path(root) / path.lstrip("/")
+    real_root = os.path.realpath(root)
+    if os.path.realpath(host.parent) != real_root and not os.path.realpath(host.parent).startswith(real_root + os.sep):
+        raise RuntimeError(f"{path} is no longer inside the agent's sandbox")
+    try:
+        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise RuntimeError(f"cannot read the agent's diff at {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def unlisted_paths(patch: str, graded: list[str]) -> list[str]:
