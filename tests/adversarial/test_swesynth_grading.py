@@ -358,6 +358,22 @@ ATTACKS = {
         _orig_side = _Account.normal_side
         _Account.normal_side = property(lambda self: (_arm(), _orig_side.fget(self))[1])
     """,
+    "c_callables_in_a_thread_collect_gc_objects": """
+        # No project frame is on the thread's stack when gc.get_objects runs: only threading's and C
+        # callables; the objects land in a list the project reads at its first call.
+        import gc as _gc, itertools as _it, threading as _th
+        def _arm():
+            store = []
+            thread = _th.Thread(target=store.extend, args=(_it.starmap(_gc.get_objects, [()]),))
+            thread.start()
+            thread.join()
+            for obj in (store[0] if store else []):
+                if type(obj).__name__ == "Function" and hasattr(obj, "runtest"):
+                    obj.runtest = lambda: None
+        from .accounts import Account as _Account
+        _orig_side = _Account.normal_side
+        _Account.normal_side = property(lambda self: (_arm(), _orig_side.fget(self))[1])
+    """,
     "pytest_hooks_in_the_package": """
         import pytest as _pytest
         @_pytest.hookimpl(hookwrapper=True)

@@ -49,9 +49,14 @@ _SENSITIVE = {
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.addaudithook",
     "sys._getframemodulename", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__",
     "marshal.loads", "marshal.load", "object.__getattr__", "object.__setattr__", "object.__delattr__",
-    "function.__new__", "cpython.PyInterpreterState_Clear", "cpython._PySys_ClearAuditHooks",
     "sys.monitoring.register_callback", "sys.monitoring.use_tool_id",
 }
+#: Events nothing in a pytest session needs: denied whoever asks (a callback composed of C callables,
+#: ``functools.partial(store.extend, itertools.starmap(gc.get_objects, [()]))``, leaves no project
+#: frame on the stack to judge by).
+_ALWAYS_DENIED = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
+                  "sys._current_frames", "sys.addaudithook", "sys.monitoring.register_callback",
+                  "sys.monitoring.use_tool_id"}
 _SENSITIVE_PREFIXES = ("ctypes.",)
 #: Events the standard library raises for its own use (``typing`` reads its caller's module name,
 #: ``inspect.signature`` reads ``__code__``, ``types.coroutine`` rebuilds a code object): allowed when a stdlib function that does not hand the
@@ -104,6 +109,10 @@ def _install():
                            for m, n in ((pytest, "pytest"), (_pytest.main, "_pytest"), (pluggy, "pluggy")))
     plugin_file = _norm(__file__)
     state = {"seq": 0, "mac": b"", "items": {}, "busy": set(), "denied": 0}
+    main_bottom = sys._getframe()
+    while main_bottom.f_back is not None:
+        main_bottom = main_bottom.f_back
+    main_bottom = main_bottom.f_code  # the interpreter's entry (runpy or pytest's script)
     write = os.write
     get_ident = threading.get_ident
     getframe = sys._getframe
@@ -171,15 +180,17 @@ def _install():
             kind = classify(frame.f_code.co_filename)
             if kind != "toolchain":
                 return kind == "project"
-        outer = frame.f_back
+        outer, bottom = frame.f_back, frame
         while outer is not None:
             kind = classify(outer.f_code.co_filename)
             if kind == "project":
                 return True
             if kind == "trusted":
                 return False
-            outer = outer.f_back
-        return False
+            outer, bottom = outer.f_back, outer
+        # Only the standard library and pytest on the stack: fine on pytest's own main stack; a
+        # thread or an exit handler started from C callables is the project's doing.
+        return bottom.f_code is not main_bottom
 
     def snapshot_modules():
         """(namespace, name, object) for every function and class of the tool chain's modules."""
@@ -314,7 +325,16 @@ def _install():
             return
         state["busy"].add(me)
         try:
-            frame = getframe(1)
+            try:
+                frame = getframe(1)
+            except ValueError:  # called from C with no Python frame at all
+                frame = None
+            if frame is None or event in _ALWAYS_DENIED or event.startswith(_SENSITIVE_PREFIXES):
+                if event == _EVENT or event == "open" and frame is None:
+                    return
+                state["denied"] += 1
+                emit("tamper", {"reason": f"the code under test used {event}"})
+                raise _Denied(f"{event} is not available to the code under test while it is graded")
             if event == _EVENT:
                 kind = args[0]
                 if kind == "phase":
