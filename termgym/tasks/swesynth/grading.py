@@ -15,7 +15,8 @@ code's reach (the threat model and the tests that prove each line: ``docs/securi
   nor anything it spawns can rewrite a test, a conftest, a ``.pyc`` or the grader's files.
 * **Outcomes out of band.** The grader's plugin (:mod:`termgym.tasks.swesynth.grader_plugin`) is
   loaded with ``-p`` from a directory the sandbox cannot write, before any project code runs; it
-  writes each test phase to an HMAC-chained event file whose key the code under test cannot read.
+  makes the test process non-dumpable, guards the interpreter with an audit hook and writes each
+  test phase to an HMAC-chained event file whose key the code under test cannot read.
   :func:`read_events` verifies the chain here, on the host, and cross-checks it with the exit status
   the sandbox reported on its own control pipe. No junit file, no exit code alone, no line the tests
   print is trusted.
