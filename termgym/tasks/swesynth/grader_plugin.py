@@ -54,9 +54,10 @@ _SENSITIVE = {
 #: Events nothing in a pytest session needs: denied whoever asks (a callback composed of C callables,
 #: ``functools.partial(store.extend, itertools.starmap(gc.get_objects, [()]))``, leaves no project
 #: frame on the stack to judge by).
-_ALWAYS_DENIED = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
-                  "sys._current_frames", "sys.addaudithook", "sys.monitoring.register_callback",
-                  "sys.monitoring.use_tool_id"}
+_ALWAYS_DENIED = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
+                  "sys.addaudithook", "sys.monitoring.register_callback", "sys.monitoring.use_tool_id"}
+#: ``sys.settrace``/``setprofile`` are judged by who asks: ``doctest`` clears the trace function
+#: around every example it runs for a test.
 _SENSITIVE_PREFIXES = ("ctypes.",)
 #: Events the standard library raises for its own use (``typing`` reads its caller's module name,
 #: ``inspect.signature`` reads ``__code__``, ``types.coroutine`` rebuilds a code object): allowed when a stdlib function that does not hand the
