@@ -7,8 +7,10 @@ cached on disk (``$TERMGYM_CACHE_DIR/swesynth``, default ``~/.cache/termgym/swes
 only copies it in. Records that name a Docker image prepare the same state with setup commands.
 
 Grading never trusts the agent's workspace: it takes the agent's diff of *source* files (test files
-and anything outside the source tree are ignored), applies it to a fresh copy of the buggy
-repository in a new sandbox and runs the required tests there.
+and anything outside the project's packages are ignored; files that would shadow the tool chain are
+refused), applies it to a fresh copy of the buggy repository in a new sandbox and runs the required
+tests there under the grader's own pytest plugin (:mod:`termgym.tasks.swesynth.grading`,
+``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ _GIT_ENV = {
     "GIT_COMMITTER_NAME": "termgym", "GIT_COMMITTER_EMAIL": "termgym@localhost", "GIT_COMMITTER_DATE": GIT_DATE,
     "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
 }
-#: Git inside the sandbox: no ownership complaints whoever owns the copied files.
 #: Git options that keep the agent's repository configuration out of the grader's diff.
 _SAFE_GIT = "-c core.quotepath=off -c diff.external= -c core.hooksPath=/dev/null -c core.fsmonitor=false"
+#: Git inside the sandbox: no ownership complaints whoever owns the copied files.
 SANDBOX_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
 
 INSTRUCTION = """\
