@@ -184,3 +184,15 @@ def test_patch_text_must_match_the_graded_files():
     assert unlisted_paths(patch, ["ledgerly/a.py"]) == ["tests/test_a.py: in the patch but not a graded file"]
     assert unlisted_paths(patch.split("diff --git a/tests")[0], ["ledgerly/a.py"]) == []
     assert symlinks_in("diff --git a/ledgerly/a.py b/ledgerly/a.py\nnew file mode 120000\n")
+
+
+def test_doctests_in_source_files_never_become_required_tests(tmp_path, monkeypatch):
+    """A doctest collected from a source file lives in what the agent edits: it must not decide a grade."""
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    repo = write_repo(tmp_path / "repo")
+    (repo / "calc" / "__init__.py").write_text('def add(a, b):\n    """\n    >>> add(2, 3)\n    5\n    """\n'
+                                               "    return a + b\n\n\ndef scale(x, k=2):\n    return x * k\n")
+    result = generate(repo, "python -m pytest -q --doctest-modules", n=1, seed=0, out=tmp_path / "out", name="calc",
+                      sandbox_test_command="python3 -m pytest -q --doctest-modules", max_attempts=10)
+    assert result.stats.kept == 1
+    assert result.records[0].all_tests == ["tests/test_calc.py::test_add", "tests/test_calc.py::test_scale"]

@@ -175,6 +175,12 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             raise RuntimeError(f"no Python source files found in {repo} (source_dirs={list(source_dirs)})")
         t0 = time.monotonic()
         required, first = baseline(pristine, test_command)
+        # Doctests collected from source files (``--doctest-modules``) live in what the agent edits:
+        # a fix could rewrite the expected output, so they never decide a grade.
+        required = [t for t in required if not is_source_path(t.split("::", 1)[0], source_dirs, test_dirs)]
+        if not required:
+            raise RuntimeError(f"every test that passes in {repo} lives in its source files (doctests); "
+                               "a grade needs tests the agent cannot edit")
         stats.baseline_seconds = (time.monotonic() - t0) / 2
         stats.required_tests = len(required)
         run_timeout = max(60.0, 5 * stats.baseline_seconds)
