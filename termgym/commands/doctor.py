@@ -51,8 +51,28 @@ def check_docker() -> tuple[bool, str]:
     return True, f"Docker engine {version} reachable; {image}"
 
 
+def check_swesynth_runtime() -> tuple[bool, str]:
+    """Whether SWE-SYNTH grading can run in the local sandbox: its interpreter and pytest."""
+    from termgym.sandbox.base import SandboxSpec
+    from termgym.sandbox.local import BubblewrapSandbox
+
+    probe = "python3 -c 'import sys, pytest; print(sys.version.split()[0], pytest.__version__)'"
+    try:
+        with BubblewrapSandbox(SandboxSpec()) as box:
+            result = box.exec(probe, timeout=60)
+    except Exception as exc:
+        return False, f"no local sandbox to check it in: {exc}"
+    if result.exit_code != 0:
+        return False, ("the sandbox's python3 cannot import pytest, so every SWE-SYNTH grade would be an "
+                       f"infrastructure error: {result.output.strip()[-200:]}")
+    python, pytest_version = result.output.split()[:2]
+    return True, f"SWE-SYNTH tests run in the local sandbox (Python {python}, pytest {pytest_version})"
+
+
 def run(args: argparse.Namespace) -> int:
     rows = [("local", *check_local()), ("docker", *check_docker())]
+    if rows[0][1]:
+        rows.append(("swe-synth", *check_swesynth_runtime()))
     for tool in ("tmux", "git", "python3", "debootstrap"):
         rows.append((tool, shutil.which(tool) is not None, shutil.which(tool) or "not installed"))
     for name, ok, detail in rows:

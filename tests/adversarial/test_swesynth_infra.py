@@ -196,3 +196,10 @@ def test_doctests_in_source_files_never_become_required_tests(tmp_path, monkeypa
                       sandbox_test_command="python3 -m pytest -q --doctest-modules", max_attempts=10)
     assert result.stats.kept == 1
     assert result.records[0].all_tests == ["tests/test_calc.py::test_add", "tests/test_calc.py::test_scale"]
+
+
+def test_doctor_names_the_interpreter_and_pytest_grades_will_use():
+    from termgym.commands.doctor import check_swesynth_runtime
+
+    ok, detail = check_swesynth_runtime()
+    assert ok and "Python 3." in detail and "pytest " in detail, detail
