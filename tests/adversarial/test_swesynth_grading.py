@@ -374,6 +374,14 @@ ATTACKS = {
         _orig_side = _Account.normal_side
         _Account.normal_side = property(lambda self: (_arm(), _orig_side.fget(self))[1])
     """,
+    "forks_so_two_sessions_write_the_stream": """
+        # The forked child has the plugin's key in its memory and carries on with the same session.
+        import os as _os
+        _os.fork()
+    """,
+    "system_exit_zero_at_import": """
+        raise SystemExit(0)
+    """,
     "pytest_hooks_in_the_package": """
         import pytest as _pytest
         @_pytest.hookimpl(hookwrapper=True)
