@@ -33,6 +33,10 @@ def register(subparsers) -> None:
     gen.add_argument("--max-attempts", type=int, default=None, help="stop after this many candidates")
     gen.add_argument("--source-dir", action="append", default=[], help="only inject into these directories")
     gen.add_argument("--test-dir", action="append", default=[], help="extra directories holding tests")
+    gen.add_argument("--no-sandbox-check", action="store_true",
+                     help="skip grading each task's oracle (must score 1) and the unfixed repository (must score 0) "
+                          "in the sandbox it will run in")
+    gen.add_argument("--backend", default="local", help="sandbox backend for that check (local or docker)")
     gen.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM breaker/writer")
     gen.add_argument("--llm-model", default=None)
     gen.add_argument("--llm-writer", action="store_true", help="let the model write the bug reports too")
@@ -105,7 +109,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                           bug_types=args.bug_types, max_bugs=args.max_bugs, workers=args.workers,
                           max_attempts=args.max_attempts, source_dirs=args.source_dir, test_dirs=args.test_dir,
                           sandbox_test_command=args.sandbox_test_cmd, writer=writer, breaker=breaker,
-                          progress=bar)
+                          progress=bar, sandbox_check=not args.no_sandbox_check, backend=args.backend)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -176,6 +176,12 @@ async def _play(spec: EpisodeSpec, agent: Agent, env: gym.Env, episode: Episode,
             result.passed = bool(grade.get("passed", False))
             result.end_reason = info.get("end_reason") or ("submitted" if terminated else "truncated")
             result.messages = list(info.get("messages") or unwrapped.messages)
+            if grade.get("infra_error"):
+                # The grader could not run the tests at all (no interpreter, no runner, a suite that
+                # does not collect here): an outage, not the agent's 0. Not retried: it would recur.
+                result.status = "infra_error"
+                result.error = {"kind": "infra", "type": "GradingInfraError", "message": str(grade["infra_error"])[:4000],
+                                "where": "grade", "retriable": False}
             return
 
 

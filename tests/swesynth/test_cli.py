@@ -33,7 +33,9 @@ def test_show_a_bundled_task_by_id_and_by_path(capsys):
 def test_generate_command_on_a_repository(repo_copy, tmp_path, capsys):
     repo, _ = repo_copy
     out = tmp_path / "cli-suite"
+    # The host runs `python`; the sandbox (checked at generation: oracle 1, unfixed 0) has `python3`.
     code = main(["swesynth", "generate", "--repo", str(repo), "--test-cmd", "python -m pytest -q", "--n", "1",
+                 "--sandbox-test-cmd", "python3 -m pytest -q",
                  "--seed", "3", "--out", str(out), "--bug-types", "wrong-operator", "off-by-one"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -73,7 +75,7 @@ def test_generation_on_a_pypi_sdist(tmp_path):
         tar.extractall(tmp_path, filter="data")
     repo = next(p for p in tmp_path.iterdir() if p.is_dir())
     result = generate(repo, "python -m pytest -q", n=2, seed=0, out=tmp_path / "out", name="toolz",
-                      workers=2, source_dirs=["toolz"], max_attempts=8)
+                      workers=2, source_dirs=["toolz"], max_attempts=8, sandbox_test_command="python3 -m pytest -q")
     assert result.stats.kept == 2 and result.stats.required_tests >= 150
     for record in result.records:
         assert record.target_tests and record.bug_patch.startswith("diff --git a/toolz/")

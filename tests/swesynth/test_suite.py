@@ -195,7 +195,8 @@ def test_llm_breaker_makes_validated_tasks_of_complex_types(mini_baseline, scrip
     server = scripted_model(breaker_script)
     breaker = LLMBreaker(ChatClient(server.base_url, "scripted-breaker"), max_candidates=6)
     result = generate(mini_baseline[0], HOST_PYTEST, n=1, seed=1, out=tmp_path / "llm", name="minilib",
-                      bug_types=["semantic-error"], breaker=breaker, max_attempts=6)
+                      bug_types=["semantic-error"], breaker=breaker, max_attempts=6,
+                      sandbox_test_command=SANDBOX_PYTEST)
     assert result.stats.kept == 1
     record = result.records[0]
     assert record.bug_types == ["semantic-error"] and "LLM breaker" in record.mutations[0]["description"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
 from termgym.tasks.swesynth.inject import (
     Attempt,
     InjectionError,
@@ -40,7 +41,14 @@ from termgym.tasks.swesynth.inject import (
 from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
 from termgym.tasks.swesynth.report import check_no_leak, write_report, write_report_llm
-from termgym.tasks.swesynth.validate import baseline, copy_tree, judge, list_source_files, run_tests
+from termgym.tasks.swesynth.validate import (
+    baseline,
+    copy_tree,
+    is_source_path,
+    judge,
+    list_source_files,
+    run_tests,
+)
 
 GENERATOR_VERSION = 1
 Progress = Callable[["Stats"], None]
@@ -133,7 +141,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              workers: int = 1, max_attempts: int | None = None, source_dirs: Sequence[str] = (),
              test_dirs: Sequence[str] = (), sandbox_test_command: str | None = None,
              repo_dir_ref: str | None = None, test_fraction: float = 0.1, writer=None, breaker=None,
-             progress: Progress | None = None, suite_name: str | None = None) -> GenerationResult:
+             progress: Progress | None = None, suite_name: str | None = None,
+             sandbox_check: bool = True, backend: str = "local") -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     ``test_command`` is a pytest command run from the repository root (a junit report is added to
@@ -142,6 +151,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     records should find it (a path relative to ``out``, as the bundled suite does). ``writer`` (a
     :class:`~termgym.tasks.swesynth.llm.ChatClient`) writes the reports with a model instead;
     ``breaker`` (an :class:`~termgym.tasks.swesynth.breaker.LLMBreaker`) adds LLM-made candidates.
+    ``sandbox_check`` (default on) grades every kept task's oracle (must score 1) and the unfixed
+    repository (must score 0) in the ``backend`` sandbox the task will run in, with the grader
+    agents get (:func:`check_in_sandbox`); tasks that fail are rejected with the reason.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -156,11 +168,19 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         name = name or re.sub(r"\.git$", "", Path(str(repo).rstrip("/")).name) or "repo"
         pristine = tmp / "pristine"
         copy_tree(src, pristine)
+        # Bugs go only where graders take fixes from: the project's packages unless told otherwise.
+        source_dirs = list(source_dirs) or default_source_dirs(pristine, test_dirs)
         sources = list_source_files(pristine, source_dirs, test_dirs)
         if not sources:
             raise RuntimeError(f"no Python source files found in {repo} (source_dirs={list(source_dirs)})")
         t0 = time.monotonic()
         required, first = baseline(pristine, test_command)
+        # Doctests collected from source files (``--doctest-modules``) live in what the agent edits:
+        # a fix could rewrite the expected output, so they never decide a grade.
+        required = [t for t in required if not is_source_path(t.split("::", 1)[0], source_dirs, test_dirs)]
+        if not required:
+            raise RuntimeError(f"every test that passes in {repo} lives in its source files (doctests); "
+                               "a grade needs tests the agent cannot edit")
         stats.baseline_seconds = (time.monotonic() - t0) / 2
         stats.required_tests = len(required)
         run_timeout = max(60.0, 5 * stats.baseline_seconds)
@@ -190,7 +210,12 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                     verdict = judge(required, first_run, second, touched=list(mutated), test_dirs=test_dirs)
                 if not verdict.kept:
                     return attempt, verdict.reason
-                return attempt, _make_record(attempt, files, mutated, verdict, first_run.messages)
+                record = _make_record(attempt, files, mutated, verdict, first_run.messages)
+                if sandbox_check and isinstance(record, TaskRecord):
+                    problem = check_in_sandbox(record, pristine, backend)
+                    if problem:
+                        return attempt, problem
+                return attempt, record
             finally:
                 for path in mutated:
                     (tree / path).write_text(files[path], encoding="utf-8")
@@ -262,6 +287,55 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         _write_suite(out, kept, pristine, name, test_command, sandbox_test_command, source_dirs, test_dirs,
                      repo_dir_ref, test_fraction, suite_name, stats, seed)
     return GenerationResult(kept, out, stats)
+
+
+def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local") -> str | None:
+    """Grade ``record``'s oracle and the unfixed repository in a ``backend`` sandbox, as agents are graded.
+
+    Returns why the task is rejected, or ``None`` and fills ``record.validation`` (backend, the
+    interpreter and pytest the sandbox ran, the runtime version, both results).
+    """
+    from dataclasses import replace
+
+    from termgym.sandbox import make_sandbox
+    from termgym.tasks.swesynth.suite import SweSynthTask
+
+    task = SweSynthTask(replace(record, repo_dir=repo_dir))
+    fixed = sorted({line.split(" b/", 1)[-1] for line in record.fix_patch.splitlines() if line.startswith("diff --git ")})
+    ungraded = [p for p in fixed if not is_source_path(p, task.source_dirs, record.test_dirs)]
+    ungraded += refused_paths(fixed, task.source_dirs)
+    if ungraded:
+        return f"the fix touches files the grader does not take from an agent: {', '.join(ungraded[:3])}"
+    boxes = []
+    runtimes: set[str | None] = set()  # the task runtime the grading sandboxes ran on (sandbox.runtime)
+
+    def new_sandbox(spec):
+        box = make_sandbox(backend, spec)
+        boxes.append(box)
+        box.start()
+        runtimes.add(box.runtime)
+        return box
+
+    try:
+        oracle = task.grade_patch(record.fix_patch, new_sandbox)
+        if oracle.get("infra_error"):
+            return f"the tests cannot run in the {backend} sandbox (test dependency coverage missing?): " \
+                   f"{oracle['infra_error']}"
+        if oracle.get("tamper"):
+            return f"the oracle trips the grader's tamper guard in the sandbox: {oracle['tamper'][0]}"
+        if not oracle["all_passed"]:
+            return (f"the oracle fix does not pass in the {backend} sandbox ({oracle['all_result']}): "
+                    f"{', '.join(oracle['failed_tests'][:3])}")
+        nop = task.grade_patch("", new_sandbox)
+        if nop.get("infra_error") or nop["all_passed"]:
+            return f"the unfixed repository does not fail in the {backend} sandbox ({nop['all_result']})"
+    finally:
+        for box in boxes:
+            box.close()
+    record.validation = {"backend": backend, "runtime": oracle.get("runtime", {}),
+                         "runtime_version": next(iter(runtimes)) if len(runtimes) == 1 else sorted(map(str, runtimes)),
+                         "oracle": oracle["all_result"], "nop": nop["all_result"]}
+    return None
 
 
 def _procedural() -> set[str]:

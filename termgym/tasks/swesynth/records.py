@@ -49,6 +49,9 @@ class TaskRecord:
     test_timeout: float = 300.0
     mutations: list[dict[str, Any]] = field(default_factory=list)
     generator: dict[str, Any] = field(default_factory=dict)
+    #: Where generation proved the task (oracle 1, unfixed 0): backend, interpreter and pytest
+    #: versions, the runtime version when the sandbox has one. Empty for tasks not checked there.
+    validation: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, repo_dir: str | None = None) -> dict[str, Any]:
         """The public JSON shape; ``repo_dir`` is written as given (relative paths stay portable)."""
@@ -72,6 +75,8 @@ class TaskRecord:
             "fix_patch": self.fix_patch,
             "generator": self.generator,
         }
+        if self.validation:
+            out["validation"] = self.validation
         if self.image:
             out["image"] = self.image
         if repo_dir is not None:
@@ -135,6 +140,7 @@ class TaskRecord:
             test_timeout=float(data.get("test_timeout") or repo_info.get("test_timeout") or 300.0),
             mutations=list(bug.get("mutations") or []),
             generator=dict(data.get("generator") or {}),
+            validation=dict(data.get("validation") or {}),
         )
         if not record.workdir.startswith("/"):
             raise RecordError(f"{where}: 'workdir' must be an absolute path, got {record.workdir!r}")

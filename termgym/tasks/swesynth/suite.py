@@ -7,8 +7,10 @@ cached on disk (``$TERMGYM_CACHE_DIR/swesynth``, default ``~/.cache/termgym/swes
 only copies it in. Records that name a Docker image prepare the same state with setup commands.
 
 Grading never trusts the agent's workspace: it takes the agent's diff of *source* files (test files
-and anything outside the source tree are ignored), applies it to a fresh copy of the buggy
-repository in a new sandbox and runs the required tests there.
+and anything outside the project's packages are ignored; files that would shadow the tool chain are
+refused), applies it to a fresh copy of the buggy repository in a new sandbox and runs the required
+tests there under the grader's own pytest plugin (:mod:`termgym.tasks.swesynth.grading`,
+``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -29,8 +31,14 @@ from typing import Any
 
 from termgym.sandbox.base import Sandbox, SandboxSpec
 from termgym.tasks.base import Grade, GradingContext, Task, TaskSuite
+from termgym.tasks.swesynth.grading import (
+    cannot_start_reason,
+    default_source_dirs,
+    refused_paths,
+    run_graded_tests,
+)
 from termgym.tasks.swesynth.records import RecordError, TaskRecord, read_records_file, read_task
-from termgym.tasks.swesynth.validate import copy_tree, is_source_path, junit_args, parse_junit
+from termgym.tasks.swesynth.validate import copy_tree, is_source_path
 
 #: Every file of a prepared workspace gets this modification time (2024-01-01T00:00:00Z).
 NORMALISED_MTIME = 1704067200
@@ -46,6 +54,8 @@ _GIT_ENV = {
     "GIT_COMMITTER_NAME": "termgym", "GIT_COMMITTER_EMAIL": "termgym@localhost", "GIT_COMMITTER_DATE": GIT_DATE,
     "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
 }
+#: Git options that keep the agent's repository configuration out of the grader's diff.
+_SAFE_GIT = "-c core.quotepath=off -c diff.external= -c core.hooksPath=/dev/null -c core.fsmonitor=false"
 #: Git inside the sandbox: no ownership complaints whoever owns the copied files.
 SANDBOX_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
 
@@ -163,6 +173,7 @@ class SweSynthTask(Task):
         self.record = record
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.grade_timeout = float(grade_timeout or record.test_timeout)
+        self._source_dirs: list[str] | None = None
 
     @property
     def workdir(self) -> str:
@@ -205,29 +216,44 @@ class SweSynthTask(Task):
         wd = shlex.quote(self.workdir)
         base = "$(git rev-list --max-parents=0 HEAD | tail -n 1)"
         listing = sandbox.exec(
-            f"cd {wd} && git add -A -N . >/dev/null 2>&1; git -c core.quotepath=off diff --no-renames "
-            f"--name-only {base}", timeout=120)
+            f"cd {wd} && git add -A -N . >/dev/null 2>&1; git {_SAFE_GIT} diff --no-ext-diff --no-textconv "
+            f"--no-renames --name-only {base}", timeout=120)
         if listing.exit_code != 0:
             raise RuntimeError(f"cannot read the agent's changes with git: {listing.output.strip()[-300:]}")
         changed = [line for line in listing.output.splitlines() if line.strip()]
-        graded = [p for p in changed if is_source_path(p, self.record.source_dirs, self.record.test_dirs)]
+        graded = [p for p in changed if is_source_path(p, self.source_dirs, self.record.test_dirs)]
         ignored = [p for p in changed if p not in graded]
         if not graded:
             return "", graded, ignored
         out = f"/tmp/.termgym-agent-{uuid.uuid4().hex}.patch"
         paths = " ".join(shlex.quote(p) for p in graded)
-        result = sandbox.exec(f"cd {wd} && git diff --binary --no-renames {base} -- {paths} > {out}", timeout=120)
+        result = sandbox.exec(f"cd {wd} && git {_SAFE_GIT} diff --no-ext-diff --no-textconv --binary --no-renames "
+                              f"{base} -- {paths} > {out}", timeout=120)
         if result.exit_code != 0:
             raise RuntimeError(f"git diff failed in the agent's sandbox: {result.output.strip()[-300:]}")
-        patch = sandbox.read_file(out).decode("utf-8", "replace")
+        patch = read_agent_file(sandbox, out).decode("utf-8", "replace")
         sandbox.exec(f"rm -f {out}", timeout=30)
         return patch, graded, ignored
+
+    @property
+    def source_dirs(self) -> list[str]:
+        """Where graded files may live: the record's ``source_dirs``, else the project's packages."""
+        if self._source_dirs is None:
+            record = self.record
+            if record.source_dirs:
+                self._source_dirs = list(record.source_dirs)
+            elif record.repo_dir is not None and record.repo_dir.is_dir():
+                self._source_dirs = default_source_dirs(record.repo_dir, record.test_dirs)
+            else:
+                self._source_dirs = []
+        return self._source_dirs
 
     def grade_patch(self, patch: str, new_sandbox) -> dict[str, Any]:
         """Apply ``patch`` to a fresh buggy repository (``new_sandbox(spec)``) and run the tests.
 
-        Returns the grade details (``all_result``, ``all_passed``, ``target_result``,
-        ``pass_rate``...). Raises ``ValueError`` when the patch does not apply.
+        Returns the grade details (``all_result``, ``all_passed``, ``target_result``, ``pass_rate``,
+        and ``tamper`` / ``infra_error`` when the run cannot be trusted or could not happen; see
+        :mod:`termgym.tasks.swesynth.grading`). Raises ``ValueError`` when the patch does not apply.
         """
         record = self.record
         sandbox = new_sandbox(self.sandbox_spec())
@@ -238,45 +264,118 @@ class SweSynthTask(Task):
             if applied.exit_code != 0:
                 raise ValueError(f"the agent's changes do not apply to a fresh copy: {applied.output.strip()[-300:]}")
             sandbox.exec("rm -f /tmp/.termgym-grade.patch", timeout=30)
-        # An unguessable report path, so code under test cannot plant a report of its own.
-        report_dir = f"/tmp/.termgym-report-{uuid.uuid4().hex}"
-        run = sandbox.exec(
-            f"mkdir -p {report_dir} && cd {wd} && PYTHONDONTWRITEBYTECODE=1 {record.test_command} "
-            f"{junit_args(report_dir + '/junit.xml')} > {report_dir}/log 2>&1; echo $?",
-            timeout=self.grade_timeout)
-        try:
-            xml = sandbox.read_file(f"{report_dir}/junit.xml")
-            outcomes, _ = parse_junit(xml)
-        except (FileNotFoundError, ValueError):
-            outcomes = {}
+        run = run_graded_tests(sandbox, record.test_command, self.workdir, self.source_dirs, self.grade_timeout)
+        infra = cannot_start_reason(run, record.test_command)
+        if infra is None and not run.ran and not run.timed_out and not run.tamper:
+            # The session stopped before it ran the tests: the agent's change (an import error is a
+            # legitimate 0), or a sandbox that cannot run this suite at all (an infrastructure error).
+            pristine = run if not patch.strip() else run_graded_tests(
+                new_sandbox(self.sandbox_spec()), record.test_command, self.workdir, self.source_dirs,
+                self.grade_timeout)
+            if not pristine.ran:
+                infra = (f"the tests do not run on the unmodified repository in this sandbox (pytest exit "
+                         f"{pristine.exit_code}); a test dependency may be missing: "
+                         + " | ".join(pristine.log_tail.strip().splitlines()[-5:]))
+        outcomes = {} if run.tamper or infra else run.outcomes
         passed = [t for t in record.all_tests if outcomes.get(t) == "passed"]
         target_passed = [t for t in record.target_tests if outcomes.get(t) == "passed"]
         n = len(record.all_tests)
-        return {
+        details = {
             "all_result": f"{len(passed)}/{n}",
-            "all_passed": len(passed) == n,
+            "all_passed": len(passed) == n and n > 0,
             "target_result": f"{len(target_passed)}/{len(record.target_tests)}",
             "pass_rate": len(passed) / n if n else 0.0,
             "bug_types": list(record.bug_types),
             "tests_timed_out": run.timed_out,
+            "test_exit_code": run.exit_code,
+            "runtime": run.versions,
             "failed_tests": [t for t in record.all_tests if outcomes.get(t) != "passed"][:50],
         }
+        if run.tamper:
+            details["tamper"] = run.tamper[:10]
+        if infra:
+            details["infra_error"] = infra
+        return details
 
     def grade(self, ctx: GradingContext) -> Grade:
+        def zero(error: str, **extra: Any) -> Grade:
+            return Grade(0.0, False, {"all_result": f"0/{len(self.record.all_tests)}", "all_passed": False,
+                                      "pass_rate": 0.0, "bug_types": list(self.record.bug_types), **extra},
+                         error=error)
+
         try:
             patch, graded, ignored = self.agent_patch(ctx.sandbox)
         except Exception as exc:  # a broken workspace is the agent's failure, not the grader's
-            return Grade(0.0, False, {"all_result": f"0/{len(self.record.all_tests)}", "all_passed": False,
-                                      "pass_rate": 0.0, "bug_types": list(self.record.bug_types)}, error=str(exc))
+            return zero(str(exc))
+        refused = refused_paths(graded, self.source_dirs) + symlinks_in(patch) + unlisted_paths(patch, graded)
+        if refused:
+            return zero("the change touches files that would shadow the test tool chain: " + "; ".join(refused),
+                        patch_files=graded, ignored_files=ignored, refused_files=refused)
         try:
             details = self.grade_patch(patch, ctx.new_sandbox)
         except ValueError as exc:
-            return Grade(0.0, False, {"all_result": f"0/{len(self.record.all_tests)}", "all_passed": False,
-                                      "pass_rate": 0.0, "bug_types": list(self.record.bug_types),
-                                      "patch_files": graded, "ignored_files": ignored}, error=str(exc))
+            return zero(str(exc), patch_files=graded, ignored_files=ignored)
         details.update({"patch_files": graded, "ignored_files": ignored, "fix_patch": patch})
+        if details.get("infra_error"):
+            return Grade(0.0, False, details, error=f"infrastructure: {details['infra_error']}")
+        if details.get("tamper"):
+            return Grade(0.0, False, details, error="the graded code tampered with the test run: "
+                         + "; ".join(details["tamper"][:3]))
         passed = bool(details["all_passed"])
         return Grade(1.0 if passed else 0.0, passed, details)
+
+
+def read_agent_file(sandbox: Sandbox, path: str) -> bytes:
+    """A file the grader wrote in the agent's sandbox, read without following a symlink the agent
+    may have swapped in meanwhile (on the local backend the host reads the file directly, and a
+    link there would point into the host's own file system)."""
+    root = getattr(sandbox, "root", None)
+    if root is None:
+        return sandbox.read_file(path)
+    host = Path(root) / path.lstrip("/")
+    real_root = os.path.realpath(root)
+    if os.path.realpath(host.parent) != real_root and not os.path.realpath(host.parent).startswith(real_root + os.sep):
+        raise RuntimeError(f"{path} is no longer inside the agent's sandbox")
+    try:
+        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise RuntimeError(f"cannot read the agent's diff at {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def unlisted_paths(patch: str, graded: list[str]) -> list[str]:
+    """Files a patch touches that are not among the graded ones.
+
+    The agent owns its repository's git configuration (diff drivers, attributes), so the patch
+    text is checked against the list of graded files rather than trusted to match it.
+    """
+    allowed = set(graded)
+    out = []
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            names = re.findall(r"(?:^| )[ab]/(\S+)", line[len("diff --git "):])
+        elif line.startswith(("--- ", "+++ ")):
+            name = line[4:].strip()
+            names = [] if name == "/dev/null" else [re.sub(r"^[ab]/", "", name)]
+        elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
+            names = [line.split(" ", 2)[-1]]
+        else:
+            continue
+        out += [f"{n}: in the patch but not a graded file" for n in names if n not in allowed]
+    return sorted(set(out))
+
+
+def symlinks_in(patch: str) -> list[str]:
+    """Files the patch turns into symbolic links (never a source fix; a way to point at other files)."""
+    out = []
+    current = None
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            current = line.split(" b/", 1)[-1]
+        elif line.startswith(("new file mode 120000", "new mode 120000")):
+            out.append(f"{current}: becomes a symbolic link")
+    return out
 
 
 def apply_patch_command(patch: str, workdir: str) -> str:
