@@ -22,6 +22,22 @@ for path in (HERE, HERE.parent / "evaluate", ROOT):  # token_server, scripted_mo
 # LiteLLM (imported by ART) fetches a price list from GitHub at import; use its bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# `import art` patches transformers' attention-mask helper for the transformers its GPU backend pins
+# (5.2.0). With the newer transformers veRL brings (5.10), that patch breaks every model forward in
+# the process, and this pytest process also runs the veRL tests: import art once here and put the
+# original back (docs/integrations.md: keep ART's training in an environment of its own).
+try:
+    from transformers import masking_utils as _masking
+except ImportError:
+    _masking = None
+if _masking is not None:
+    _original_mask_arguments = _masking._preprocess_mask_arguments
+    try:
+        import art  # noqa: F401
+    except ImportError:
+        pass
+    _masking._preprocess_mask_arguments = _original_mask_arguments
+
 if shutil.which("bwrap") is None:
     pytest.skip("the integration tests need bubblewrap (apt-get install bubblewrap)", allow_module_level=True)
 

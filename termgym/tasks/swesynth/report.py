@@ -164,7 +164,8 @@ class Case:
 
     def _read_message(self) -> None:
         first = self.message.strip().splitlines()[0] if self.message.strip() else ""
-        m = re.match(r"^Failed: DID NOT RAISE <class '(?:[\w.]*\.)?(\w+)'>", first)
+        # pytest < 9.2 writes "DID NOT RAISE <class 'pkg.Error'>", 9.2 and later "DID NOT RAISE Error"
+        m = re.match(r"^Failed: DID NOT RAISE (?:<class ')?(?:[\w.]*\.)?(\w+)'?>?", first)
         if m:
             self.no_raise = m.group(1)
             return
