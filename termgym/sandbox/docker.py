@@ -19,7 +19,8 @@ Killing. A second long-lived exec, the supervisor, is a bash loop that kills on 
 process in the container except the init, the main process, itself and the shell, using builtins
 only, so it works even when a fork bomb has used up the pids limit. A timeout (or output past
 ``limits.output_bytes``) asks it to kill; a shell stuck in a builtin loop is killed too and a new
-shell started (the result says ``restarted``).
+shell started (the result says ``restarted``), as after ``on_timeout="kill_shell"`` or ``abort()``,
+which ask it to kill the shell first.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ Execution. One bash process reads NUL-terminated commands from a pipe and ``eval
 stdin from ``/dev/null``; it reports each exit code on a separate pipe, so nothing a command prints
 can forge the end of its output. A timeout kills every process in the sandbox's pid namespace
 except its init and the shell; if the shell itself is stuck (a builtin loop) the sandbox is
-restarted around the same files and the result says so.
+restarted around the same files and the result says so. ``on_timeout="kill_shell"`` (and
+``abort()``) kill the shell too, with the sandbox frozen, and restart it the same way.
 """
 
 from __future__ import annotations
