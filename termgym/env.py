@@ -243,7 +243,8 @@ class TerminalEnv(gym.Env[str, str]):
                 info["refused"] = True
             else:
                 self.commands.append(parsed.command)
-                result = self.protocol.execute(parsed, self.sandbox, self._command_deadline())
+                timeout, ends_episode = self._command_deadline()
+                result = self.protocol.execute(parsed, self.sandbox, timeout, ends_episode=ends_episode)
                 submission = self.protocol.detect_submission(result)
                 terminated = submission is not None
             if not terminated:
@@ -371,21 +372,25 @@ class TerminalEnv(gym.Env[str, str]):
         limits = [t for t in (self.time_limit, getattr(self.task, "time_limit", None)) if t is not None]
         return min(limits) if limits else None
 
-    def _command_deadline(self) -> float | None:
-        """The timeout for this step's command: ``command_timeout``, cut to what is left of the time limit.
+    def _command_deadline(self) -> tuple[float | None, bool]:
+        """The timeout for this step's command, and whether it is the episode's time limit.
 
-        The time limit is a deadline, as Harbor's agent timeout is: a command still running when it
-        passes is stopped there, and the step then ends the episode as truncated ("time_limit").
+        ``command_timeout``, cut to what is left of the time limit. The time limit is a deadline, as
+        Harbor's agent timeout is: a command still running when it passes is stopped there with its
+        shell, so nothing more of what the agent typed runs (Harbor cancels its agent), and the step
+        then ends the episode as truncated ("time_limit").
         """
         limit = self._time_limit()
         if limit is None:
-            return self.command_timeout
+            return self.command_timeout, False
         remaining = max(0.01, limit - (time.monotonic() - self._started_at))
         per_command = self.command_timeout
         if per_command is None and self.sandbox is not None:
             per_command = self.sandbox.spec.limits.command_timeout
         # Far from the deadline, the usual per-command timeout (or the protocol's own) applies unchanged.
-        return remaining if per_command is None or remaining < per_command else self.command_timeout
+        if per_command is None or remaining < per_command:
+            return remaining, True
+        return self.command_timeout, False
 
     @property
     def elapsed(self) -> float:

@@ -96,10 +96,16 @@ class Protocol(ABC):
     def start(self, sandbox: Sandbox) -> None:  # noqa: B027 - optional hook
         """Prepare per-episode state in a started sandbox (e.g. a tmux session)."""
 
-    def execute(self, action: Action, sandbox: Sandbox, timeout: float | None) -> ExecResult:
-        """Run a ``command`` action in the sandbox."""
+    def execute(self, action: Action, sandbox: Sandbox, timeout: float | None, *,
+                ends_episode: bool = False) -> ExecResult:
+        """Run a ``command`` action in the sandbox.
+
+        ``ends_episode``: ``timeout`` is the episode's time limit, after which nothing the agent
+        typed may run: a timeout then kills the command line's shell too (``on_timeout="kill_shell"``).
+        """
         assert action.command is not None
-        return sandbox.exec(action.command, timeout=timeout)
+        return sandbox.exec(action.command, timeout=timeout,
+                            on_timeout="kill_shell" if ends_episode else "kill_command")
 
     def detect_submission(self, result: ExecResult) -> str | None:
         """If ``result`` is a submission, return the submitted text (may be empty), else ``None``."""

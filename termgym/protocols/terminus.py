@@ -439,11 +439,15 @@ class TerminusProtocol(Protocol):
         self._wait_idle(sandbox, 2.0)
         self._initial_screen = limit_output(self._incremental(sandbox), self.max_observation_bytes)
 
-    def execute(self, action: Action, sandbox: Sandbox, timeout: float | None) -> ExecResult:
+    def execute(self, action: Action, sandbox: Sandbox, timeout: float | None, *,
+                ends_episode: bool = False) -> ExecResult:
         """Type each command's keystrokes, wait, and return the new terminal output as the result.
 
         ``timeout`` is the reply's whole budget (the env passes what is left of its time limit):
-        waits are cut to it and no command is typed after it has passed.
+        waits are cut to it and no command is typed after it has passed. When it is the episode's
+        time limit (``ends_episode``) and it passed, every process in the sandbox is killed, the
+        tmux server and the pane's shell included, so neither the pane's running job nor the rest
+        of a typed line runs on into grading (Harbor cancels its agent at the deadline).
         """
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
@@ -459,6 +463,8 @@ class TerminusProtocol(Protocol):
                 wait, timed_out = left, True
             self._wait(sandbox, wait)
         output = limit_output(self._incremental(sandbox), self.max_observation_bytes)
+        if ends_episode and deadline is not None and time.monotonic() >= deadline:
+            sandbox.abort()
         if action.extra.get("final"):
             self._finished = True
         return ExecResult(output=output, exit_code=0, duration=time.monotonic() - started, timed_out=timed_out)

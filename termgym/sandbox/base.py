@@ -9,6 +9,14 @@ Two execution modes:
 * ``persistent`` — one long-lived shell; ``cd`` and variables survive between commands.
 * ``stateless`` — every command runs in a fresh subshell started in ``workdir`` (mini-swe-agent's
   semantics): nothing but the filesystem carries over.
+
+Two things a timeout can do (``exec``'s ``on_timeout``):
+
+* ``kill_command`` (the default) — kill every process but the shell: the shell keeps its working
+  directory and variables, and runs whatever is left of the command line (``sleep 9; echo`` echoes).
+* ``kill_shell`` — kill the shell too, so nothing more of the command line runs, then start a fresh
+  shell (files stay). For a deadline after which nothing the agent typed may run: an episode's
+  time limit, as Harbor cancels its agent. :meth:`Sandbox.abort` does the same outside a command.
 """
 
 from __future__ import annotations
@@ -24,6 +32,14 @@ from pathlib import Path
 from typing import Literal
 
 Mode = Literal["persistent", "stateless"]
+OnTimeout = Literal["kill_command", "kill_shell"]
+ON_TIMEOUT_CHOICES = ("kill_command", "kill_shell")
+
+
+def check_on_timeout(on_timeout: str) -> None:
+    """Raise ``ValueError`` naming ``on_timeout`` unless it is one of :data:`ON_TIMEOUT_CHOICES`."""
+    if on_timeout not in ON_TIMEOUT_CHOICES:
+        raise ValueError(f"on_timeout must be one of {', '.join(map(repr, ON_TIMEOUT_CHOICES))}, not {on_timeout!r}")
 
 
 class SandboxError(RuntimeError):
@@ -145,8 +161,21 @@ class Sandbox(ABC):
         """Create the sandbox, copy the spec's files in and run its setup commands."""
 
     @abstractmethod
-    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        """Run one shell command (bash syntax) in the sandbox and wait for it."""
+    def exec(self, command: str, timeout: float | None = None, *,
+             on_timeout: OnTimeout = "kill_command") -> ExecResult:
+        """Run one shell command (bash syntax) in the sandbox and wait for it.
+
+        ``on_timeout`` says what a timeout kills (see the module docstring): ``"kill_shell"`` also
+        ends the shell, so the rest of the command line never runs (the result says ``restarted``).
+        """
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Kill every process in the sandbox, its shell first, and start a fresh shell; files stay.
+
+        What a deadline does: nothing that was running or typed (a tmux pane's job and the rest of
+        its line included) runs on, and the sandbox stays usable for grading.
+        """
 
     @abstractmethod
     def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
@@ -204,8 +233,9 @@ class Sandbox(ABC):
     async def astart(self) -> None:
         await run_blocking(self.start)
 
-    async def aexec(self, command: str, timeout: float | None = None) -> ExecResult:
-        return await run_blocking(self.exec, command, timeout)
+    async def aexec(self, command: str, timeout: float | None = None, *,
+                    on_timeout: OnTimeout = "kill_command") -> ExecResult:
+        return await run_blocking(self.exec, command, timeout, on_timeout=on_timeout)
 
     async def aclose(self) -> None:
         await run_blocking(self.close)

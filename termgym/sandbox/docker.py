@@ -19,7 +19,8 @@ Killing. A second long-lived exec, the supervisor, is a bash loop that kills on 
 process in the container except the init, the main process, itself and the shell, using builtins
 only, so it works even when a fork bomb has used up the pids limit. A timeout (or output past
 ``limits.output_bytes``) asks it to kill; a shell stuck in a builtin loop is killed too and a new
-shell started (the result says ``restarted``).
+shell started (the result says ``restarted``), as after ``on_timeout="kill_shell"`` or ``abort()``,
+which ask it to kill the shell first.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ from termgym.sandbox.base import (
     ExecResult,
     Limits,
     Mode,
+    OnTimeout,
     Sandbox,
     SandboxError,
     SandboxSpec,
+    check_on_timeout,
 )
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
 from termgym.sandbox.output import OutputBuffer
@@ -114,7 +117,9 @@ done
 
 # The supervisor. At start it spares pid 1, its children (the container's main process) and
 # itself; each request line "K <pid>..." kills every other process not listed, in passes until
-# none is left (a fork bomb refills between passes). Builtins only: it must not need a new pid.
+# none is left (a fork bomb refills between passes); "A <shell>" kills that shell first (so it
+# runs nothing more of its command line), then every other process. Builtins only: it must not
+# need a new pid.
 _SUPERVISOR = r"""
 exec 2>/dev/null
 __keep=" 1 $$ "
@@ -125,6 +130,7 @@ for __d in /proc/[0-9]*; do
 done
 printf 'READY %d\n' "$$"
 while read -r __op __args; do
+  if [ "$__op" = A ]; then kill -9 $__args; __args=; fi
   __spare="$__keep $__args "
   __n=1 __passes=0
   while [ "$__n" -gt 0 ] && [ "$__passes" -lt 200 ]; do
@@ -499,7 +505,9 @@ class DockerSandbox(Sandbox):
 
     # -- commands -------------------------------------------------------------------------------
 
-    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
+    def exec(self, command: str, timeout: float | None = None, *,
+             on_timeout: OnTimeout = "kill_command") -> ExecResult:
+        check_on_timeout(on_timeout)
         if "\x00" in command:
             return ExecResult(output="command contains a NUL byte, which a shell cannot run", exit_code=2)
         with self._lock:
@@ -508,9 +516,15 @@ class DockerSandbox(Sandbox):
             if not self._started:
                 self.start()
             timeout = self.spec.limits.command_timeout if timeout is None else timeout
-            return self._run(command, timeout)
+            return self._run(command, timeout, kill_shell=on_timeout == "kill_shell")
 
-    def _run(self, command: str, timeout: float) -> ExecResult:
+    def abort(self) -> None:
+        with self._lock:
+            if self._started and not self.closed:
+                self._kill_commands(include_shell=True)
+                self._restart_shell()
+
+    def _run(self, command: str, timeout: float, *, kill_shell: bool = False) -> ExecResult:
         started = time.monotonic()
         notes: list[str] = []
         restarted = False
@@ -527,7 +541,7 @@ class DockerSandbox(Sandbox):
         out = OutputBuffer(self.spec.limits.output_bytes)
         pending = bytearray()
         deadline = started + timeout
-        timed_out = flooded = stuck = shell_exited = False
+        timed_out = flooded = stuck = shell_exited = aborted = False
         exit_code: int | None = None
         pids_now: int | None = None
         payload = command.encode("utf-8", errors="surrogateescape") + b"\x00"
@@ -547,6 +561,11 @@ class DockerSandbox(Sandbox):
                     stuck = True  # killed everything but the shell, still no exit code: a builtin loop
                     break
                 timed_out = True
+                if kill_shell:
+                    aborted = True
+                    self._kill_commands(include_shell=True)
+                    out.feed(bytes(pending))
+                    break
                 self._kill_commands()
                 deadline = time.monotonic() + 2.0  # grace for the shell to report
                 continue
@@ -592,7 +611,12 @@ class DockerSandbox(Sandbox):
         text = out.text()
         if flooded:
             notes.append(f"output exceeded {self.spec.limits.output_bytes} bytes; the command was stopped")
-        if stuck or shell_exited:
+        if aborted:
+            self._restart_shell()
+            restarted = True
+            notes.append(f"command timed out after {timeout:g} s; it and its shell were killed, so the rest of "
+                         "the command line did not run; a new shell was started")
+        elif stuck or shell_exited:
             if stuck:
                 self._kill_commands(include_shell=True)
             self._restart_shell()
@@ -605,7 +629,8 @@ class DockerSandbox(Sandbox):
             notes.append(f"the sandbox reached its process limit ({self.spec.limits.pids}); "
                          "every background process was killed")
         if timed_out:
-            notes.append(f"command timed out after {timeout:g} s and was killed")
+            if not aborted:
+                notes.append(f"command timed out after {timeout:g} s and was killed")
             exit_code = 124
         if exit_code is None:
             exit_code = 137 if shell_exited else 1
@@ -747,13 +772,14 @@ class DockerSandbox(Sandbox):
 
     def _kill_commands(self, include_shell: bool = False) -> None:
         """Kill every process but the init, the main process, the supervisor (and the shell)."""
-        spare = [] if include_shell or self._shell is None else [str(self._shell.pid)]
+        shell = [] if self._shell is None else [str(self._shell.pid)]
+        request = f"A {' '.join(shell)}" if include_shell else f"K {' '.join(shell)}"
         for attempt in range(2):
             supervisor = self._supervisor
             try:
                 if supervisor is None or supervisor.eof:
                     raise EOFError("supervisor gone")
-                supervisor.send(f"K {' '.join(spare)}\n".encode())
+                supervisor.send(f"{request}\n".encode())
                 supervisor.read_line(b"DONE ", timeout=30)
                 return
             except (EOFError, TimeoutError):

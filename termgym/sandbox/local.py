@@ -21,7 +21,8 @@ Execution. One bash process reads NUL-terminated commands from a pipe and ``eval
 stdin from ``/dev/null``; it reports each exit code on a separate pipe, so nothing a command prints
 can forge the end of its output. A timeout kills every process in the sandbox's pid namespace
 except its init and the shell; if the shell itself is stuck (a builtin loop) the sandbox is
-restarted around the same files and the result says so.
+restarted around the same files and the result says so. ``on_timeout="kill_shell"`` (and
+``abort()``) kill the shell too, with the sandbox frozen, and restart it the same way.
 """
 
 from __future__ import annotations
@@ -45,7 +46,16 @@ import warnings
 from pathlib import Path
 
 from termgym.sandbox import runtime as task_runtime
-from termgym.sandbox.base import BackendUnavailable, ExecResult, Mode, Sandbox, SandboxError, SandboxSpec
+from termgym.sandbox.base import (
+    BackendUnavailable,
+    ExecResult,
+    Mode,
+    OnTimeout,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+    check_on_timeout,
+)
 from termgym.sandbox.output import OutputBuffer
 
 #: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
@@ -288,7 +298,9 @@ class BubblewrapSandbox(Sandbox):
 
     # -- the command interface ----------------------------------------------------------------
 
-    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
+    def exec(self, command: str, timeout: float | None = None, *,
+             on_timeout: OnTimeout = "kill_command") -> ExecResult:
+        check_on_timeout(on_timeout)
         if "\x00" in command:
             return ExecResult(output="command contains a NUL byte, which a shell cannot run", exit_code=2)
         with self._lock:
@@ -300,14 +312,20 @@ class BubblewrapSandbox(Sandbox):
             cleared = self._pids_exhausted()
             if cleared:
                 self._kill_commands()
-            result = self._run(command, timeout)
+            result = self._run(command, timeout, kill_shell=on_timeout == "kill_shell")
             if cleared:
                 note = (f"[the sandbox had reached its process limit ({self.spec.limits.pids}); "
                         "every background process was killed]\n")
                 result = dataclasses.replace(result, output=note + result.output)
             return result
 
-    def _run(self, command: str, timeout: float) -> ExecResult:
+    def abort(self) -> None:
+        with self._lock:
+            if self._started and not self.closed:
+                self._kill_shell_and_commands()
+                self._restart()
+
+    def _run(self, command: str, timeout: float, *, kill_shell: bool = False) -> ExecResult:
         started = time.monotonic()
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
@@ -322,7 +340,7 @@ class BubblewrapSandbox(Sandbox):
         out = OutputBuffer(self.spec.limits.output_bytes)
         ctl = bytearray()
         deadline = started + timeout
-        timed_out = flooded = shell_died = False
+        timed_out = flooded = shell_died = aborted = False
         last_kill = 0.0
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ, "out")
@@ -332,6 +350,10 @@ class BubblewrapSandbox(Sandbox):
             while b"\n" not in ctl:
                 now = time.monotonic()
                 remaining = deadline - now
+                if remaining <= 0 and not timed_out and kill_shell:
+                    timed_out = aborted = True
+                    self._kill_shell_and_commands()
+                    break
                 if remaining <= 0 and not timed_out:
                     timed_out = True
                     self._kill_commands()
@@ -369,6 +391,12 @@ class BubblewrapSandbox(Sandbox):
             _drain(out_fd, out)
         finally:
             sel.close()
+        if aborted:
+            self._restart()
+            text = out.text() + (f"\n[command timed out after {timeout:g} s; it and its shell were killed, so the "
+                                 "rest of the command line did not run; a new shell was started]")
+            return ExecResult(output=text, exit_code=124, timed_out=True, duration=time.monotonic() - started,
+                              truncated=flooded, restarted=True)
         if (timed_out or flooded) and not shell_died:
             # One more sweep: a child forked while the sandbox froze for the last one can escape it
             # (seen under load in stateless mode, where it outlives its subshell).
@@ -647,6 +675,19 @@ class BubblewrapSandbox(Sandbox):
                         os.kill(pid, signal.SIGKILL)
                 if not freezer:
                     time.sleep(0.01)
+
+    def _kill_shell_and_commands(self) -> None:
+        """Kill the shell and every process of the sandbox but the monitor (its init too).
+
+        Frozen first where a freezer cgroup exists, so nothing runs between two kills; without one
+        the shell dies first, before the command it waits for can end and let it go on.
+        """
+        shell, monitor = self._shell(), self._proc.pid if self._proc else None
+        with _frozen(self._freezer):
+            for pid in [shell, *(p for p in self._sandbox_pids() if p not in (shell, monitor))]:
+                if pid is not None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
 
     def _await_reaped(self, timeout: float = 2.0) -> None:
         """Wait until every child the shell had is dead (a zombie or reaped): see _JOBS_NOTE.

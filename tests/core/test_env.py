@@ -94,6 +94,30 @@ def test_wall_clock_budget_truncates(hello_suite):
     assert truncated and info["end_reason"] == "time_limit"
 
 
+def test_time_limit_inside_a_command_runs_nothing_more_of_its_line():
+    """The deadline cuts the reply's shell too: the echo after the sleep never runs (Harbor: 0)."""
+    task = CommandTask("late", "Create hello.txt containing 1.", grade_command="grep -qx 1 hello.txt")
+    env = TerminalEnv(ListSuite([task]), time_limit=3)  # the default, persistent, shell
+    env.reset(seed=0)
+    started = time.monotonic()
+    _, reward, terminated, truncated, info = env.step(bash("sleep 20; echo 1 > hello.txt"))
+    assert time.monotonic() - started < 15, "the step must end at the 3 s deadline, not after the sleep"
+    assert truncated and not terminated and info["end_reason"] == "time_limit"
+    assert reward == 0.0 and info["exec"]["timed_out"] and info["exec"]["restarted"]
+
+
+def test_command_timeout_before_the_time_limit_keeps_the_shell(hello_suite):
+    """An ordinary per-command timeout kills only the program: cwd and variables survive."""
+    env = TerminalEnv(hello_suite, time_limit=120, command_timeout=1)
+    env.reset(seed=0)
+    env.step(bash("cd /tmp && export TG_KEPT=yes"))
+    _, _, _, truncated, info = env.step(bash("sleep 30"))
+    assert info["exec"]["timed_out"] and not info["exec"]["restarted"] and not truncated
+    env.step(bash('echo "$PWD:$TG_KEPT"'))
+    assert env.unwrapped.last_exec.output.strip() == "/tmp:yes"
+    env.close()
+
+
 def test_context_limit_truncates(hello_suite):
     env = TerminalEnv(hello_suite, max_context_chars=5000)
     env.reset(seed=0)

@@ -178,24 +178,37 @@ def test_terminus_reply_parsing_matches_harbor(harbor_py):
         assert ours == harbor, name
 
 
-def test_time_limit_is_a_deadline_inside_a_command(make_task, local_backend):
-    """A reply still running at the agent timeout is cut there and the verifier runs (Harbor: score 0)."""
-    task_dir = make_task("slow", toml='schema_version = "1.1"\n[agent]\ntimeout_sec = 3\n')
-    # Stateless: the persistent shell kills only the running `sleep` at a timeout, and the rest of
-    # the line (the echo) then still runs there (a sandbox matter, see docs/harbor.md).
-    env = gym.make("termgym/Harbor-v0", tasks_dir=task_dir.parent, backend=local_backend, mode="stateless")
+# The verifier waits past the end of the agent's `sleep`: a shell that ran on after the deadline
+# would have written done.txt by then, and the task would score 1 where Harbor scores 0.
+LATE_CHECK_TEST_SH = """\
+    #!/bin/bash
+    sleep 3
+    if grep -qx ok /app/done.txt 2>/dev/null; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+    """
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_time_limit_is_a_deadline_inside_a_command(make_task, backend, request):
+    """A reply still running at the agent timeout is cut there with its shell (the rest of its line
+    never runs) and the verifier runs: Harbor scores 0. The default, persistent, shell."""
+    if backend == "local":
+        request.getfixturevalue("local_backend")
+    task_dir = make_task("slow", toml='schema_version = "1.1"\n[agent]\ntimeout_sec = 3\n',
+                         test_sh=LATE_CHECK_TEST_SH)
+    env = gym.make("termgym/Harbor-v0", tasks_dir=task_dir.parent, backend=backend)
     try:
         env.reset(options={"task_id": "slow"})
+        assert env.unwrapped.sandbox.mode == "persistent"
         started = time.monotonic()
-        _, reward, terminated, truncated, info = env.step("```bash\nsleep 20; echo ok > /app/done.txt\n```")
+        _, reward, terminated, truncated, info = env.step("```bash\nsleep 4; echo ok > /app/done.txt\n```")
         took = time.monotonic() - started
     finally:
         env.close()
     assert truncated and not terminated and info["end_reason"] == "time_limit"
-    assert reward == 0.0 and info["grade"]["reward_valid"] is True
-    assert took < 15  # ended at the 3 s deadline (+ grading), not after the 20 s command
-    ROWS.append({"case": "agent timeout inside a command (sleep 20, timeout 3)", "harbor": {"score": 0},
-                 "termgym": {"score": reward}})
+    assert reward == 0.0 and info["grade"]["reward_valid"] is True, info["grade"]
+    assert took < 20  # ended at the 3 s deadline (+ the verifier's 3 s), not after a longer command
+    ROWS.append({"case": f"agent timeout inside a command (sleep, timeout 3; {backend}, persistent shell)",
+                 "harbor": {"score": 0}, "termgym": {"score": reward}})
 
 
 def test_terminus_deadline_and_confirming_reply_runs_its_commands(make_task, local_backend):

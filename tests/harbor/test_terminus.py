@@ -158,6 +158,29 @@ def test_live_idle_wait_returns_early(terminus_env):
     assert "slow-done" in obs
 
 
+def test_live_deadline_kills_the_pane_job_and_the_rest_of_the_typed_line(make_task, local_backend):
+    """At the episode deadline the pane's `sleep` and the `touch` typed after it never run on."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    # The verifier looks after the agent's sleep would have ended: a pane left running scores 1.
+    task_dir = make_task("t", toml='schema_version = "1.1"\n[agent]\ntimeout_sec = 3\n', test_sh="""\
+        #!/bin/bash
+        sleep 3
+        if [ -e /app/x ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+        """)
+    env = gym.make("termgym/Harbor-v0", tasks_dir=task_dir.parent, backend=local_backend, protocol="terminus",
+                   protocol_options={"wait": "idle", "prompts": "termgym"})
+    try:
+        env.reset(options={"task_id": "t"})
+        sandbox = env.unwrapped.sandbox
+        _, reward, terminated, truncated, info = env.step(reply([("sleep 4; touch /app/x\n", 30)]))
+        assert truncated and not terminated and info["end_reason"] == "time_limit"
+        assert reward == 0.0 and info["grade"]["reward_valid"] is True, info["grade"]
+    finally:
+        env.close()
+    assert sandbox.closed
+
+
 @pytest.mark.docker
 def test_terminus_plays_a_docker_only_sample_with_the_oracle():
     from termgym.env import oracle_actions

@@ -166,6 +166,53 @@ def test_timeout_of_a_builtin_loop_restarts_the_shell(make):
     assert after.exit_code == 0 and after.output == f"{sb.workdir}\n"
 
 
+def test_timeout_kill_command_keeps_the_shell_and_the_rest_of_the_line_runs(make):
+    """The default on_timeout: only the running program dies; cwd, variables and the line go on."""
+    sb = make()
+    sb.exec("cd /tmp && export TG_KEPT=yes")
+    result = sb.exec("sleep 30; echo rest > /tmp/after.txt", timeout=1)
+    assert result.timed_out and result.exit_code == 124 and not result.restarted
+    after = sb.exec('pwd; echo "$TG_KEPT"; cat /tmp/after.txt')
+    assert after.output == "/tmp\nyes\nrest\n"
+
+
+@pytest.mark.parametrize("mode", ["persistent", "stateless"])
+def test_timeout_kill_shell_runs_nothing_more_of_the_line(make, mode):
+    """on_timeout="kill_shell" (an episode deadline): the shell dies too, a fresh one takes over."""
+    sb = make(mode=mode)
+    tag = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 1000}"
+    sb.exec("echo kept > before.txt; cd /tmp && export TG_KEPT=yes")
+    started = time.monotonic()
+    result = sb.exec(f"sleep {tag} & sleep 20; echo ok > {sb.workdir}/hello.txt", timeout=2, on_timeout="kill_shell")
+    assert time.monotonic() - started < 15, "the command must end at its timeout, not after the sleep"
+    assert result.timed_out and result.exit_code == 124 and result.restarted
+    assert "rest of the command line did not run" in result.output
+    time.sleep(1)  # a shell still alive would write hello.txt right after its sleep was killed
+    after = sb.exec('test -e hello.txt && echo present || echo absent; pwd; echo "<$TG_KEPT>"; cat before.txt')
+    assert after.output == f"absent\n{sb.workdir}\n<>\nkept\n"
+    assert host_processes_matching(f"sleep {tag}") == []
+
+
+def test_abort_kills_every_process_and_keeps_the_files(make):
+    sb = make()
+    tag = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 1000}"
+    sb.exec(f"echo kept > before.txt; (sleep {tag}; echo late > late.txt) > /dev/null 2>&1 &")
+    deadline = time.monotonic() + 10
+    while not host_processes_matching(f"sleep {tag}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert host_processes_matching(f"sleep {tag}")
+    sb.abort()
+    assert host_processes_matching(f"sleep {tag}") == []
+    after = sb.exec("cat before.txt; test -e late.txt || echo no-late")
+    assert after.output == "kept\nno-late\n"
+
+
+def test_unknown_on_timeout_is_refused(make):
+    sb = make()
+    with pytest.raises(ValueError, match="on_timeout must be one of .*'kill_shell'.*not 'kill_all'"):
+        sb.exec("true", on_timeout="kill_all")
+
+
 def test_default_timeout_comes_from_limits(make):
     sb = make(SandboxSpec(limits=Limits(command_timeout=1)))
     result = sb.exec("sleep 30")
