@@ -29,7 +29,6 @@ module (so before any code of the project under test runs). At import it:
 
 import builtins
 import hashlib
-import hmac
 import json
 import os
 import signal
@@ -92,6 +91,33 @@ def _not_dumpable():
         raise RuntimeError(f"termgym grader plugin: prctl(PR_SET_DUMPABLE) failed (errno {ctypes.get_errno()})")
 
 
+def _make_encoder():
+    """JSON for the plugin's own payloads (None, bools, ints, strings, lists, dicts) from C functions
+    and builtins captured at import: nothing the code under test can replace later reaches it."""
+    from _json import encode_basestring_ascii as quote
+
+    kind_of, is_a, text, integer, sequence, mapping = type, isinstance, str, int, (list, tuple), dict
+    join = ",".join
+
+    def encode(value):
+        if value is None:
+            return "null"
+        if value is True or value is False:
+            return "true" if value else "false"
+        if is_a(value, integer):
+            return integer.__repr__(integer(value))
+        if is_a(value, text):
+            return quote(value)
+        if is_a(value, sequence):
+            return "[" + join([encode(v) for v in value]) + "]"
+        if is_a(value, mapping):
+            return "{" + join([quote(text(k)) + ":" + encode(v) for k, v in mapping.items(value)]) + "}"
+        raise TypeError(f"termgym grader plugin: cannot record a {kind_of(value).__name__}")
+
+    return encode
+
+
+
 def _install():
     _not_dumpable()
     keyfile = os.environ.pop("TERMGYM_GRADER_KEYFILE", "")
@@ -118,10 +144,19 @@ def _install():
     get_ident = threading.get_ident
     getframe = sys._getframe
 
+    # The event line is serialised and signed only with C functions bound here, before project code
+    # runs: ``json.dumps``, ``hmac.new`` and their helpers are module attributes the code under test
+    # could swap, to rewrite an event before it is signed or to see the key (it forged a full pass).
+    encode = _make_encoder()  # in this closure, not a module global the project could reach
+    sha256 = hashlib.sha256
+    padded = (sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    inner_pad = bytes([b ^ 0x36 for b in padded])
+    outer_pad = bytes([b ^ 0x5C for b in padded])
+
     def emit(kind, payload):
         state["seq"] += 1
-        body = json.dumps([state["seq"], kind, payload], separators=(",", ":"))
-        mac = hmac.new(key, state["mac"] + body.encode(), hashlib.sha256).hexdigest()
+        body = encode([state["seq"], kind, payload])
+        mac = sha256(outer_pad + sha256(inner_pad + state["mac"] + body.encode()).digest()).hexdigest()
         state["mac"] = mac.encode()
         write(fd, (body + "\t" + mac + "\n").encode())
 
