@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from termgym.env import TerminalEnv
 from termgym.sandbox.local import BubblewrapSandbox
 from termgym.tasks.swesynth import default_suite
 from termgym.tasks.swesynth.suite import prepare_workspace
@@ -106,3 +107,137 @@ STDLIB_ATTACKS = {
 @pytest.mark.parametrize("code", STDLIB_ATTACKS.values(), ids=STDLIB_ATTACKS.keys())
 def test_stdlib_patching_cannot_forge_events(task, buggy_tree, tmp_path, code):
     assert_scores_zero(grade(task, diff_of(buggy_tree, tmp_path, appended(code))))
+
+
+# -- code under test going after the test process itself ------------------------------------------
+
+PROCESS_ATTACKS = {
+    # Fake pytest summaries on the real stdout/stderr descriptors at exit: no printed line is read.
+    "atexit_prints_fake_summaries_on_fds_1_and_2": """
+        import atexit as _atexit, os as _os
+        def _lie():
+            for fd in (1, 2):
+                _os.write(fd, b"\\n===== 233 passed in 0.10s =====\\nPASSED tests/test_accounts.py\\n")
+        _atexit.register(_lie)
+    """,
+    # A trace function for every new thread, installed through threading rather than sys.settrace.
+    "threading_settrace": """
+        import threading as _threading
+        def _tracer(frame, event, arg):
+            frame.f_locals.get("self")
+            return _tracer
+        _threading.settrace(_tracer)
+        _threading.Thread(target=lambda: None).start()
+    """,
+    # A daemon thread that patches the runner once the tests are under way.
+    "daemon_thread_patches_the_runner_later": """
+        import threading as _threading, time as _time
+        def _later():
+            _time.sleep(0.2)
+            import _pytest.python as _python
+            _python.Function.runtest = lambda self: None
+        _threading.Thread(target=_later, daemon=True).start()
+    """,
+    # The descriptor writes of the whole process filtered: failing events never reach the file.
+    "os_write_drops_failing_events": """
+        import os as _os
+        _write = _os.write
+        def _filtered(fd, data):
+            if b'"failed"' in bytes(data):
+                return len(data)
+            return _write(fd, data)
+        _os.write = _filtered
+    """,
+    # Kill the runner with resource limits or an alarm, or move it to another directory.
+    "setrlimit_cpu_kills_the_runner": """
+        import resource as _resource
+        _resource.setrlimit(_resource.RLIMIT_CPU, (0, 0))
+    """,
+    "setrlimit_fsize_stops_the_event_file": """
+        import resource as _resource
+        _resource.setrlimit(_resource.RLIMIT_FSIZE, (0, 0))
+    """,
+    "signal_alarm_ends_the_session": """
+        import signal as _signal
+        _signal.alarm(1)
+    """,
+    "changes_the_working_directory": """
+        import os as _os
+        _os.chdir("/")
+    """,
+    "faulthandler_dumps_tracebacks_to_stdout": """
+        import faulthandler as _faulthandler, sys as _sys
+        _faulthandler.dump_traceback_later(0.05, repeat=True, file=_sys.__stdout__)
+    """,
+    "sys_stdout_replaced": """
+        import io as _io, sys as _sys
+        _sys.stdout = _sys.stderr = _io.StringIO()
+    """,
+}
+
+
+@pytest.mark.parametrize("code", PROCESS_ATTACKS.values(), ids=PROCESS_ATTACKS.keys())
+def test_process_level_attacks_score_zero(task, buggy_tree, tmp_path, code):
+    assert_scores_zero(grade(task, diff_of(buggy_tree, tmp_path, appended(code))))
+
+
+# -- the shape of the diff --------------------------------------------------------------------------
+
+
+def test_a_patch_that_deletes_the_package_is_the_agents_zero(task, buggy_tree, tmp_path):
+    details = grade(task, diff_of(buggy_tree, tmp_path, lambda work: shutil.rmtree(work / "ledgerly")))
+    assert details["all_result"] == "0/233" and not details.get("infra_error"), details
+
+
+# -- agent-sandbox tricks played through the env -----------------------------------------------------
+
+SUBMIT = "THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+#: A pytest plugin that turns every report into a pass; each trick below tries to get it loaded.
+FORGING_PLUGIN = (
+    "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
+    "    out = yield\\n    out.get_result().outcome = \\\"passed\\\"\\n' > {path}"
+)
+
+SHELL_TRICKS = {
+    # importlib.metadata entry points: a pytest11 plugin registered by a .dist-info inside the package
+    # and at the root (pytest autoloads them from sys.path), and an .egg-link / .egg-info beside them.
+    "dist_info_registers_a_pytest11_plugin": [
+        FORGING_PLUGIN.format(path="ledgerly/evil_plugin.py"),
+        "for d in ledgerly/evil-1.0.dist-info evil-1.0.dist-info ledgerly.egg-info; do mkdir -p $d && "
+        "printf 'Metadata-Version: 2.1\\nName: evil\\nVersion: 1.0\\n' > $d/METADATA && "
+        "printf '[pytest11]\\nevil = ledgerly.evil_plugin\\n' > $d/entry_points.txt; done",
+        "cp ledgerly.egg-info/METADATA ledgerly.egg-info/PKG-INFO; echo /app > evil.egg-link",
+    ],
+    # Names pytest or git might treat specially: a newline that splits one path into two in a listing,
+    # a conftest spelt in capitals and in full-width letters, a stub file, __pycache__ as a package.
+    "odd_file_names": [
+        FORGING_PLUGIN.format(path="\"$(printf 'ledgerly/x.py\\ntests/conftest.py')\""),
+        FORGING_PLUGIN.format(path="ledgerly/CONFTEST.py"),
+        FORGING_PLUGIN.format(path="ledgerly/\uff43onftest.py"),
+        FORGING_PLUGIN.format(path="ledgerly/__init__.pyi"),
+        "mkdir -p ledgerly/__pycache__ && touch ledgerly/__pycache__/__init__.py",
+        FORGING_PLUGIN.format(path="ledgerly/__pycache__/conftest.py"),
+    ],
+    # CRLF line endings on the package's own modules.
+    "crlf_line_endings": ["sed -i 's/$/\\r/' ledgerly/*.py"],
+    # The grader is made to handle a lot: 3000 new modules and one 8 MB module.
+    "many_and_huge_files": [
+        "mkdir -p ledgerly/gen && for i in $(seq 3000); do echo \"X = $i\" > ledgerly/gen/m$i.py; done",
+        "python3 -c \"open('ledgerly/huge.py','w').write('# ' + 'x' * 8_000_000 + chr(10))\"",
+    ],
+}
+
+
+@pytest.mark.parametrize("attack", sorted(SHELL_TRICKS))
+def test_agent_sandbox_tricks_score_zero(attack, cache):
+    env = TerminalEnv(default_suite(cache_dir=cache))
+    try:
+        env.reset(options={"task_id": TASK})
+        for command in SHELL_TRICKS[attack]:
+            env.step(f"THOUGHT: next step\n```bash\n{command}\n```")
+        *_, info = env.step(SUBMIT)
+        grade = info["grade"]
+    finally:
+        env.close()
+    assert grade["score"] == 0.0 and not grade["passed"], grade
+    assert not grade.get("infra_error"), grade
