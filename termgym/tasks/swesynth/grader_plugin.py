@@ -43,42 +43,44 @@ import pluggy
 import pytest
 
 _EVENT = "termgym.grader"
+_audit = sys.audit
 #: Audit events that hand out the interpreter's internals.
-_SENSITIVE = {
+_SENSITIVE = frozenset({
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.addaudithook",
     "sys._getframemodulename", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__",
     "marshal.loads", "marshal.load", "object.__getattr__", "object.__setattr__", "object.__delattr__",
     "sys.monitoring.register_callback", "sys.monitoring.use_tool_id",
-}
+})
 #: Events nothing in a pytest session needs: denied whoever asks (a callback composed of C callables,
 #: ``functools.partial(store.extend, itertools.starmap(gc.get_objects, [()]))``, leaves no project
 #: frame on the stack to judge by).
-_ALWAYS_DENIED = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
-                  "sys.addaudithook", "sys.monitoring.register_callback", "sys.monitoring.use_tool_id"}
+_ALWAYS_DENIED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
+                  "sys.addaudithook", "sys.monitoring.register_callback", "sys.monitoring.use_tool_id"})
 #: ``sys.settrace``/``setprofile`` are judged by who asks: ``doctest`` clears the trace function
 #: around every example it runs for a test.
 _SENSITIVE_PREFIXES = ("ctypes.",)
 #: Events the standard library raises for its own use (``typing`` reads its caller's module name,
 #: ``inspect.signature`` reads ``__code__``, ``types.coroutine`` rebuilds a code object): allowed when a stdlib function that does not hand the
 #: result back is the immediate caller. Every other sensitive event is judged by who is asking.
-_PRIVATE_USE = {"sys._getframe", "object.__getattr__", "object.__setattr__", "object.__delattr__", "code.__new__"}
+_PRIVATE_USE = frozenset({"sys._getframe", "object.__getattr__", "object.__setattr__", "object.__delattr__",
+                          "code.__new__"})
 #: Standard-library functions that hand a frame or code object back to their caller.
-_EXPOSING = {
+_EXPOSING = frozenset({
     ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "getouterframes"),
     ("inspect", "getinnerframes"), ("inspect", "getmembers"), ("inspect", "_getmembers"),
     ("inspect", "getmembers_static"), ("traceback", "walk_stack"), ("traceback", "walk_tb"),
     ("logging/__init__", "<lambda>"), ("dis", "_get_code_object"), ("dis", "get_instructions"),
     ("dis", "__init__"),
-}
+})
 #: Modules whose functions and classes decide an outcome: a replaced one voids the grade.
 _TOOLCHAIN = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
 #: Module attributes pytest itself reassigns while it runs (assertion-rewrite state).
-_MUTABLE = {("_pytest.assertion.util", "_reprcompare"), ("_pytest.assertion.util", "_assertion_pass"),
-            ("_pytest.assertion.util", "_config")}
+_MUTABLE = frozenset({("_pytest.assertion.util", "_reprcompare"), ("_pytest.assertion.util", "_assertion_pass"),
+            ("_pytest.assertion.util", "_config")})
 
 
-def _norm(path):
-    return path.replace(os.sep, "/")
+def _norm(path, _sep=os.sep):
+    return path.replace(_sep, "/")
 
 
 def _not_dumpable():
@@ -119,6 +121,11 @@ def _make_encoder():
 
 
 def _install():
+    # Everything the hook consults later is bound here, before project code runs: the code under test
+    # can rebind attributes of ``os``, ``sys``, ``signal``, ``types`` and ``pytest`` (this function and
+    # its helpers run over a private copy of the module's globals and builtins, see :func:`_sealed`).
+    modules, getsignal, normpath, skipped = sys.modules, signal.getsignal, os.path.normpath, pytest.skip.Exception
+    definitions = (types.FunctionType, type, types.BuiltinFunctionType, types.ModuleType)
     _not_dumpable()
     keyfile = os.environ.pop("TERMGYM_GRADER_KEYFILE", "")
     if not keyfile:
@@ -231,15 +238,15 @@ def _install():
     def snapshot_modules():
         """(namespace, name, object) for every function and class of the tool chain's modules."""
         snap = []
-        for name, mod in list(sys.modules.items()):
+        for name, mod in list(modules.items()):
             if mod is None or not (name in _TOOLCHAIN or name.split(".")[0] in _TOOLCHAIN):
                 continue
-            snap.append((sys.modules, name, mod))
+            snap.append((modules, name, mod))
             namespace = vars(mod)
             for attr, value in list(namespace.items()):
                 if (name, attr) in _MUTABLE:
                     continue
-                if isinstance(value, (types.FunctionType, type, types.BuiltinFunctionType, types.ModuleType)):
+                if isinstance(value, definitions):
                     snap.append((namespace, attr, value))
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
                     cls_namespace = value.__dict__  # a live view
@@ -251,7 +258,7 @@ def _install():
     baseline = {"modules": [], "builtins": [], "signals": {}}
 
     def describe(namespace, attr):
-        for name, mod in list(sys.modules.items()):
+        for name, mod in list(modules.items()):
             if mod is not None and vars(mod) is namespace:
                 return f"{name}.{attr}"
             if mod is not None and name.split(".")[0] in _TOOLCHAIN:
@@ -263,7 +270,7 @@ def _install():
     def take_baseline():
         baseline["modules"] = snapshot_modules()
         baseline["builtins"] = list(vars(builtins).items())
-        baseline["signals"] = {s: signal.getsignal(s) for s in signal.valid_signals()
+        baseline["signals"] = {s: getsignal(s) for s in signal.valid_signals()
                                if s not in (signal.SIGKILL, signal.SIGSTOP)}
 
     def rebase_after_configure():
@@ -282,7 +289,7 @@ def _install():
             if names.get(attr) is not value:
                 return f"builtins.{attr} was replaced before the tests started"
         for sig, value in baseline["signals"].items():
-            if signal.getsignal(sig) is not value:
+            if getsignal(sig) is not value:
                 return f"the handler of signal {sig} was replaced before the tests started"
         take_baseline()
         return None
@@ -298,7 +305,7 @@ def _install():
                 if names.get(attr) is not value:
                     return f"builtins.{attr} was replaced"
             for sig, value in baseline["signals"].items():
-                if signal.getsignal(sig) is not value:
+                if getsignal(sig) is not value:
                     return f"the handler of signal {sig} was replaced"
         if item is not None:
             record = state["items"].get(id(item))
@@ -346,7 +353,7 @@ def _install():
             module_snapshot = []
             if module is not None:
                 for attr, value in vars(module).items():
-                    if isinstance(value, (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType)):
+                    if isinstance(value, definitions):
                         module_snapshot.append((attr, value))
             state["items"][id(item)] = (item, item.nodeid, obj, getattr(obj, "__code__", None),
                                         type(item).runtest, module_snapshot)
@@ -385,7 +392,7 @@ def _install():
                     excinfo = call.excinfo
                     if excinfo is None:
                         outcome = "passed"
-                    elif isinstance(excinfo.value, pytest.skip.Exception):
+                    elif isinstance(excinfo.value, skipped):
                         outcome = "skipped"
                     else:
                         outcome = "failed"
@@ -418,7 +425,7 @@ def _install():
                     path = path.decode("utf-8", "replace")
                 if not isinstance(path, str):
                     return
-                path = os.path.normpath(path)
+                path = normpath(path)
                 sensitive = path.startswith(protected) or (
                     path.startswith("/proc/") and path.rsplit("/", 1)[-1] in ("mem", "environ", "fd"))
                 if not sensitive or not owner_is_untrusted(frame):
@@ -464,31 +471,56 @@ def _install():
                                                      "pytest": pytest.__version__, "pluggy": pluggy.__version__}
 
 
-_hook, _emit, _take_baseline, _wrapper_code, _versions = _install()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    sys.audit(_EVENT, "configured")
+    _audit(_EVENT, "configured")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_collection_modifyitems(session, config, items):
     yield
-    sys.audit(_EVENT, "collected", list(items))
+    _audit(_EVENT, "collected", list(items))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    sys.audit(_EVENT, "phase", item, call)
+    _audit(_EVENT, "phase", item, call)
     yield
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
-    sys.audit(_EVENT, "finish", int(exitstatus))
+    _audit(_EVENT, "finish", int(exitstatus))
 
 
+def _sealed():
+    """This module's functions re-created over a private copy of its globals and of ``builtins``.
+
+    The module itself sits in ``sys.modules`` under its (random) name, so the code under test can
+    find it and rebind or mutate its globals (emptying the tables of sensitive events let it install
+    a trace function that cleared each failure before the report: a forged full pass). The hook
+    and the hook wrappers pluggy registers read only the private copy, which nothing else holds.
+    """
+    private = dict(globals())
+    private["__builtins__"] = dict(vars(builtins))
+    for name, value in list(private.items()):
+        if isinstance(value, types.FunctionType) and value.__globals__ is globals():
+            copy = types.FunctionType(value.__code__, private, value.__name__, value.__defaults__,
+                                      value.__closure__)
+            copy.__dict__.update(value.__dict__)  # the hookimpl markers
+            copy.__kwdefaults__, copy.__qualname__ = value.__kwdefaults__, value.__qualname__
+            private[name] = copy
+    return private
+
+
+_private = _sealed()
+for _name in ("pytest_configure", "pytest_collection_modifyitems", "pytest_runtest_makereport",
+              "pytest_sessionfinish"):
+    globals()[_name] = _private[_name]  # the functions pluggy registers when this import returns
+_hook, _emit, _take_baseline, _wrapper_code, _versions = _private["_install"]()
+del _private, _name
 _wrapper_code.update({"configure": pytest_configure.__code__,
                       "collection": pytest_collection_modifyitems.__code__,
                       "makereport": pytest_runtest_makereport.__code__,
