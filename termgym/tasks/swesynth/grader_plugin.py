@@ -141,8 +141,10 @@ def _install():
     stdlib = _norm(sysconfig.get_paths()["stdlib"]).rstrip("/") + "/"
     toolchain_dirs = tuple(_norm(os.path.dirname(os.path.dirname(m.__file__))) + "/" + n + "/"
                            for m, n in ((pytest, "pytest"), (_pytest.main, "_pytest"), (pluggy, "pluggy")))
-    plugin_file = _norm(__file__)
-    state = {"seq": 0, "mac": b"", "items": {}, "busy": set(), "denied": 0}
+    plugin_path = __file__
+    plugin_file = _norm(plugin_path)
+    module_of = type.__dict__["__module__"].__get__  # a class's own __module__, no metaclass code
+    state = {"seq": 0, "mac": b"", "items": {}, "busy": {}, "denied": 0}
     main_bottom = sys._getframe()
     while main_bottom.f_back is not None:
         main_bottom = main_bottom.f_back
@@ -364,9 +366,23 @@ def _install():
                 and event != "open" and event != "compile":
             return
         me = get_ident()
-        if me in state["busy"]:
-            return
-        state["busy"].add(me)
+        depth = state["busy"].get(me, 0)
+        if depth >= 2:
+            return  # the check below asking for its own caller's frame
+        if depth == 1:
+            # Raised while this hook runs: by its own work (frame and ``__code__`` reads), or by
+            # code it cannot help running (a metaclass property it reads, an object's ``__class__``
+            # consulted by ``isinstance``), which must not slip through unjudged.
+            state["busy"][me] = 2
+            try:
+                if getframe(1).f_code.co_filename == plugin_path:
+                    return
+            finally:
+                state["busy"][me] = 1
+            state["denied"] += 1
+            emit("tamper", {"reason": f"code run inside the grader's audit hook used {event}"})
+            raise _Denied(f"{event} is not available to code run by the grader's audit hook")
+        state["busy"][me] = 1
         try:
             try:
                 frame = getframe(1)
@@ -392,7 +408,7 @@ def _install():
                     excinfo = call.excinfo
                     if excinfo is None:
                         outcome = "passed"
-                    elif isinstance(excinfo.value, skipped):
+                    elif issubclass(type(excinfo.value), skipped):  # the real class, not its __class__
                         outcome = "skipped"
                     else:
                         outcome = "failed"
@@ -444,7 +460,7 @@ def _install():
                 # namedtuple and dataclasses make those) and of a function's ``__code__``. Only
                 # replacing code, or touching the tool chain's own classes, helps a forger.
                 target, name = args[0], args[1] if len(args) > 1 else ""
-                owner_module = getattr(target, "__module__", "") if isinstance(target, type) else ""
+                owner_module = module_of(target) if isinstance(target, type) else ""
                 if name != "__code__" and not (isinstance(owner_module, str)
                                                 and owner_module.split(".")[0] in _TOOLCHAIN):
                     return
@@ -460,7 +476,7 @@ def _install():
             emit("tamper", {"reason": f"the code under test used {event}"})
             raise _Denied(f"{event} is not available to the code under test while it is graded")
         finally:
-            state["busy"].discard(me)
+            del state["busy"][me]
 
     class _Denied(RuntimeError):
         pass
