@@ -201,6 +201,12 @@ PROCESS_ATTACKS = {
         import faulthandler as _faulthandler, sys as _sys
         _faulthandler.dump_traceback_later(0.05, repeat=True, file=_sys.__stdout__)
     """,
+    # Children that outlive pytest and hold its output open: the grade must not wait for them.
+    "orphans_hold_the_output_open": """
+        import subprocess as _subprocess
+        for _ in range(3):
+            _subprocess.Popen(["sleep", "900"], start_new_session=True)
+    """,
     "sys_stdout_replaced": """
         import io as _io, sys as _sys
         _sys.stdout = _sys.stderr = _io.StringIO()
@@ -210,7 +216,9 @@ PROCESS_ATTACKS = {
 
 @pytest.mark.parametrize("code", PROCESS_ATTACKS.values(), ids=PROCESS_ATTACKS.keys())
 def test_process_level_attacks_score_zero(task, buggy_tree, tmp_path, code):
-    assert_scores_zero(grade(task, diff_of(buggy_tree, tmp_path, appended(code))))
+    details = grade(task, diff_of(buggy_tree, tmp_path, appended(code)))
+    assert_scores_zero(details)
+    assert not details["tests_timed_out"], details  # ended by pytest, not by the grader's clock
 
 
 # -- the shape of the diff --------------------------------------------------------------------------
