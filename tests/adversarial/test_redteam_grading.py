@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -393,3 +394,56 @@ HOOK_REENTRY_ATTACKS = {
 def test_code_run_by_the_audit_hook_is_judged_too(task, buggy_tree, tmp_path, attack):
     path, code = HOOK_REENTRY_ATTACKS[attack]
     assert_scores_zero(grade(task, diff_of(buggy_tree, tmp_path, appended(code, path))))
+
+
+# -- a test name rebound to another test's function during collection -------------------------------
+
+ALIAS_TASK = "ledgerly-0501e45db5"  # the failing test: test_journal.py::test_trial_balance_rows(ledger)
+#: A ``sys.meta_path`` finder (no audited primitive) hands ``test_journal`` a module object of its
+#: own class; pytest's loader runs the module in it (no project frame on the stack while it compiles),
+#: then pytest looks up ``pytest_plugins``, which is missing: the class's ``__getattr__`` runs after the
+#: module body and before collection, and points ``test_trial_balance_rows`` at
+#: ``test_balance_on_normal_side`` (same fixture, passes on the buggy code). A first version that
+#: wrapped ``exec_module`` was caught: pytest's compile of the test module ran under project code.
+ALIAS_ATTACK = """
+    import sys as _sys, types as _types
+
+    class _TestModule(_types.ModuleType):
+        def __getattr__(self, name):
+            names = self.__dict__
+            if "test_balance_on_normal_side" in names:
+                names["test_trial_balance_rows"] = names["test_balance_on_normal_side"]
+            raise AttributeError(name)
+
+    class _Loader:
+        def __init__(self, real):
+            self.exec_module = real.exec_module
+        def create_module(self, spec):
+            return _TestModule(spec.name)
+
+    class _Finder:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if not name.endswith("test_journal"):
+                return None
+            for finder in _sys.meta_path:
+                if finder is _Finder:
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    spec.loader = _Loader(spec.loader)
+                    return spec
+            return None
+
+    _sys.meta_path.insert(0, _Finder)
+"""
+
+
+def test_a_test_name_rebound_to_another_tests_function(cache):
+    task = default_suite(cache_dir=cache).load(ALIAS_TASK)
+    tree = prepare_workspace(task.record, cache)
+    with tempfile.TemporaryDirectory() as tmp:
+        details = grade(task, diff_of(tree, Path(tmp), appended(ALIAS_ATTACK)))
+    assert not details["all_passed"] and details["target_result"] == "0/1", details
+    assert not details.get("infra_error"), details
+    assert any("points at another function" in reason for reason in details.get("tamper", [])), details

@@ -19,8 +19,8 @@ module (so before any code of the project under test runs). At import it:
    * **records** each test phase (setup, call, teardown) when this module's own hook wrapper signals
      it, after checking that the signal comes from pytest's genuine ``call_and_report`` for a test
      item pytest collected, and that nothing the outcome depends on was replaced: pytest's and
-     pluggy's functions and classes, ``builtins``, the test item and its function, the test
-     module's globals and the signal handlers (:func:`_integrity`);
+     pluggy's functions and classes, ``builtins``, the test item and its function (defined by the
+     tests under the test's own name), the test module's globals and the signal handlers;
 
 3. writes every record as one line of an HMAC chain to the events file, which the grader (outside
    the sandbox) verifies: a forged, reordered, missing or duplicated line, a denial, or a missing
@@ -340,6 +340,19 @@ def _install():
             outer = outer.f_back
         return False
 
+    def defined_as(obj, name):
+        """Whether ``obj`` (or a function it wraps, ``functools.wraps`` style) was defined as ``name``."""
+        if not isinstance(name, str):
+            return True  # not a Python test function (doctests, other collectors' items)
+        for _ in range(16):
+            code = getattr(obj, "__code__", None)
+            if code is not None and code.co_name == name:
+                return True
+            obj = getattr(obj, "__wrapped__", None)
+            if obj is None:
+                return False
+        return False
+
     def record_items(frame, items):
         if frame.f_code is not wrapper_code["collection"]:
             return "collection signal from elsewhere"
@@ -350,6 +363,10 @@ def _install():
             code = getattr(obj, "__code__", None)
             if code is not None and classify(code.co_filename) not in ("trusted", "toolchain"):
                 return f"{item.nodeid}: its function was not defined with the tests"
+            if code is not None and not defined_as(obj, getattr(item, "originalname", None)):
+                # A test's name rebound to another test's function (same fixtures, one that passes)
+                # between the module's body and its collection: the code under test can run there.
+                return f"{item.nodeid}: its name points at another function ({code.co_name})"
             if module is not None and _norm(getattr(module, "__file__", "") or "") != _norm(path):
                 return f"{item.nodeid}: its module is not its test file"
             module_snapshot = []
