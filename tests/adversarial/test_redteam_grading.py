@@ -412,7 +412,10 @@ ALIAS_ATTACK = """
         def __getattr__(self, name):
             names = self.__dict__
             if "test_balance_on_normal_side" in names:
-                names["test_trial_balance_rows"] = names["test_balance_on_normal_side"]
+                passing = names["test_balance_on_normal_side"]
+                if WITH_WRAPPED:  # claim to wrap the real test, as functools.wraps would
+                    passing.__wrapped__ = names["test_trial_balance_rows"]
+                names["test_trial_balance_rows"] = passing
             raise AttributeError(name)
 
     class _Loader:
@@ -439,11 +442,14 @@ ALIAS_ATTACK = """
 """
 
 
-def test_a_test_name_rebound_to_another_tests_function(cache):
+@pytest.mark.parametrize("with_wrapped", [False, True], ids=["plain", "claims_to_wrap_the_real_test"])
+def test_a_test_name_rebound_to_another_tests_function(cache, with_wrapped):
     task = default_suite(cache_dir=cache).load(ALIAS_TASK)
     tree = prepare_workspace(task.record, cache)
+    code = ALIAS_ATTACK.replace("WITH_WRAPPED", str(with_wrapped))
     with tempfile.TemporaryDirectory() as tmp:
-        details = grade(task, diff_of(tree, Path(tmp), appended(ALIAS_ATTACK)))
+        details = grade(task, diff_of(tree, Path(tmp), appended(code)))
     assert not details["all_passed"] and details["target_result"] == "0/1", details
     assert not details.get("infra_error"), details
-    assert any("points at another function" in reason for reason in details.get("tamper", [])), details
+    if not with_wrapped:  # (with a planted __wrapped__, pytest's own collection already fails: exit 2)
+        assert any("points at another function" in reason for reason in details.get("tamper", [])), details

@@ -340,14 +340,18 @@ def _install():
             outer = outer.f_back
         return False
 
-    def defined_as(obj, name):
-        """Whether ``obj`` (or a function it wraps, ``functools.wraps`` style) was defined as ``name``."""
+    def defined_as(obj, name, path):
+        """Whether ``obj`` is the function the test file ``path`` defined as ``name``, or a wrapper made
+        outside the tests (a library's decorator) around it. A test-file function under another name
+        is refused even when its ``__wrapped__`` says otherwise: the code under test can set that."""
         if not isinstance(name, str):
             return True  # not a Python test function (doctests, other collectors' items)
-        for _ in range(16):
+        for depth in range(16):
             code = getattr(obj, "__code__", None)
-            if code is not None and code.co_name == name:
+            if code is not None and code.co_name == name and _norm(code.co_filename) == path:
                 return True
+            if depth == 0 and (code is None or classify(code.co_filename) == "trusted"):
+                return False
             obj = getattr(obj, "__wrapped__", None)
             if obj is None:
                 return False
@@ -363,7 +367,7 @@ def _install():
             code = getattr(obj, "__code__", None)
             if code is not None and classify(code.co_filename) not in ("trusted", "toolchain"):
                 return f"{item.nodeid}: its function was not defined with the tests"
-            if code is not None and not defined_as(obj, getattr(item, "originalname", None)):
+            if code is not None and not defined_as(obj, getattr(item, "originalname", None), _norm(path)):
                 # A test's name rebound to another test's function (same fixtures, one that passes)
                 # between the module's body and its collection: the code under test can run there.
                 return f"{item.nodeid}: its name points at another function ({code.co_name})"
