@@ -19,8 +19,8 @@ module (so before any code of the project under test runs). At import it:
    * **records** each test phase (setup, call, teardown) when this module's own hook wrapper signals
      it, after checking that the signal comes from pytest's genuine ``call_and_report`` for a test
      item pytest collected, and that nothing the outcome depends on was replaced: pytest's and
-     pluggy's functions and classes, ``builtins``, the test item and its function, the test
-     module's globals and the signal handlers (:func:`_integrity`);
+     pluggy's functions and classes, ``builtins``, the test item and its function (defined by the
+     tests under the test's own name), the test module's globals and the signal handlers;
 
 3. writes every record as one line of an HMAC chain to the events file, which the grader (outside
    the sandbox) verifies: a forged, reordered, missing or duplicated line, a denial, or a missing
@@ -29,7 +29,6 @@ module (so before any code of the project under test runs). At import it:
 
 import builtins
 import hashlib
-import hmac
 import json
 import os
 import signal
@@ -44,42 +43,44 @@ import pluggy
 import pytest
 
 _EVENT = "termgym.grader"
+_audit = sys.audit
 #: Audit events that hand out the interpreter's internals.
-_SENSITIVE = {
+_SENSITIVE = frozenset({
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.addaudithook",
     "sys._getframemodulename", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__",
     "marshal.loads", "marshal.load", "object.__getattr__", "object.__setattr__", "object.__delattr__",
     "sys.monitoring.register_callback", "sys.monitoring.use_tool_id",
-}
+})
 #: Events nothing in a pytest session needs: denied whoever asks (a callback composed of C callables,
 #: ``functools.partial(store.extend, itertools.starmap(gc.get_objects, [()]))``, leaves no project
 #: frame on the stack to judge by).
-_ALWAYS_DENIED = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
-                  "sys.addaudithook", "sys.monitoring.register_callback", "sys.monitoring.use_tool_id"}
+_ALWAYS_DENIED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
+                  "sys.addaudithook", "sys.monitoring.register_callback", "sys.monitoring.use_tool_id"})
 #: ``sys.settrace``/``setprofile`` are judged by who asks: ``doctest`` clears the trace function
 #: around every example it runs for a test.
 _SENSITIVE_PREFIXES = ("ctypes.",)
 #: Events the standard library raises for its own use (``typing`` reads its caller's module name,
 #: ``inspect.signature`` reads ``__code__``, ``types.coroutine`` rebuilds a code object): allowed when a stdlib function that does not hand the
 #: result back is the immediate caller. Every other sensitive event is judged by who is asking.
-_PRIVATE_USE = {"sys._getframe", "object.__getattr__", "object.__setattr__", "object.__delattr__", "code.__new__"}
+_PRIVATE_USE = frozenset({"sys._getframe", "object.__getattr__", "object.__setattr__", "object.__delattr__",
+                          "code.__new__"})
 #: Standard-library functions that hand a frame or code object back to their caller.
-_EXPOSING = {
+_EXPOSING = frozenset({
     ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "getouterframes"),
     ("inspect", "getinnerframes"), ("inspect", "getmembers"), ("inspect", "_getmembers"),
     ("inspect", "getmembers_static"), ("traceback", "walk_stack"), ("traceback", "walk_tb"),
     ("logging/__init__", "<lambda>"), ("dis", "_get_code_object"), ("dis", "get_instructions"),
     ("dis", "__init__"),
-}
+})
 #: Modules whose functions and classes decide an outcome: a replaced one voids the grade.
 _TOOLCHAIN = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
 #: Module attributes pytest itself reassigns while it runs (assertion-rewrite state).
-_MUTABLE = {("_pytest.assertion.util", "_reprcompare"), ("_pytest.assertion.util", "_assertion_pass"),
-            ("_pytest.assertion.util", "_config")}
+_MUTABLE = frozenset({("_pytest.assertion.util", "_reprcompare"), ("_pytest.assertion.util", "_assertion_pass"),
+            ("_pytest.assertion.util", "_config")})
 
 
-def _norm(path):
-    return path.replace(os.sep, "/")
+def _norm(path, _sep=os.sep):
+    return path.replace(_sep, "/")
 
 
 def _not_dumpable():
@@ -92,7 +93,39 @@ def _not_dumpable():
         raise RuntimeError(f"termgym grader plugin: prctl(PR_SET_DUMPABLE) failed (errno {ctypes.get_errno()})")
 
 
+def _make_encoder():
+    """JSON for the plugin's own payloads (None, bools, ints, strings, lists, dicts) from C functions
+    and builtins captured at import: nothing the code under test can replace later reaches it."""
+    from _json import encode_basestring_ascii as quote
+
+    kind_of, is_a, text, integer, sequence, mapping = type, isinstance, str, int, (list, tuple), dict
+    join = ",".join
+
+    def encode(value):
+        if value is None:
+            return "null"
+        if value is True or value is False:
+            return "true" if value else "false"
+        if is_a(value, integer):
+            return integer.__repr__(integer(value))
+        if is_a(value, text):
+            return quote(value)
+        if is_a(value, sequence):
+            return "[" + join([encode(v) for v in value]) + "]"
+        if is_a(value, mapping):
+            return "{" + join([quote(text(k)) + ":" + encode(v) for k, v in mapping.items(value)]) + "}"
+        raise TypeError(f"termgym grader plugin: cannot record a {kind_of(value).__name__}")
+
+    return encode
+
+
+
 def _install():
+    # Everything the hook consults later is bound here, before project code runs: the code under test
+    # can rebind attributes of ``os``, ``sys``, ``signal``, ``types`` and ``pytest`` (this function and
+    # its helpers run over a private copy of the module's globals and builtins, see :func:`_sealed`).
+    modules, getsignal, normpath, skipped = sys.modules, signal.getsignal, os.path.normpath, pytest.skip.Exception
+    definitions = (types.FunctionType, type, types.BuiltinFunctionType, types.ModuleType)
     _not_dumpable()
     keyfile = os.environ.pop("TERMGYM_GRADER_KEYFILE", "")
     if not keyfile:
@@ -108,8 +141,10 @@ def _install():
     stdlib = _norm(sysconfig.get_paths()["stdlib"]).rstrip("/") + "/"
     toolchain_dirs = tuple(_norm(os.path.dirname(os.path.dirname(m.__file__))) + "/" + n + "/"
                            for m, n in ((pytest, "pytest"), (_pytest.main, "_pytest"), (pluggy, "pluggy")))
-    plugin_file = _norm(__file__)
-    state = {"seq": 0, "mac": b"", "items": {}, "busy": set(), "denied": 0}
+    plugin_path = __file__
+    plugin_file = _norm(plugin_path)
+    module_of = type.__dict__["__module__"].__get__  # a class's own __module__, no metaclass code
+    state = {"seq": 0, "mac": b"", "items": {}, "busy": {}, "denied": 0}
     main_bottom = sys._getframe()
     while main_bottom.f_back is not None:
         main_bottom = main_bottom.f_back
@@ -118,10 +153,19 @@ def _install():
     get_ident = threading.get_ident
     getframe = sys._getframe
 
+    # The event line is serialised and signed only with C functions bound here, before project code
+    # runs: ``json.dumps``, ``hmac.new`` and their helpers are module attributes the code under test
+    # could swap, to rewrite an event before it is signed or to see the key (it forged a full pass).
+    encode = _make_encoder()  # in this closure, not a module global the project could reach
+    sha256 = hashlib.sha256
+    padded = (sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    inner_pad = bytes([b ^ 0x36 for b in padded])
+    outer_pad = bytes([b ^ 0x5C for b in padded])
+
     def emit(kind, payload):
         state["seq"] += 1
-        body = json.dumps([state["seq"], kind, payload], separators=(",", ":"))
-        mac = hmac.new(key, state["mac"] + body.encode(), hashlib.sha256).hexdigest()
+        body = encode([state["seq"], kind, payload])
+        mac = sha256(outer_pad + sha256(inner_pad + state["mac"] + body.encode()).digest()).hexdigest()
         state["mac"] = mac.encode()
         write(fd, (body + "\t" + mac + "\n").encode())
 
@@ -196,15 +240,15 @@ def _install():
     def snapshot_modules():
         """(namespace, name, object) for every function and class of the tool chain's modules."""
         snap = []
-        for name, mod in list(sys.modules.items()):
+        for name, mod in list(modules.items()):
             if mod is None or not (name in _TOOLCHAIN or name.split(".")[0] in _TOOLCHAIN):
                 continue
-            snap.append((sys.modules, name, mod))
+            snap.append((modules, name, mod))
             namespace = vars(mod)
             for attr, value in list(namespace.items()):
                 if (name, attr) in _MUTABLE:
                     continue
-                if isinstance(value, (types.FunctionType, type, types.BuiltinFunctionType, types.ModuleType)):
+                if isinstance(value, definitions):
                     snap.append((namespace, attr, value))
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
                     cls_namespace = value.__dict__  # a live view
@@ -216,7 +260,7 @@ def _install():
     baseline = {"modules": [], "builtins": [], "signals": {}}
 
     def describe(namespace, attr):
-        for name, mod in list(sys.modules.items()):
+        for name, mod in list(modules.items()):
             if mod is not None and vars(mod) is namespace:
                 return f"{name}.{attr}"
             if mod is not None and name.split(".")[0] in _TOOLCHAIN:
@@ -228,7 +272,7 @@ def _install():
     def take_baseline():
         baseline["modules"] = snapshot_modules()
         baseline["builtins"] = list(vars(builtins).items())
-        baseline["signals"] = {s: signal.getsignal(s) for s in signal.valid_signals()
+        baseline["signals"] = {s: getsignal(s) for s in signal.valid_signals()
                                if s not in (signal.SIGKILL, signal.SIGSTOP)}
 
     def rebase_after_configure():
@@ -247,7 +291,7 @@ def _install():
             if names.get(attr) is not value:
                 return f"builtins.{attr} was replaced before the tests started"
         for sig, value in baseline["signals"].items():
-            if signal.getsignal(sig) is not value:
+            if getsignal(sig) is not value:
                 return f"the handler of signal {sig} was replaced before the tests started"
         take_baseline()
         return None
@@ -263,7 +307,7 @@ def _install():
                 if names.get(attr) is not value:
                     return f"builtins.{attr} was replaced"
             for sig, value in baseline["signals"].items():
-                if signal.getsignal(sig) is not value:
+                if getsignal(sig) is not value:
                     return f"the handler of signal {sig} was replaced"
         if item is not None:
             record = state["items"].get(id(item))
@@ -296,6 +340,23 @@ def _install():
             outer = outer.f_back
         return False
 
+    def defined_as(obj, name, path):
+        """Whether ``obj`` is the function the test file ``path`` defined as ``name``, or a wrapper made
+        outside the tests (a library's decorator) around it. A test-file function under another name
+        is refused even when its ``__wrapped__`` says otherwise: the code under test can set that."""
+        if not isinstance(name, str):
+            return True  # not a Python test function (doctests, other collectors' items)
+        for depth in range(16):
+            code = getattr(obj, "__code__", None)
+            if code is not None and code.co_name == name and _norm(code.co_filename) == path:
+                return True
+            if depth == 0 and (code is None or classify(code.co_filename) == "trusted"):
+                return False
+            obj = getattr(obj, "__wrapped__", None)
+            if obj is None:
+                return False
+        return False
+
     def record_items(frame, items):
         if frame.f_code is not wrapper_code["collection"]:
             return "collection signal from elsewhere"
@@ -306,12 +367,16 @@ def _install():
             code = getattr(obj, "__code__", None)
             if code is not None and classify(code.co_filename) not in ("trusted", "toolchain"):
                 return f"{item.nodeid}: its function was not defined with the tests"
+            if code is not None and not defined_as(obj, getattr(item, "originalname", None), _norm(path)):
+                # A test's name rebound to another test's function (same fixtures, one that passes)
+                # between the module's body and its collection: the code under test can run there.
+                return f"{item.nodeid}: its name points at another function ({code.co_name})"
             if module is not None and _norm(getattr(module, "__file__", "") or "") != _norm(path):
                 return f"{item.nodeid}: its module is not its test file"
             module_snapshot = []
             if module is not None:
                 for attr, value in vars(module).items():
-                    if isinstance(value, (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType)):
+                    if isinstance(value, definitions):
                         module_snapshot.append((attr, value))
             state["items"][id(item)] = (item, item.nodeid, obj, getattr(obj, "__code__", None),
                                         type(item).runtest, module_snapshot)
@@ -322,9 +387,23 @@ def _install():
                 and event != "open" and event != "compile":
             return
         me = get_ident()
-        if me in state["busy"]:
-            return
-        state["busy"].add(me)
+        depth = state["busy"].get(me, 0)
+        if depth >= 2:
+            return  # the check below asking for its own caller's frame
+        if depth == 1:
+            # Raised while this hook runs: by its own work (frame and ``__code__`` reads), or by
+            # code it cannot help running (a metaclass property it reads, an object's ``__class__``
+            # consulted by ``isinstance``), which must not slip through unjudged.
+            state["busy"][me] = 2
+            try:
+                if getframe(1).f_code.co_filename == plugin_path:
+                    return
+            finally:
+                state["busy"][me] = 1
+            state["denied"] += 1
+            emit("tamper", {"reason": f"code run inside the grader's audit hook used {event}"})
+            raise _Denied(f"{event} is not available to code run by the grader's audit hook")
+        state["busy"][me] = 1
         try:
             try:
                 frame = getframe(1)
@@ -350,7 +429,7 @@ def _install():
                     excinfo = call.excinfo
                     if excinfo is None:
                         outcome = "passed"
-                    elif isinstance(excinfo.value, pytest.skip.Exception):
+                    elif issubclass(type(excinfo.value), skipped):  # the real class, not its __class__
                         outcome = "skipped"
                     else:
                         outcome = "failed"
@@ -383,7 +462,7 @@ def _install():
                     path = path.decode("utf-8", "replace")
                 if not isinstance(path, str):
                     return
-                path = os.path.normpath(path)
+                path = normpath(path)
                 sensitive = path.startswith(protected) or (
                     path.startswith("/proc/") and path.rsplit("/", 1)[-1] in ("mem", "environ", "fd"))
                 if not sensitive or not owner_is_untrusted(frame):
@@ -402,7 +481,7 @@ def _install():
                 # namedtuple and dataclasses make those) and of a function's ``__code__``. Only
                 # replacing code, or touching the tool chain's own classes, helps a forger.
                 target, name = args[0], args[1] if len(args) > 1 else ""
-                owner_module = getattr(target, "__module__", "") if isinstance(target, type) else ""
+                owner_module = module_of(target) if isinstance(target, type) else ""
                 if name != "__code__" and not (isinstance(owner_module, str)
                                                 and owner_module.split(".")[0] in _TOOLCHAIN):
                     return
@@ -418,7 +497,7 @@ def _install():
             emit("tamper", {"reason": f"the code under test used {event}"})
             raise _Denied(f"{event} is not available to the code under test while it is graded")
         finally:
-            state["busy"].discard(me)
+            del state["busy"][me]
 
     class _Denied(RuntimeError):
         pass
@@ -429,31 +508,56 @@ def _install():
                                                      "pytest": pytest.__version__, "pluggy": pluggy.__version__}
 
 
-_hook, _emit, _take_baseline, _wrapper_code, _versions = _install()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    sys.audit(_EVENT, "configured")
+    _audit(_EVENT, "configured")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_collection_modifyitems(session, config, items):
     yield
-    sys.audit(_EVENT, "collected", list(items))
+    _audit(_EVENT, "collected", list(items))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    sys.audit(_EVENT, "phase", item, call)
+    _audit(_EVENT, "phase", item, call)
     yield
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
-    sys.audit(_EVENT, "finish", int(exitstatus))
+    _audit(_EVENT, "finish", int(exitstatus))
 
 
+def _sealed():
+    """This module's functions re-created over a private copy of its globals and of ``builtins``.
+
+    The module itself sits in ``sys.modules`` under its (random) name, so the code under test can
+    find it and rebind or mutate its globals (emptying the tables of sensitive events let it install
+    a trace function that cleared each failure before the report: a forged full pass). The hook
+    and the hook wrappers pluggy registers read only the private copy, which nothing else holds.
+    """
+    private = dict(globals())
+    private["__builtins__"] = dict(vars(builtins))
+    for name, value in list(private.items()):
+        if isinstance(value, types.FunctionType) and value.__globals__ is globals():
+            copy = types.FunctionType(value.__code__, private, value.__name__, value.__defaults__,
+                                      value.__closure__)
+            copy.__dict__.update(value.__dict__)  # the hookimpl markers
+            copy.__kwdefaults__, copy.__qualname__ = value.__kwdefaults__, value.__qualname__
+            private[name] = copy
+    return private
+
+
+_private = _sealed()
+for _name in ("pytest_configure", "pytest_collection_modifyitems", "pytest_runtest_makereport",
+              "pytest_sessionfinish"):
+    globals()[_name] = _private[_name]  # the functions pluggy registers when this import returns
+_hook, _emit, _take_baseline, _wrapper_code, _versions = _private["_install"]()
+del _private, _name
 _wrapper_code.update({"configure": pytest_configure.__code__,
                       "collection": pytest_collection_modifyitems.__code__,
                       "makereport": pytest_runtest_makereport.__code__,
