@@ -18,7 +18,7 @@ import numpy as np
 from gymnasium.vector import utils as vector_utils
 
 from termgym.protocols import Protocol, make_protocol
-from termgym.sandbox import ExecResult, Mode, Sandbox, make_sandbox, run_blocking
+from termgym.sandbox import ExecResult, FreshSandboxes, Mode, Sandbox, make_sandbox, run_blocking
 from termgym.tasks.base import Grade, GradingContext, Task, TaskSuite
 
 
@@ -412,14 +412,7 @@ class TerminalEnv(gym.Env[str, str]):
 
     def _grade(self, submission: str | None, reason: str) -> Grade:
         assert self.task is not None and self.sandbox is not None
-        extra: list[Sandbox] = []
-
-        def new_sandbox(spec):
-            box = make_sandbox(self.backend, spec, mode="persistent", **self.sandbox_options)
-            extra.append(box)
-            box.start()
-            return box
-
+        new_sandbox = FreshSandboxes(self.backend, mode="persistent", **self.sandbox_options)
         ctx = GradingContext(sandbox=self.sandbox, new_sandbox=new_sandbox, submission=submission, reason=reason,
                              elapsed=time.monotonic() - self._started_at, commands=list(self.commands))
         try:
@@ -427,8 +420,7 @@ class TerminalEnv(gym.Env[str, str]):
         except Exception as exc:  # grading must not crash the episode; keep the reason
             self.grade = Grade(score=0.0, passed=False, error=f"grading failed: {type(exc).__name__}: {exc}")
         finally:
-            for box in extra:
-                box.close()
+            new_sandbox.close()
         self.grade.details.setdefault("end_reason", reason)
         return self.grade
 

@@ -34,8 +34,39 @@ def make_sandbox(backend: str, spec: SandboxSpec | None = None, *, mode: Mode = 
     raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
+class FreshSandboxes:
+    """Starts sandboxes of one backend on demand and closes every one of them at the end.
+
+    Graders get one as ``GradingContext.new_sandbox`` (a fresh sandbox per grade, never the agent's)::
+
+        with FreshSandboxes("local") as new_sandbox:
+            details = task.grade_patch(patch, new_sandbox)
+    """
+
+    def __init__(self, backend: str = "local", *, mode: Mode = "persistent", **options) -> None:
+        self.backend, self.mode, self.options = backend, mode, options
+        self.opened: list[Sandbox] = []
+
+    def __call__(self, spec: SandboxSpec) -> Sandbox:
+        box = make_sandbox(self.backend, spec, mode=self.mode, **self.options)
+        self.opened.append(box)  # before start: a sandbox that fails half-way is closed too
+        box.start()
+        return box
+
+    def close(self) -> None:
+        while self.opened:
+            self.opened.pop().close()
+
+    def __enter__(self) -> FreshSandboxes:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
 __all__ = [
     "BACKENDS",
+    "FreshSandboxes",
     "BackendUnavailable",
     "ExecResult",
     "Limits",

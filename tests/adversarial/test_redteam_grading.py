@@ -17,26 +17,11 @@ from pathlib import Path
 import pytest
 
 from termgym.env import TerminalEnv
-from termgym.sandbox.local import BubblewrapSandbox
+from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import default_suite
 from termgym.tasks.swesynth.suite import prepare_workspace
 
-TASK = "ledgerly-03e7642999"  # the bug: Account.normal_side says "Credit" instead of "credit"
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("swesynth-cache")
-
-
-@pytest.fixture(scope="module")
-def task(cache):
-    return default_suite(cache_dir=cache).load(TASK)
-
-
-@pytest.fixture(scope="module")
-def buggy_tree(task, cache):
-    return prepare_workspace(task.record, cache)
+TASK = "ledgerly-03e7642999"  # the task conftest.py loads: Account.normal_side says "Credit", not "credit"
 
 
 def diff_of(buggy_tree: Path, tmp_path: Path, edit) -> str:
@@ -51,19 +36,8 @@ def diff_of(buggy_tree: Path, tmp_path: Path, edit) -> str:
 
 def grade(task, patch: str) -> dict:
     """Grade ``patch`` in fresh bubblewrap sandboxes, as the env's grader does after its checks."""
-    boxes = []
-
-    def new_sandbox(spec):
-        box = BubblewrapSandbox(spec)
-        boxes.append(box)
-        box.start()
-        return box
-
-    try:
+    with FreshSandboxes("local") as new_sandbox:
         return task.grade_patch(patch, new_sandbox)
-    finally:
-        for box in boxes:
-            box.close()
 
 
 def appended(code: str, path: str = "ledgerly/__init__.py"):

@@ -23,31 +23,15 @@ from pathlib import Path
 import pytest
 
 from termgym.env import TerminalEnv, oracle_actions
-from termgym.sandbox.local import BubblewrapSandbox
+from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import default_suite
-from termgym.tasks.swesynth.suite import prepare_workspace
 
-TASK = "ledgerly-03e7642999"  # the bug: Account.normal_side says "Credit" instead of "credit"
+TASK = "ledgerly-03e7642999"  # the task conftest.py loads: Account.normal_side says "Credit", not "credit"
 SUBMIT = "THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 
 
 def _bash(command: str) -> str:
     return f"THOUGHT: next step\n```bash\n{command}\n```"
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("swesynth-cache")
-
-
-@pytest.fixture(scope="module")
-def task(cache):
-    return default_suite(cache_dir=cache).load(TASK)
-
-
-@pytest.fixture(scope="module")
-def buggy_tree(task, cache):
-    return prepare_workspace(task.record, cache)
 
 
 def make_patch(buggy_tree: Path, tmp_path: Path, edits: dict[str, str], append: bool = True) -> str:
@@ -68,19 +52,8 @@ def graded_with(task, buggy_tree: Path, tmp_path: Path, code: str, path: str = "
     """Grade the buggy repository plus ``code`` appended to ``path``, as the env's grader would."""
     patch = make_patch(buggy_tree, tmp_path, {path: code})
     assert patch.strip(), "the attack changed nothing"
-    boxes = []
-
-    def new_sandbox(spec):
-        box = BubblewrapSandbox(spec)
-        boxes.append(box)
-        box.start()
-        return box
-
-    try:
+    with FreshSandboxes("local") as new_sandbox:
         return task.grade_patch(patch, new_sandbox)
-    finally:
-        for box in boxes:
-            box.close()
 
 
 def assert_forgery_fails(details: dict) -> None:
@@ -554,19 +527,8 @@ def test_a_fix_that_uses_the_standard_library_freely_still_scores_one(task, bugg
     """
     patch = make_patch(buggy_tree, tmp_path, {"ledgerly/__init__.py": fix})
     patch += task.record.fix_patch
-    boxes = []
-
-    def new_sandbox(spec):
-        box = BubblewrapSandbox(spec)
-        boxes.append(box)
-        box.start()
-        return box
-
-    try:
+    with FreshSandboxes("local") as new_sandbox:
         details = task.grade_patch(patch, new_sandbox)
-    finally:
-        for box in boxes:
-            box.close()
     assert details["all_passed"] and not details.get("tamper"), details
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from termgym.evaluate import evaluate
-from termgym.sandbox.local import BubblewrapSandbox
+from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import SweSynthSuite
 from termgym.tasks.swesynth.generate import generate
 from termgym.tasks.swesynth.grading import default_source_dirs, read_events, refused_paths
@@ -53,19 +53,8 @@ def record_for(repo: Path, test_command: str = "python3 -m pytest -q tests") -> 
 
 def grade(record: TaskRecord, patch: str, cache: Path) -> dict:
     task = SweSynthSuite([record], cache_dir=cache).load(record.task_id)
-    boxes = []
-
-    def new_sandbox(spec):
-        box = BubblewrapSandbox(spec)
-        boxes.append(box)
-        box.start()
-        return box
-
-    try:
+    with FreshSandboxes("local") as new_sandbox:
         return task.grade_patch(patch, new_sandbox)
-    finally:
-        for box in boxes:
-            box.close()
 
 
 def test_the_honest_oracle_scores_and_the_record_defaults_its_source_dirs(tmp_path):

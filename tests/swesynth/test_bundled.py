@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from termgym.sandbox import make_sandbox
+from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import default_suite
 from termgym.tasks.swesynth.report import find_leaks
 
@@ -58,19 +58,8 @@ def test_oracle_scores_one_on_every_bundled_task(records, tmp_path_factory, monk
     suite = default_suite()
 
     def grade(record):
-        opened = []  # this grade's sandboxes, closed when it is done
-
-        def new_sandbox(spec):
-            box = make_sandbox("local", spec)
-            opened.append(box)
-            box.start()
-            return box
-
-        try:
+        with FreshSandboxes("local") as new_sandbox:  # this grade's sandboxes, closed when it is done
             return record.task_id, suite.load(record.task_id).grade_patch(record.fix_patch, new_sandbox)
-        finally:
-            for box in opened:
-                box.close()
 
     failures = {}
     workers = max(1, min(4, os.cpu_count() or 1))

@@ -51,13 +51,13 @@ def run_trial(
 
     ``agent_timeout`` overrides the task's ``[agent] timeout_sec`` (``None``: the task's, or no limit).
     """
-    from termgym.sandbox import make_sandbox
+    from termgym.sandbox import FreshSandboxes, make_sandbox
 
     if agent not in AGENTS:
         raise ValueError(f"unknown validation agent {agent!r}; choose one of {', '.join(AGENTS)}")
     started = time.monotonic()
     result = TrialResult(task.task_id, agent)
-    extra: list[Any] = []
+    new_sandbox = FreshSandboxes(backend, **(sandbox_options or {}))  # the verifier's, where it needs its own
     sandbox = None
     try:
         commands: list[str] = []
@@ -86,12 +86,6 @@ def run_trial(
                 break
         result.agent_output = "\n".join(outputs)[-4000:]
 
-        def new_sandbox(spec):
-            box = make_sandbox(backend, spec, **(sandbox_options or {}))
-            extra.append(box)
-            box.start()
-            return box
-
         ctx = GradingContext(
             sandbox=sandbox,
             new_sandbox=new_sandbox,
@@ -105,7 +99,7 @@ def run_trial(
     except Exception as exc:  # a broken task is a finding, not a crash of the whole check
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
-        for box in [*extra, sandbox]:
+        for box in [*new_sandbox.opened, sandbox]:
             if box is not None:
                 try:
                     box.close()

@@ -297,7 +297,7 @@ def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local")
     """
     from dataclasses import replace
 
-    from termgym.sandbox import make_sandbox
+    from termgym.sandbox import FreshSandboxes
     from termgym.tasks.swesynth.suite import SweSynthTask
 
     task = SweSynthTask(replace(record, repo_dir=repo_dir))
@@ -306,17 +306,7 @@ def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local")
     ungraded += refused_paths(fixed, task.source_dirs)
     if ungraded:
         return f"the fix touches files the grader does not take from an agent: {', '.join(ungraded[:3])}"
-    boxes = []
-    runtimes: set[str | None] = set()  # the task runtime the grading sandboxes ran on (sandbox.runtime)
-
-    def new_sandbox(spec):
-        box = make_sandbox(backend, spec)
-        boxes.append(box)
-        box.start()
-        runtimes.add(box.runtime)
-        return box
-
-    try:
+    with FreshSandboxes(backend) as new_sandbox:
         oracle = task.grade_patch(record.fix_patch, new_sandbox)
         if oracle.get("infra_error"):
             return f"the tests cannot run in the {backend} sandbox (test dependency coverage missing?): " \
@@ -329,9 +319,7 @@ def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local")
         nop = task.grade_patch("", new_sandbox)
         if nop.get("infra_error") or nop["all_passed"]:
             return f"the unfixed repository does not fail in the {backend} sandbox ({nop['all_result']})"
-    finally:
-        for box in boxes:
-            box.close()
+        runtimes = {box.runtime for box in new_sandbox.opened}  # the task runtime the grades ran on
     record.validation = {"backend": backend, "runtime": oracle.get("runtime", {}),
                          "runtime_version": next(iter(runtimes)) if len(runtimes) == 1 else sorted(map(str, runtimes)),
                          "oracle": oracle["all_result"], "nop": nop["all_result"]}
