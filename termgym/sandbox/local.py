@@ -250,6 +250,7 @@ class BubblewrapSandbox(Sandbox):
         self._shell_pid: int | None = None
         self._pidns: str | None = None
         self._cgroups: list[Path] = []
+        self._pid_limit_hits = 0  # pids.events' "max" count seen so far: forks the limit refused
         self._freezer: Path | None = None
         self._forwarder = None
         self._ctl: int | None = None  # read end of the exit-code pipe
@@ -637,6 +638,16 @@ class BubblewrapSandbox(Sandbox):
     def _pids_exhausted(self) -> bool:
         if not self._cgroups or not self.spec.limits.pids:
             return False
+        # A fork the limit refused since the last look means a spawner ran into it, even when it
+        # is not at the limit right now (a fork bomb's processes die and retry; under load its
+        # count can sit just below the limit at the moment we read it).
+        try:
+            hits = int((self._cgroups[-1] / "pids.events").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            hits = self._pid_limit_hits
+        if hits > self._pid_limit_hits:
+            self._pid_limit_hits = hits
+            return True
         # Processes a command killed on its way out are reaped by the sandbox's init a moment later:
         # give that a few milliseconds before calling the sandbox full.
         for attempt in range(5):

@@ -1,7 +1,8 @@
 """Docker images of freshly installed machines: a minimal root file system with python3 and git only.
 
-Debian 12 comes from termgym's own base-image builder (:func:`termgym.sandbox.images.build_base_image`
-with another package list). Ubuntu 24.04 is built here the same way, from the Ubuntu archive:
+Debian 12 is debootstrapped from the Debian mirror the task runtime uses, with termgym's own package
+installer (:func:`termgym.sandbox.runtime.install_packages`). Ubuntu 24.04 is built the same way,
+from the Ubuntu archive:
 ``debootstrap`` (Debian's debootstrap has no ``noble`` script; ``gutsy`` is the one every Ubuntu
 release uses; without the Ubuntu keyring on a Debian host the bootstrap itself is not verified, the
 apt inside the image is, with the keyring the bootstrap installed), the ``ubuntu.sources`` a 24.04
@@ -49,9 +50,25 @@ def ubuntu_mirror() -> str:
 
 
 def build_debian(client, log: Callable[[str], None] = print) -> str:
-    from termgym.sandbox.images import build_base_image
+    """Debian 12 as a fresh install has it: ``debootstrap --variant=minbase`` plus python3 and git."""
+    from termgym.sandbox.images import image_recipe
+    from termgym.sandbox.runtime import RUNTIME_SUITE, debian_mirror, install_packages
 
-    build_base_image(DEBIAN_IMAGE, packages=FRESH_PACKAGES, client=client, log=log)
+    recipe = hashlib.sha256("\n".join([RUNTIME_SUITE, *FRESH_PACKAGES, *IMAGE_CHANGES]).encode()).hexdigest()[:16]
+    if image_recipe(client, DEBIAN_IMAGE) == recipe:
+        log(f"{DEBIAN_IMAGE} is up to date (recipe {recipe})")
+        return DEBIAN_IMAGE
+    mirror = debian_mirror()
+    keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="termgym-fresh-debian-") as tmp:
+        root = Path(tmp) / "rootfs"
+        log(f"debootstrap --variant=minbase {RUNTIME_SUITE} from {mirror}")
+        _run(["debootstrap", "--variant=minbase", *([f"--keyring={keyring}"] if keyring.is_file() else []),
+              RUNTIME_SUITE, str(root), mirror])
+        install_packages(root, mirror, FRESH_PACKAGES, log)
+        _import(root, DEBIAN_IMAGE, recipe, log)
+    log(f"built {DEBIAN_IMAGE} in {time.monotonic() - started:.0f} s")
     return DEBIAN_IMAGE
 
 
@@ -96,16 +113,21 @@ def build_ubuntu(client, log: Callable[[str], None] = print) -> str:
         shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
         (root / "var/lib/apt/lists/partial").mkdir(parents=True)
         resolv.write_text("")
-        log("importing into docker")
-        changes = [arg for change in (*IMAGE_CHANGES, f"LABEL {RECIPE_LABEL}={recipe}") for arg in ("--change", change)]
-        tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        try:
-            _run(["docker", "import", *changes, "-", UBUNTU_IMAGE], stdin=tar.stdout)
-        finally:
-            tar.stdout.close()
-            tar.wait()
+        _import(root, UBUNTU_IMAGE, recipe, log)
     log(f"built {UBUNTU_IMAGE} in {time.monotonic() - started:.0f} s")
     return UBUNTU_IMAGE
+
+
+def _import(root: Path, image: str, recipe: str, log: Callable[[str], None]) -> None:
+    """``tar | docker import`` the root file system ``root`` as ``image``, labelled with its recipe."""
+    log(f"importing {image} into docker")
+    changes = [arg for change in (*IMAGE_CHANGES, f"LABEL {RECIPE_LABEL}={recipe}") for arg in ("--change", change)]
+    tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+    try:
+        _run(["docker", "import", *changes, "-", image], stdin=tar.stdout)
+    finally:
+        tar.stdout.close()
+        tar.wait()
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None, stdin=None) -> None:
