@@ -14,6 +14,8 @@ agent failed: an exception from its ``act``, an endpoint that rejected the reque
 timeout; it scores 0) and ``infra_error`` (the sandbox, the env or the endpoint failed after every
 retry). Solve rate, mean score and pass@k count ``completed`` and ``agent_error`` episodes and leave
 ``infra_error`` out: an outage says nothing about the agent. A rerun retries ``infra_error`` episodes.
+Episodes whose verifier left no valid reward (a Harbor task's ``reward_valid: false``) are counted
+apart (``no_valid_reward``) and left out of the means too, as Harbor 0.26 does.
 """
 
 from __future__ import annotations
@@ -79,9 +81,16 @@ class EpisodeResult:
         return (self.task_id, self.attempt)
 
     @property
+    def reward_valid(self) -> bool:
+        """False when the verifier left no valid reward (Harbor's "no valid reward": missing, empty
+        or unparsable, or written before a verifier timeout); such an episode has no score to average."""
+        return (self.grade or {}).get("reward_valid", True) is not False
+
+    @property
     def scored(self) -> bool:
-        """Whether the episode counts towards solve rate and pass@k (infra failures do not)."""
-        return self.status in SCORED
+        """Whether the episode counts towards solve rate, mean score and pass@k: infra failures and
+        episodes without a valid reward do not (as Harbor leaves the latter out of its mean)."""
+        return self.status in SCORED and self.reward_valid
 
     @property
     def tokens(self) -> int:
@@ -231,6 +240,7 @@ def summarize(results: Sequence[EpisodeResult], config: dict[str, Any] | None = 
         "completed": statuses.get("completed", 0),
         "agent_errors": statuses.get("agent_error", 0),
         "infra_errors": statuses.get("infra_error", 0),
+        "no_valid_reward": sum(r.status in SCORED and not r.reward_valid for r in results),
         "scored": len(scored),
         "solved": sum(r.passed for r in scored),
         "solve_rate": statistics.fmean(float(r.passed) for r in scored) if scored else None,

@@ -295,3 +295,20 @@ def test_memory_and_memory_mb_must_agree(make_task):
     assert load_task(make_task("none", toml='schema_version = "1.1"\n')).config.memory_mb is None  # no default limit
     with pytest.raises(TaskFormatError, match="conflicts with memory_mb"):
         load_task(make_task("clash", toml='version = "1.0"\n[environment]\nmemory = "1G"\nmemory_mb = 2048\n'))
+
+
+def test_an_episode_without_a_valid_reward_is_left_out_of_the_mean(make_task, local_backend, tmp_path):
+    # Harbor 0.26: a verifier that leaves no valid reward marks the trial "no valid reward", and its
+    # mean is taken over the trials that have one. Three tasks: solved, failed, no reward at all.
+    make_task("a-solved")
+    make_task("b-failed", solve_sh="#!/bin/bash\necho no > /app/done.txt\n")
+    task_dir = make_task("c-no-reward", test_sh="#!/bin/bash\necho 'the verifier forgot the reward'\n")
+    from termgym.evaluate import evaluate
+
+    outcome = evaluate("termgym/Harbor-v0", agent="oracle", output_dir=tmp_path / "run", concurrency=1,
+                       progress=False, env_kwargs={"tasks_dir": str(task_dir.parent), "backend": local_backend})
+    by_task = {r.task_id: r for r in outcome.results}
+    assert by_task["c-no-reward"].grade["reward_valid"] is False and not by_task["c-no-reward"].scored
+    summary = outcome.summary
+    assert summary["no_valid_reward"] == 1 and summary["scored"] == 2
+    assert summary["mean_score"] == 0.5 and summary["solve_rate"] == 0.5  # over the two with a reward
