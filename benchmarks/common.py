@@ -319,7 +319,7 @@ class Context:
         if (BUNDLED_DIR / "suite.json").is_file():
             suite = SweSynthSuite(BUNDLED_DIR, cache_dir=cache)
             if suite.task_ids("all"):
-                self._suite, self.suite_origin = suite, "the bundled suite (termgym/tasks/swesynth/tasks)"
+                self._suite, self.suite_origin = suite, "the bundled suite (termgym_data/swesynth/tasks)"
                 return suite
         if self.generated_suite is None:
             self.generated_suite = self.scratch / "generated-suite"

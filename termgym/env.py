@@ -3,7 +3,7 @@
 It composes a task suite (what to do), a sandbox backend (where commands run), a protocol (how
 assistant messages become commands and results become text) and limits (steps, wall clock,
 context). Observations and actions are text; the reward is the grade's score on the last step and
-0 before it (process rewards are a wrapper: :class:`termgym.rewards.ProcessReward`).
+0 before it (process rewards are a wrapper: :class:`termgym.wrappers.rewards.ProcessReward`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Converting episode recordings (:mod:`termgym.recording`) to offline samples and back.
+"""Converting episode recordings (:mod:`termgym.wrappers.recording`) to offline samples and back.
 
 A recording → sample keeps the conversation, the grade's ``score``/``all_passed``/``all_result``,
 the task's ``bug_types``/``problem_statement``/``fix_patch`` (from ``task.metadata``, the
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.data.samples import OfflineSample, SampleError, read_samples
-from termgym.recording import RECORD_FORMAT, read_jsonl
+from termgym.wrappers.recording import RECORD_FORMAT, read_jsonl
 
 #: Key under ``extra`` where a converted sample keeps its provenance.
 PROVENANCE_KEY = "termgym"

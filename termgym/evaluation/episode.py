@@ -52,7 +52,7 @@ class EpisodeSpec:
     infra_retries: int = 2
     infra_backoff: float = 2.0
     process_rewards: dict[str, Any] | None = None  # ProcessReward options; None: no process rewards
-    record_path: str | None = None  # append the episode to this JSONL file (termgym.recording)
+    record_path: str | None = None  # append the episode to this JSONL file (termgym.wrappers.recording)
     record_experiment: str = "eval"
     record_metadata: dict[str, Any] | None = None
 
@@ -188,11 +188,11 @@ async def _play(spec: EpisodeSpec, agent: Agent, env: gym.Env, episode: Episode,
 def _make_env(spec: EpisodeSpec) -> gym.Env:
     env = gym.make(spec.env_spec, disable_env_checker=True, **spec.env_kwargs)
     if spec.process_rewards is not None:
-        from termgym.rewards import ProcessReward
+        from termgym.wrappers.rewards import ProcessReward
 
         env = ProcessReward(env, **spec.process_rewards)
     if spec.record_path is not None:  # outermost, so the record sees the process rewards
-        from termgym.recording import RecordEpisodes
+        from termgym.wrappers.recording import RecordEpisodes
 
         env = RecordEpisodes(env, spec.record_path, experiment=spec.record_experiment,
                              metadata={**(spec.record_metadata or {}), "attempt": spec.attempt})

@@ -57,9 +57,9 @@ class EvalConfig:
     ``concurrency`` the number of episodes in flight. ``imports`` are modules imported first (where
     custom suites are registered). ``ray_address`` (``"auto"``, ``"ray://host:10001"``) spreads the
     episodes over a Ray cluster, ``ray_cpus_per_episode`` CPUs each, with ``ray_runtime_env`` for
-    the workers. ``process_rewards`` wraps each env in :class:`termgym.rewards.ProcessReward` (a dict:
+    the workers. ``process_rewards`` wraps each env in :class:`termgym.wrappers.rewards.ProcessReward` (a dict:
     its options); ``record`` also appends every episode to ``output_dir/episodes.jsonl`` in
-    :mod:`termgym.recording`'s format (for offline samples and replay). ``progress``: ``"auto"``
+    :mod:`termgym.wrappers.recording`'s format (for offline samples and replay). ``progress``: ``"auto"``
     (``None``: a live bar when stderr is a terminal, one line per episode otherwise), ``"bar"``
     (``True``), ``"lines"`` or ``"off"`` (``False``).
     """

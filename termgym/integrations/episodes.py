@@ -27,7 +27,7 @@ class EnvConfig:
         env_id: any registered termgym id (``termgym/SweSynth-v0``, ``termgym/Harbor-v0``, or one
             made with :func:`termgym.register_suite`).
         env_kwargs: keyword arguments for ``gym.make`` (``backend``, ``protocol``, ``max_steps``, ...).
-        process_rewards: :class:`~termgym.rewards.ProcessReward` options (``{}`` for the default
+        process_rewards: :class:`~termgym.wrappers.rewards.ProcessReward` options (``{}`` for the default
             table); ``None`` leaves the env's outcome-only reward.
     """
 
@@ -51,7 +51,7 @@ class EnvConfig:
         """A fresh env (blocking: constructing an env starts nothing; ``reset`` starts the sandbox)."""
         env = gym.make(self.env_id, disable_env_checker=True, **dict(self.env_kwargs))
         if self.process_rewards is not None:
-            from termgym.rewards import ProcessReward
+            from termgym.wrappers.rewards import ProcessReward
 
             env = ProcessReward(env, **dict(self.process_rewards))
         return env
@@ -94,7 +94,7 @@ def episode_metrics(final_info: Mapping[str, Any], *, steps: int, format_errors:
             number = _number(summary.get(key))
             if number is not None:
                 metrics[f"process/{key}"] = number
-        from termgym.rewards import EVENTS
+        from termgym.wrappers.rewards import EVENTS
 
         counts = summary.get("counts") or {}
         for event in EVENTS:  # every event, zeros included, so averages over a group mean the same thing
@@ -106,7 +106,7 @@ def finish_early(env: gym.Env, reason: str) -> tuple[float, dict[str, Any]]:
     """End ``env``'s running episode from outside (the trainer's token budget ran out) and grade it.
 
     The one way an episode ends early: ``request_truncation`` then a last ``step("")`` through the
-    whole wrapper stack, so a :class:`~termgym.rewards.ProcessReward` settles it (outcome events,
+    whole wrapper stack, so a :class:`~termgym.wrappers.rewards.ProcessReward` settles it (outcome events,
     shaping clawback) and a recorder records it like any other last step. Returns ``(reward, info)``.
     """
     env.unwrapped.request_truncation(reason)

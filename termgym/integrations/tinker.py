@@ -263,7 +263,7 @@ class TermgymDatasetBuilder(types.RLDatasetBuilder):
 
     ``split`` names the training split of the env's suite; ``test_split`` (optional) the one the
     cookbook evaluates on. ``env_kwargs`` go to ``gym.make``; ``process_rewards`` are
-    :class:`~termgym.rewards.ProcessReward` options (``None``: outcome reward only). ``task_ids``,
+    :class:`~termgym.wrappers.rewards.ProcessReward` options (``None``: outcome reward only). ``task_ids``,
     when given, replaces the split's list. The training order is shuffled with ``seed``.
     """
 

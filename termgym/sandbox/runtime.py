@@ -66,7 +66,7 @@ PRUNED_PATHS = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/l
                 "var/lib/apt/lists", "var/log")
 FALLBACK_MIRROR = "http://deb.debian.org/debian"
 #: Python distributions every sandbox hides from its system site directories.
-ALWAYS_HIDDEN = ("termgym",)
+ALWAYS_HIDDEN = ("termgym", "termgym_data")  # the code and its bundled task data
 #: ``TERMGYM_RUNTIME`` / ``runtime=`` values.
 RUNTIME_MODES = ("pinned", "host")
 

@@ -105,7 +105,7 @@ def test_termgym_and_its_task_data_are_not_visible(system):
                          "-o -name 'bug.patch' -o -name 'world.py' -o -iname '*termgym*' \\) -print 2>/dev/null")
         assert found.output.strip() == "", found.output
         # the grep an agent would try for a bundled task's fix
-        marker = (PACKAGE_DIR / "tasks/swesynth/tasks/ledgerly-03e7642999/fix.patch").read_text().splitlines()[0]
+        marker = (PACKAGE_DIR.parent / "termgym_data/swesynth/tasks/ledgerly-03e7642999/fix.patch").read_text().splitlines()[0]
         grep = box.exec(f"grep -rlF -- {marker[:40]!r} /usr/lib/python3* /usr/local /etc /opt /srv /var 2>/dev/null | head -3")
         assert grep.output.strip() == ""
     finally:

@@ -18,7 +18,7 @@ import pytest
 
 import termgym  # noqa: F401  (registers the envs)
 from termgym.env import oracle_actions
-from termgym.rewards import ProcessReward
+from termgym.wrappers.rewards import ProcessReward
 
 #: One ledgerly and one planwise task from the bundled suite (different repositories and bug types).
 TASKS = ("ledgerly-03e7642999", "planwise")

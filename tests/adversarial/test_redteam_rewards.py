@@ -14,7 +14,7 @@ import pytest
 
 import termgym  # noqa: F401  (registers the envs)
 from termgym.env import oracle_actions
-from termgym.rewards import ProcessReward
+from termgym.wrappers.rewards import ProcessReward
 
 TASK = "ledgerly-03e7642999"
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym.evaluate import evaluate
+from termgym.evaluation import evaluate
 from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import SweSynthSuite
 from termgym.tasks.swesynth.generate import generate

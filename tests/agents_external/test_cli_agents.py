@@ -17,7 +17,7 @@ from scripted_agents import CommandScripted
 
 from termgym.agents import make_agent
 from termgym.agents.cli import RECIPES
-from termgym.evaluate import evaluate
+from termgym.evaluation import evaluate
 
 SWESYNTH = "termgym/SweSynth-v0"
 STANDIN = str(Path(__file__).resolve().parent / "standin_cli_agent.py")

@@ -21,7 +21,7 @@ from scripted_agents import TerminusScripted  # noqa: E402
 
 from termgym.agents import make_agent  # noqa: E402
 from termgym.agents.harbor import TermgymSandboxEnvironment  # noqa: E402
-from termgym.evaluate import evaluate  # noqa: E402
+from termgym.evaluation import evaluate  # noqa: E402
 from termgym.sandbox import make_sandbox  # noqa: E402
 from termgym.sandbox.base import SandboxSpec  # noqa: E402
 

@@ -18,7 +18,7 @@ from minisweagent.models.test_models import make_output  # noqa: E402
 from termgym.agents import make_agent  # noqa: E402
 from termgym.agents.minisweagent import MiniSweAgent  # noqa: E402
 from termgym.cli import main as cli_main  # noqa: E402
-from termgym.evaluate import evaluate  # noqa: E402
+from termgym.evaluation import evaluate  # noqa: E402
 
 SWESYNTH = "termgym/SweSynth-v0"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

@@ -11,7 +11,7 @@ from termgym.cli import main
 from termgym.data.samples import read_samples
 from termgym.data.sft import read_parquet_rows
 from termgym.env import oracle_actions
-from termgym.recording import RecordEpisodes, read_episodes
+from termgym.wrappers.recording import RecordEpisodes, read_episodes
 
 
 @pytest.fixture(scope="module")

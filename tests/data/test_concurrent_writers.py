@@ -6,7 +6,7 @@ import json
 import multiprocessing
 import threading
 
-from termgym.recording import append_jsonl, read_jsonl
+from termgym.wrappers.recording import append_jsonl, read_jsonl
 
 PROCESSES = 6
 THREADS = 4

@@ -16,8 +16,8 @@ from termgym.data.convert import (
 )
 from termgym.data.samples import SampleError, read_samples, write_samples
 from termgym.env import oracle_actions
-from termgym.recording import RecordEpisodes, read_episodes
-from termgym.rewards import ProcessReward
+from termgym.wrappers.recording import RecordEpisodes, read_episodes
+from termgym.wrappers.rewards import ProcessReward
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from termgym.agents import Reply
 from termgym.env import oracle_actions
-from termgym.recording import (
+from termgym.wrappers.recording import (
     RECORD_FORMAT,
     RecordEpisodes,
     config_hash,
@@ -17,7 +17,7 @@ from termgym.recording import (
     read_episodes,
     read_jsonl,
 )
-from termgym.rewards import ProcessReward
+from termgym.wrappers.rewards import ProcessReward
 
 
 def make(env_id, path, **kwargs):

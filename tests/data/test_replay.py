@@ -14,8 +14,8 @@ from termgym.agents.replay import ReplayAgent, assistant_actions, grades_match, 
 from termgym.data.convert import recording_to_sample
 from termgym.data.samples import read_samples, write_samples
 from termgym.env import oracle_actions
-from termgym.recording import RecordEpisodes, read_episodes
-from termgym.rewards import ProcessReward
+from termgym.wrappers.recording import RecordEpisodes, read_episodes
+from termgym.wrappers.rewards import ProcessReward
 
 
 def record(env_id, path, plays, **make_kwargs):
@@ -137,7 +137,7 @@ def test_replay_agent_select_best(recorded, tmp_path):
 
 
 def test_replay_agent_in_the_evaluation_harness(env_id, recorded, tmp_path):
-    from termgym.evaluate import evaluate
+    from termgym.evaluation import evaluate
 
     path, records = recorded
     outcome = evaluate(env_id, agent=ReplayAgent(str(path)), output_dir=tmp_path / "run",

@@ -9,7 +9,7 @@ from termgym.data.convert import load_items
 from termgym.data.samples import OfflineSample
 from termgym.data.sft import build_sft_rows, read_parquet_rows, split_by_task, write_parquet
 from termgym.env import oracle_actions
-from termgym.recording import RecordEpisodes
+from termgym.wrappers.recording import RecordEpisodes
 
 # A Qwen2.5-style ChatML template with a default system prompt (so veRL's per-turn rendering has a
 # system block to strip from every later turn); written here, nothing downloaded.

@@ -13,7 +13,7 @@ from termgym.agents import AGENTS, Agent, Episode, Reply, make_agent
 from termgym.agents.nop import NopAgent
 from termgym.agents.openai import OpenAIAgent
 from termgym.agents.oracle import OracleAgent
-from termgym.evaluate import evaluate
+from termgym.evaluation import evaluate
 
 
 def test_registry_builds_agents_by_name_and_import_path():

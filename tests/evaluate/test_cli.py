@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 from termgym.cli import main as cli_main
-from termgym.evaluate import compare_models, evaluate
+from termgym.evaluation import compare_models, evaluate
 from termgym.evaluation.runner import list_task_ids
 
 

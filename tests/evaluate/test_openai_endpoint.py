@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from termgym.evaluate import evaluate
+from termgym.evaluation import evaluate
 
 # Short enough to keep the test quick, long enough that a loaded CI machine does not time out a
 # healthy request (the scripted stall is 5 s).

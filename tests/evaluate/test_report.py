@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from termgym.cli import main as cli_main
-from termgym.evaluate import evaluate
+from termgym.evaluation import evaluate
 from termgym.evaluation.report import histogram_svg, write_report
 
 TASKS = "right-1,wrong-answer,bad-format,too-long,down,injection"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym.evaluate import evaluate
+from termgym.evaluation import evaluate
 from termgym.evaluation.runner import RunMismatch
 
 HERE = Path(__file__).resolve().parent

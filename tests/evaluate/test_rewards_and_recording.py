@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from termgym.evaluate import evaluate
-from termgym.recording import read_episodes
+from termgym.evaluation import evaluate
+from termgym.wrappers.recording import read_episodes
 
 TASKS = "right-1,explore,bad-format,wrong-answer"
 
@@ -39,7 +39,7 @@ def test_process_rewards_recording_and_replay(tmp_path, scripted_server, scripte
 
 
 def test_report_shows_reward_events(tmp_path, scripted):
-    from termgym.evaluate import write_report
+    from termgym.evaluation import write_report
 
     run = tmp_path / "oracle"
     evaluate(scripted.ENV_ID, agent="oracle", output_dir=run, task_ids="explore", process_rewards=True,

@@ -10,8 +10,8 @@ import pytest
 
 import termgym  # noqa: F401 - registers the ids
 from termgym.tasks.harbor import load_task
-from termgym.tasks.harbor.rewards import RewardError, combine_rewards, parse_pytest_summary
 from termgym.tasks.harbor.trial import run_trial
+from termgym.tasks.harbor.verifier import RewardError, combine_rewards, parse_pytest_summary
 
 SUBMIT = "THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 
@@ -303,7 +303,7 @@ def test_an_episode_without_a_valid_reward_is_left_out_of_the_mean(make_task, lo
     make_task("a-solved")
     make_task("b-failed", solve_sh="#!/bin/bash\necho no > /app/done.txt\n")
     task_dir = make_task("c-no-reward", test_sh="#!/bin/bash\necho 'the verifier forgot the reward'\n")
-    from termgym.evaluate import evaluate
+    from termgym.evaluation import evaluate
 
     outcome = evaluate("termgym/Harbor-v0", agent="oracle", output_dir=tmp_path / "run", concurrency=1,
                        progress=False, env_kwargs={"tasks_dir": str(task_dir.parent), "backend": local_backend})

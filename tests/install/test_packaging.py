@@ -32,7 +32,7 @@ except ModuleNotFoundError:  # Python 3.10
 REPO = Path(__file__).resolve().parents[2]
 SCANNED = ("termgym", "benchmarks", "trainers")
 # Bundled data that happens to be Python (task repositories, Harbor samples): not termgym's code.
-DATA_DIRS = ("termgym/tasks/swesynth/corpus", "termgym/tasks/harbor/samples")
+DATA_DIRS = ("termgym_data/swesynth/toy", "termgym_data/harbor/samples")
 #: Code that may import an extra's distributions (path prefix -> extras); the rest: the core only.
 #: The first matching prefix wins, so the more specific ones come first.
 EXTRA_OF = {
@@ -168,15 +168,15 @@ def core_venv(wheel, tmp_path_factory) -> Path:
 def test_wheel_ships_the_termgym_package_only(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/", 1)[0] for name in names}
-    assert tops == {"termgym", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, tops
+    assert tops == {"termgym", "termgym_data", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, tops
     assert not any(name.startswith(("tests/", "benchmarks/", "trainers/")) for name in names)
-    assert "termgym/tasks/swesynth/corpus" in "\n".join(names), "the bundled SWE-SYNTH data is missing"
+    assert "termgym_data/swesynth/toy" in "\n".join(names), "the bundled SWE-SYNTH data is missing"
 
 
 IMPORT_EVERY_MODULE = """
 import importlib, pkgutil, sys, termgym
 assert not termgym.__file__.startswith({repo!r}), termgym.__file__
-skip = ("termgym.tasks.swesynth.corpus", "termgym.tasks.harbor.samples")
+skip = ()
 extra_only = {extra_only!r}  # module -> the third-party names it may miss (its extra's, or the runtime's)
 failed = []
 for info in pkgutil.walk_packages(termgym.__path__, "termgym."):

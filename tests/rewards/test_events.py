@@ -8,7 +8,7 @@ import pytest
 
 from termgym import CommandTask, Grade, ListSuite
 from termgym.env import TerminalEnv
-from termgym.rewards import ProcessReward, TestFinder
+from termgym.wrappers.rewards import ProcessReward, TestFinder
 
 
 def events(info) -> dict[str, float]:

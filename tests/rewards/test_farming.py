@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from termgym.env import oracle_actions
-from termgym.rewards import DEFAULT_TABLE, SEED000, ProcessReward
+from termgym.wrappers.rewards import DEFAULT_TABLE, SEED000, ProcessReward
 
 BUDGET = 30
 

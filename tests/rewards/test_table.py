@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym.rewards import (
+from termgym.wrappers.rewards import (
     DEFAULT_CAPS,
     DEFAULT_TABLE,
     EVENTS,

@@ -17,7 +17,6 @@ import pytest
 
 from termgym import CommandTask, ListSuite
 from termgym.env import TerminalEnv
-from termgym.recording import RecordEpisodes, read_episodes
 from termgym.sandbox import SandboxSpec, make_sandbox
 from termgym.sandbox.local import BubblewrapSandbox
 from termgym.sandbox.runtime import (
@@ -34,6 +33,7 @@ from termgym.sandbox.runtime import (
     runtime_home,
     runtime_mode,
 )
+from termgym.wrappers.recording import RecordEpisodes, read_episodes
 
 ROOT = Path(__file__).resolve().parents[2]
 

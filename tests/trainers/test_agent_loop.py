@@ -18,7 +18,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 
 import termgym  # noqa: E402
 from termgym import CommandTask, ListSuite  # noqa: E402
-from termgym.rewards import OUTCOME_EVENTS, ProcessReward  # noqa: E402
+from termgym.wrappers.rewards import OUTCOME_EVENTS, ProcessReward  # noqa: E402
 from trainers.verl.agent_loop import TermgymAgentLoop, per_turn_token_rewards  # noqa: E402
 from trainers.verl.tiny_model import TinyTokenServer  # noqa: E402
 

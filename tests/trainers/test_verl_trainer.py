@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.verl, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 import torch  # noqa: E402
 
-from termgym.rewards import OUTCOME_EVENTS  # noqa: E402
+from termgym.wrappers.rewards import OUTCOME_EVENTS  # noqa: E402
 from trainers.verl.cpu_trainer import read_metrics, run  # noqa: E402
 
 EPISODE_KEYS = ["termgym/success_rate", "termgym/format_errors/mean", "termgym/format_error_rate", "termgym/turns/mean",

@@ -103,7 +103,7 @@ class TermgymAgentLoop(AgentLoopBase):
     * ``reward_placement`` — ``"per_turn"`` (default) or ``"final"``.
     * ``env_kwargs`` — defaults for ``gym.make`` (a sample's ``extra_info.env_kwargs`` wins).
     * ``wrappers`` — wrappers applied after ``gym.make``, as ``"module:attr"`` or callables
-      (e.g. ``"termgym.rewards:ProcessReward"`` for process rewards).
+      (e.g. ``"termgym.wrappers.rewards:ProcessReward"`` for process rewards).
     * ``import_modules`` — modules imported first, e.g. the one that ``register_suite``-s a custom id.
     * ``max_concurrent_episodes`` — episodes open at once in one agent-loop worker (default 32).
     * ``trajectory_dir`` / ``log_sample_rate`` — write this fraction of episodes as JSON.

@@ -107,7 +107,7 @@ def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48) -> Pat
     entries = yaml.safe_load((launch.CONFIG_DIR / "agent_loops.yaml").read_text())
     entry = dict(entries[0])
     entry.update(max_tokens_per_turn=max_tokens_per_turn, import_modules=["trainers.verl.smoke_suite"],
-                 wrappers=["termgym.rewards:ProcessReward"], max_concurrent_episodes=8,
+                 wrappers=["termgym.wrappers.rewards:ProcessReward"], max_concurrent_episodes=8,
                  trajectory_dir=None, log_sample_rate=0.0, health_check_interval=0)
     path = Path(path)
     path.write_text(yaml.safe_dump([entry], sort_keys=False))

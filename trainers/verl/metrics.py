@@ -16,7 +16,7 @@ Keys (all under ``termgym/``):
 * ``turns/mean|max`` — assistant turns per episode; ``tokens/mean|max`` — model tokens per
   episode; ``response_tokens/mean`` — model + observation tokens;
 * ``reward_events/<event>`` — mean count per episode of each process-reward event (when
-  ``termgym.rewards:ProcessReward`` is on);
+  ``termgym.wrappers.rewards:ProcessReward`` is on);
 * ``time/rollout_s``, ``time/update_s``, ``time/rollout_share`` — wall clock of the step spent
   waiting for rollouts vs in the actor update (veRL's ``timing_s/gen`` and ``timing_s/update_actor``).
 """

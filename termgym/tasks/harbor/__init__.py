@@ -4,7 +4,7 @@
 >>> env = gym.make("termgym/Harbor-v0", tasks_dir="path/to/terminal-bench-2", backend="docker")
 
 Without ``tasks_dir`` the suite serves the sample tasks bundled in
-``termgym/tasks/harbor/samples``. See ``docs/harbor.md`` for the run semantics and the rule that
+``termgym_data/harbor/samples``. See ``docs/harbor.md`` for the run semantics and the rule that
 decides which tasks the local backend can run.
 """
 
@@ -17,8 +17,9 @@ from termgym.tasks.base import TaskSuite
 from termgym.tasks.harbor.config import HarborTaskConfig, TaskFormatError
 from termgym.tasks.harbor.loader import discover, is_task_dir, load_task
 from termgym.tasks.harbor.task import HarborTask
+from termgym_data import HARBOR_SAMPLES_DIR
 
-SAMPLES_DIR = Path(__file__).parent / "samples"
+SAMPLES_DIR = HARBOR_SAMPLES_DIR
 
 
 class HarborSuite(TaskSuite):

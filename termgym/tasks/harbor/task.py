@@ -14,7 +14,7 @@ Run semantics follow Harbor's trial:
    ``tests/`` to ``/tests``, makes ``test.sh`` executable and runs it directly (its shebang picks the
    interpreter) in the workdir as ``[verifier] user`` with ``[verifier.env]``, output to
    ``/logs/verifier/test-stdout.txt``, under the verifier timeout, and reads
-   ``/logs/verifier/reward.json`` / ``reward.txt`` (see :mod:`termgym.tasks.harbor.rewards`).
+   ``/logs/verifier/reward.json`` / ``reward.txt`` (see :mod:`termgym.tasks.harbor.verifier`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from termgym.tasks.base import Grade, GradingContext, Task
 from termgym.tasks.harbor.config import HarborTaskConfig, StepConfig, resolve_env
 from termgym.tasks.harbor.dockerfile import DockerfileInfo, executable_files
-from termgym.tasks.harbor.rewards import TB_PASSING, RewardError, combine_rewards, parse_pytest_summary
+from termgym.tasks.harbor.verifier import TB_PASSING, RewardError, combine_rewards, parse_pytest_summary
 
 if TYPE_CHECKING:
     from termgym.sandbox.base import Sandbox, SandboxSpec

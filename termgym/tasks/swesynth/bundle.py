@@ -1,7 +1,7 @@
 """Regenerating the bundled default suite from the bundled corpus.
 
 ``termgym swesynth bundle`` (or :func:`build_default_suite`) runs the generator over every corpus
-project with fixed seeds and writes the task folders into ``termgym/tasks/swesynth/tasks``. The
+project with fixed seeds and writes the task folders into ``termgym_data/swesynth/tasks``. The
 corpus registry (``corpus/__init__.py``: ``CORPUS_DIR`` and ``PROJECTS``) says how to test each
 project. Generation validates with the machine's ``/usr/bin/python3`` when it exists, the
 interpreter the local sandbox grades with.

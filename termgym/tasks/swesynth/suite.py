@@ -39,6 +39,7 @@ from termgym.tasks.swesynth.grading import (
 )
 from termgym.tasks.swesynth.records import RecordError, TaskRecord, read_records_file, read_task
 from termgym.tasks.swesynth.validate import copy_tree, is_source_path
+from termgym_data import SWESYNTH_DIR
 
 #: Every file of a prepared workspace gets this modification time (2024-01-01T00:00:00Z).
 NORMALISED_MTIME = 1704067200
@@ -391,7 +392,7 @@ def apply_patch_command(patch: str, workdir: str) -> str:
 # -- suites --------------------------------------------------------------------------------------------
 
 
-BUNDLED_DIR = Path(__file__).parent / "tasks"
+BUNDLED_DIR = SWESYNTH_DIR / "tasks"
 
 
 class SweSynthSuite(TaskSuite):
