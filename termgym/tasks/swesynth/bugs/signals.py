@@ -36,7 +36,8 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 #: and as Python's own tracebacks do (``File "path.py", line 12, in func``).
 _PYTEST_LOCATION = re.compile(r"^\s*(?P<path>[^\s:\"'][^:\n\"']*?\.py):(?P<line>\d+):", re.M)
 _PYTHON_LOCATION = re.compile(r"File \"(?P<path>[^\"\n]+?\.py)\", line (?P<line>\d+)")
-_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\*\*|//|==|!=|<=|>=|->|\S")
+_TOKEN = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_]\w*|\d+(?:\.\d+)?"
+                    r"|\*\*|//|==|!=|<=|>=|->|\S")
 #: A changed line counts as shown by its text alone only when it is this distinctive.
 _MIN_SHOWN_CHARS = 8
 
@@ -101,7 +102,10 @@ def count_edits(bug_patch: str) -> int:
 
 
 def count_changed_tokens(bug_patch: str) -> int:
-    """Tokens that differ between each block's removed and added lines (the larger side counts)."""
+    """Tokens not kept between each block's removed and added lines (the larger side counts).
+
+    A string literal is one token; two swapped names count 2 (one of them kept in order).
+    """
     total = 0
     removed: list[str] = []
     added: list[str] = []
@@ -112,7 +116,8 @@ def count_changed_tokens(bug_patch: str) -> int:
         removed.clear()
         added.clear()
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+        kept = sum(block.size for block in matcher.get_matching_blocks())
+        return max(len(a), len(b)) - kept
 
     for raw in bug_patch.splitlines():
         if raw.startswith("-") and not raw.startswith("--- "):
