@@ -9,11 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from termgym.tasks.swesynth.bugs.coordinated import CROSS_MODULE_BASE_TYPES, REPO_FINDERS
+from termgym.tasks.swesynth.bugs.callgraph import RepoIndex
+from termgym.tasks.swesynth.bugs.coordinated import (
+    CROSS_MODULE_BASE_TYPES,
+    REPO_FINDERS,
+    find_cross_module_helper,
+)
 from termgym.tasks.swesynth.bugs.flow import FLOW_FINDERS
 from termgym.tasks.swesynth.bugs.source import check_unit, units
 from termgym.tasks.swesynth.inject import (
     BUG_TYPE_DESCRIPTIONS,
+    FINDERS,
     HARD_TYPES,
     PROCEDURAL_TYPES,
     NoCandidatesError,
@@ -93,14 +99,16 @@ def test_key_rename_and_default_shift_read_like_half_finished_refactors():
 
 
 def test_cross_module_helper_mutates_only_functions_other_modules_call():
-    found = find_bugs(dict(SOURCES), ["cross-module-helper"], test_texts=TESTS)
-    assert found
-    functions = {m.function for m in found}
+    repo = RepoIndex(dict(SOURCES), TESTS)
+    hidden = find_cross_module_helper(repo, FINDERS, min_hidden=0)
+    functions = {m.function for m in hidden}
     # Called from cart/report and never named in a test; parse_price, count_words and cheapest are.
     assert functions <= {"split_pair", "discount", "summary"} and len(functions) >= 2
-    assert all(m.path == "shop/util.py" and m.description.split(":")[0] in CROSS_MODULE_BASE_TYPES for m in found)
-    # Without the tests' texts every cross-module helper qualifies.
-    assert {m.function for m in find_bugs(dict(SOURCES), ["cross-module-helper"])} >= functions | {"parse_price"}
+    assert all(m.path == "shop/util.py" and m.description.split(":")[0] in CROSS_MODULE_BASE_TYPES for m in hidden)
+    # Too few hidden candidates: helpers the tests name join in, after the hidden ones.
+    found = find_bugs(dict(SOURCES), ["cross-module-helper"], test_texts=TESTS)
+    assert found[: len(hidden)] == hidden and "parse_price" in {m.function for m in found[len(hidden):]}
+    assert {m.function for m in found} <= {"split_pair", "discount", "summary", "parse_price", "count_words"}
 
 
 @pytest.mark.parametrize("bug_type", list(FLOW_FINDERS))
@@ -161,7 +169,7 @@ def test_candidates_and_plans_are_deterministic_and_keep_groups_whole():
 def test_scan_repository_reads_tests_to_steer_cross_module_bugs(shop):
     files, found = scan_repository(shop, sorted(SOURCES), ["cross-module-helper"])
     assert set(files) == set(SOURCES)
-    assert {m.function for m in found} <= {"split_pair", "discount", "summary"}
+    assert found == find_bugs(dict(SOURCES), ["cross-module-helper"], test_texts=TESTS)
 
 
 def test_unparsable_module_and_no_sites_are_clear_errors():

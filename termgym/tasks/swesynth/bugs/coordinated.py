@@ -384,16 +384,30 @@ CROSS_MODULE_BASE_TYPES: tuple[str, ...] = (
 )
 
 
-def find_cross_module_helper(repo: RepoIndex, finders: dict[str, Callable]) -> list[Mutation]:
+#: Below this many candidates in helpers the tests never name, helpers they do name join in.
+MIN_HIDDEN_CANDIDATES = 20
+
+
+def find_cross_module_helper(repo: RepoIndex, finders: dict[str, Callable],
+                             min_hidden: int = MIN_HIDDEN_CANDIDATES) -> list[Mutation]:
     """Value bugs inside functions that other modules of the repository call.
 
-    When the repository's test texts are known, helpers the tests call by name are left out: their
-    failures would surface in a test of their own module rather than through the caller's.
+    Helpers the tests never call by name come first: a bug there can only surface through a caller
+    in another module. A library whose tests name every function would offer (almost) none, so
+    below ``min_hidden`` candidates the other cross-module helpers are added too (after them).
     """
     every = list(repo.cross_module_helpers())
     hidden = [(d, users) for d, users in every if not repo.named_in_tests(d.name)]
+    out = _helper_mutations(repo, finders, hidden)
+    if len(out) < min_hidden:
+        out += _helper_mutations(repo, finders, [(d, u) for d, u in every if (d, u) not in hidden])
+    return out
+
+
+def _helper_mutations(repo: RepoIndex, finders: dict[str, Callable],
+                      chosen: list[tuple[Definition, list[str]]]) -> list[Mutation]:
     helpers: dict[str, dict[str, list[str]]] = {}
-    for definition, users in hidden or every:  # a small project may test every helper by name
+    for definition, users in chosen:
         helpers.setdefault(definition.path, {})[definition.qualname] = users
     out: list[Mutation] = []
     for path in sorted(helpers):

@@ -110,8 +110,8 @@ def find_swapped_values(index: ModuleIndex) -> list[Mutation]:
             if not (isinstance(a, _SIMPLE) and isinstance(c, _SIMPLE)):
                 continue
             ta, tc = src.segment(a), src.segment(c)
-            if ta == tc or "\n" in ta or "\n" in tc or (isinstance(a, ast.Constant) and isinstance(c, ast.Constant)):
-                continue  # two literals swapped reads like a typo in data, not a wiring slip
+            if ta == tc or "\n" in ta or "\n" in tc or isinstance(a, ast.Constant) or isinstance(c, ast.Constant):
+                continue  # a literal moved into a value's place reads like a typo in data, not a wiring slip
             (s0, e0), (s1, e1) = src.span(a), src.span(c)
             b.add(s0, e1, tc + src.text[e0:s1] + ta, site, f"{what} swapped")
             break  # one swap per construction keeps the candidate count proportional to the code
