@@ -87,7 +87,32 @@ def stats(values):
     return {"mean": info["total"] / info["count"], "max": max(values), "min": min(values)}
 '''
 
+BASKET = '''\
+class Basket:
+    def __init__(self, owner):
+        self.owner = owner
+        self.items = []
+
+    def add(self, name, price):
+        self.items.append((name, price))
+        return self
+
+    def total(self):
+        return sum(price for _, price in self.items)
+
+    def names(self):
+        return [name for name, _ in self.items]
+'''
+
 TESTS = {
+    "tests/test_basket.py": '''\
+from shop.basket import Basket
+
+
+def test_basket():
+    basket = Basket("ann").add("tea", 2).add("jam", 3)
+    assert basket.total() == 5 and basket.names() == ["tea", "jam"]
+''',
     "tests/test_util.py": '''\
 from shop import parse_price
 from shop.util import cheapest, count_words
@@ -145,7 +170,7 @@ def test_stats():
 }
 
 SOURCES = {"shop/__init__.py": "from .util import parse_price\n", "shop/util.py": UTIL, "shop/cart.py": CART,
-           "shop/report.py": REPORT}
+           "shop/report.py": REPORT, "shop/basket.py": BASKET}
 TEST_COMMAND = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
 

@@ -88,6 +88,12 @@ def test_param_swap_updates_the_signature_and_some_callers_not_all():
     assert "shop/report.py" not in mutated  # the untouched caller is where the bug shows
 
 
+def test_attribute_rename_sets_and_reads_the_new_name_once():
+    (unit,) = by_type(find_bugs(dict(SOURCES), ["coordinated-attribute-rename"]))["coordinated-attribute-rename"]
+    text = mutate_files(dict(SOURCES), unit)["shop/basket.py"]
+    assert "self._items = []" in text and "self._items.append" in text and "in self.items)" in text
+
+
 def test_key_rename_and_default_shift_read_like_half_finished_refactors():
     key = by_type(find_bugs(dict(SOURCES), ["coordinated-key-rename"]))["coordinated-key-rename"]
     edits = {m.path: m.replacement for unit in key for m in unit if "total" in m.replacement}

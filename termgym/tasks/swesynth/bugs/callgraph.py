@@ -140,6 +140,13 @@ class ModuleMap:
         return out
 
 
+#: Method names of builtin types, plus a few generic verbs: a call ``x.name()`` with one of these
+#: names says nothing about which class ``x`` is.
+_COMMON_METHODS = {n for t in (dict, list, str, set, bytes, int, float, tuple, frozenset, object) for n in dir(t)} | {
+    "read", "write", "close", "open", "send", "run", "start", "stop", "load", "dump", "dumps", "loads", "parse",
+    "render", "reset", "flush", "seek", "next", "call", "apply", "match", "search", "sub", "group",
+}
+
 _SKIP_DIRS = {"venv", "site-packages", "__pycache__", "node_modules", "build", "dist"}
 
 
@@ -154,6 +161,7 @@ class RepoIndex(ModuleMap):
     def __init__(self, files: Mapping[str, str], test_texts: Mapping[str, str] | None = None) -> None:
         self.test_texts = dict(test_texts or {})
         self._test_words: set[str] | None = None
+        self._methods: dict[str, list[Definition]] | None = None
         self.modules: dict[str, ModuleIndex] = {}
         self.unparsable: list[str] = []
         for path in sorted(files):
@@ -220,15 +228,33 @@ class RepoIndex(ModuleMap):
             target: Definition | None = None
             if isinstance(call.func, ast.Name):
                 target = functions.get(call.func.id)
-            elif isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
-                owner = call.func.value.id
+            elif isinstance(call.func, ast.Attribute):
+                owner = call.func.value.id if isinstance(call.func.value, ast.Name) else None
                 if owner in modules:
                     target = self.definitions.get((modules[owner], call.func.attr))
                 elif owner == "self" and "." in site.qualname:
                     cls = site.qualname.split(".")[-2]
                     target = self.definitions.get((path, f"{cls}.{call.func.attr}"))
+                if target is None and owner not in modules:
+                    target = self._unique_method(call.func.attr)
             if target is not None:
                 self.calls[target].append(CallSite(path, site.qualname, call, parents.get(id(call))))
+
+    def _unique_method(self, name: str) -> Definition | None:
+        """``obj.name(...)``: the method when exactly one class of the repository defines ``name``.
+
+        Names builtin types also carry (``get``, ``append``, ``format``...) and dunders are never
+        resolved this way: the receiver could be anything.
+        """
+        if self._methods is None:
+            self._methods = {}
+            for d in self.definitions.values():
+                if d.class_name:
+                    self._methods.setdefault(d.name, []).append(d)
+        found = self._methods.get(name, [])
+        if len(found) != 1 or name in _COMMON_METHODS or name.startswith("__"):
+            return None
+        return found[0]
 
     def named_in_tests(self, name: str) -> bool | None:
         """Whether any test file mentions ``name`` as a word (``None`` without test texts)."""

@@ -376,6 +376,42 @@ def find_key_rename(repo: RepoIndex) -> list[Mutation]:
     return out
 
 
+def find_attribute_rename(repo: RepoIndex) -> list[Mutation]:
+    """An instance attribute is made private (or public) where it is set and at one reader, not all."""
+    out: list[Mutation] = []
+    for path, index in repo.modules.items():
+        for cls in [n for n in ast.walk(index.tree) if isinstance(n, ast.ClassDef)]:
+            stores: dict[str, list[tuple[ast.Attribute, str]]] = {}
+            loads: dict[str, list[tuple[ast.Attribute, str]]] = {}
+            names: set[str] = set()
+            for method in [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+                names.add(method.name)
+                for node in ast.walk(method):
+                    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                        names.add(node.attr)
+                        kind = stores if isinstance(node.ctx, ast.Store) else loads
+                        kind.setdefault(node.attr, []).append((node, f"{cls.name}.{method.name}"))
+            for stmt in cls.body:
+                names.update(t.id for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store))
+            for attr in sorted(stores):
+                if len(stores[attr]) != 1 or len(loads.get(attr, [])) < 2 or attr.startswith("__"):
+                    continue
+                new = attr[1:] if attr.startswith("_") else f"_{attr}"
+                if not new or new in names or not new.isidentifier():
+                    continue
+                group = _Group(repo, "coordinated-attribute-rename", _group("attribute", f"{path}:{cls.name}", attr))
+                readers = sorted(loads[attr], key=lambda u: (u[0].lineno, u[0].col_offset))
+                for node, qual in [stores[attr][0], readers[0]]:
+                    end = index.src.span(node)[1]
+                    start = end - len(attr)
+                    if index.src.text[start:end] != attr:
+                        group.ok = False
+                        continue
+                    group.add(path, start, end, new, qual, f"self.{attr} renamed to self.{new}")
+                out.extend(group.result())
+    return out
+
+
 #: Single-edit operators reused inside cross-module helpers: they change values, not control flow
 #: that raises where it is (missing-check, exception-swallow and type-error are left out).
 CROSS_MODULE_BASE_TYPES: tuple[str, ...] = (
@@ -442,6 +478,7 @@ REPO_FINDERS: dict[str, Callable[[RepoIndex], list[Mutation]]] = {
     "coordinated-constant": find_constant_shift,
     "coordinated-key-rename": find_key_rename,
     "coordinated-default": find_default_shift,
+    "coordinated-attribute-rename": find_attribute_rename,
 }
 
 REPO_DESCRIPTIONS = {
@@ -450,6 +487,8 @@ REPO_DESCRIPTIONS = {
     "coordinated-offset": "a helper's count or index shifts by one and only some callers compensate",
     "coordinated-constant": "a module constant changes and only some places relying on it are adjusted",
     "coordinated-key-rename": "a dict key is renamed where the dict is built and at some readers, not all",
+    "coordinated-attribute-rename": "an instance attribute is renamed (made private or public) where it is set "
+                                    "and at some readers, not all",
     "coordinated-default": "a parameter's default changes and only some callers that relied on it pin the old value",
     "cross-module-helper": "a value bug inside a helper that other modules of the project call",
 }
