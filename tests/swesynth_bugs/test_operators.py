@@ -203,3 +203,12 @@ def test_unparsable_module_and_no_sites_are_clear_errors():
         find_bugs(dict(SOURCES), ["coordinated-everything"])
     # The generator's scan is lenient: a stray Python-2 file is skipped, not fatal.
     assert find_bugs({"old.py": "print 'x'\n", **SOURCES}, ["wrong-aggregate"], strict=False)
+
+
+def test_default_shift_never_pins_a_positional_only_parameter():
+    src = ("def f(a, b=2, /, c=3):\n    return a + b + c\n\n\n"
+           "def g(x):\n    return f(x) + f(x, 1)\n\n\n"
+           "def h(y):\n    return f(y)\n")
+    found = find_bugs({"m.py": src}, ["coordinated-default"])
+    assert {m.replacement for m in found} == {"30", ", c=3"}
+    assert check_unit({"m.py": src}, tuple(found))

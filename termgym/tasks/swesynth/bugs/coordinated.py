@@ -136,8 +136,8 @@ def find_default_shift(repo: RepoIndex) -> list[Mutation]:
         pairs += [(a, d, 10**6) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
         src = repo.modules[definition.path].src
         for param, default, position in pairs:
-            if not isinstance(default, ast.Constant) or default.value is None:
-                continue
+            if not isinstance(default, ast.Constant) or default.value is None or param in args.posonlyargs:
+                continue  # a positional-only parameter cannot be pinned with a keyword
             new = _constant_replacement(src, default, default.lineno + default.col_offset)
             if new is None:
                 continue
