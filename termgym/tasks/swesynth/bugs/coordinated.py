@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from termgym.tasks.swesynth.bugs.callgraph import CallSite, Definition, RepoIndex, module_name
 from termgym.tasks.swesynth.bugs.source import Mutation, Site, _Builder, _constant_replacement
@@ -492,7 +492,3 @@ REPO_DESCRIPTIONS = {
     "coordinated-default": "a parameter's default changes and only some callers that relied on it pin the old value",
     "cross-module-helper": "a value bug inside a helper that other modules of the project call",
 }
-
-
-def coordinated_types() -> Iterable[str]:
-    return tuple(REPO_FINDERS)
