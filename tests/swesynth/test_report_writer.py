@@ -16,7 +16,14 @@ import pytest
 import termgym_data
 from termgym.tasks.swesynth.failures import read_failure
 from termgym.tasks.swesynth.patches import make_patch
-from termgym.tasks.swesynth.report import RULES, ReportError, check_report, render, usable_failures, write_report
+from termgym.tasks.swesynth.report import (
+    RULES,
+    ReportError,
+    check_report,
+    render,
+    usable_failures,
+    write_report,
+)
 from termgym.tasks.swesynth.suite import INSTRUCTION
 from termgym.tasks.swesynth.validate import run_tests
 
