@@ -324,6 +324,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
             cls = owner(node.value)
             if cls:
                 return f"{cls}.{node.attr}"
+            if isinstance(node.value, ast.Name):  # ``inv.total`` on an object built in the setup
+                return f"{node.value.id}.{node.attr}"
             return visit(node.value) or None
         if isinstance(node, ast.Subscript):
             return visit(node.value)
@@ -406,6 +408,26 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
     return expr, setup
 
 
+def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.expr]]:
+    """Small plain functions (at most 4 lines, no decorator) and short literal constants the test
+    module defines at top level."""
+    helpers, constants = {}, {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list and not node.name.startswith("test") \
+                and node.end_lineno - node.lineno <= 3:
+            helpers[node.name] = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and _is_literal(node.value) and len(ast.unparse(node.value)) <= 60:
+            constants[node.targets[0].id] = node.value
+    return helpers, constants
+
+
+def _params(func: ast.FunctionDef) -> set[str]:
+    a = func.args
+    return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
+                            *([a.kwarg] if a.kwarg else [])]}
+
+
 def _assigns(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
 
@@ -452,18 +474,32 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     types = _constructed(setup)
     failure.behaviour = _behaviour(expr, types)
     if relation == "raises":
+        if failure.relation != "raises" and failure.error is None:
+            return failure  # it raised, but not the message the test wanted: nothing a user would phrase
         failure.expected_error = _raises_name(stmt)
     failure.relation = relation if failure.relation != "raises" else "raises"
-    # the names the repro relies on must be importable, built in or made in the setup
+    # the names the repro relies on must be importable, built in, made in the setup or a small helper
+    # the test module defines (copied into the repro, as a user pastes one)
+    helpers, constants = _module_helpers(tree)
     defined = set()
     for s in setup:
         defined |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    local_defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     free = set().union(_free_names(expr), *(_free_names(s) for s in setup))
-    failure.self_contained = (all(n in defined or (n in module_level and n not in local_defs) or n in dir(builtins)
+    consts = {n: constants[n] for n in free - defined if n in constants}
+    if consts:
+        expr = _Fill(consts, set()).visit(expr)
+        setup = [_Fill(consts, set()).visit(s) for s in setup]
+        free -= set(consts)
+    defs = [helpers[n] for n in sorted(free - defined) if n in helpers]
+    free -= {d.name for d in defs}
+    local = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | set(constants)
+    failure.self_contained = (all(n in defined or (n in module_level and n not in local) or n in dir(builtins)
                                   for n in free)
+                              and all(not (_free_names(d) - module_level - set(dir(builtins)) - _params(d))
+                                      for d in defs)
                               and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign))
                                       for s in setup) and len(setup) <= 6)
+    setup = [*defs, *setup]
     failure.call = ast.unparse(expr)
     failure.setup = [ast.unparse(s) for s in setup]
     if len(failure.call) > _MAX_CALL or any(len(s) > _MAX_CALL for s in failure.setup):

@@ -112,13 +112,26 @@ def _lines(f: Failure) -> list[str]:
     return [*f.setup, f.call or ""]
 
 
+def _session_lines(f: Failure) -> list[str]:
+    """The repro as typed at the interpreter: ``>>>`` for each statement, ``...`` for the lines of a
+    block and an empty ``...`` closing it."""
+    out = []
+    for stmt in _lines(f):
+        first, *rest = stmt.splitlines()
+        out.append(f">>> {first}")
+        if rest:
+            out += [f"... {line}" for line in rest] + ["..."]
+    return out
+
+
 def _repro(f: Failure, session: bool = False) -> str:
     if session:
-        body = "\n".join(f">>> {line}" for line in _lines(f))
+        body = "\n".join(_session_lines(f))
         if _kind(f) == "wrong":
             body += f"\n{f.observed}"
         return f"```python\n{body}\n```"
-    return "```python\n" + "\n".join(_lines(f)) + "\n```"
+    # a blank line after a block (a helper function), as it would be written in a file
+    return "```python\n" + "\n".join(line + "\n" if "\n" in line else line for line in _lines(f)) + "\n```"
 
 
 def _capital(text: str) -> str:
@@ -183,16 +196,17 @@ def _rng(patch: str, seed: int | str | None) -> random.Random:
 def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo: str | Path | None,
                     limit: int = 40) -> list[Failure]:
     """The failing tests that give a report its facts (call, behaviour, outcome), best first:
-    self-contained one-liners before repros with setup; one per distinct call and outcome."""
+    one-liners before repros with setup; one per distinct call and outcome. A test whose call needs
+    something a user would not have (a fixture, ``self``, a loop variable) is left out."""
     seen, found = set(), []
     for test in list(target_tests)[:limit]:
         f = read_failure(test, messages.get(test, ""), repo)
         key = (f.call, f.observed, f.error)
         uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""])
-        if f.usable and not uses_self and key not in seen:
+        if f.usable and f.self_contained and not uses_self and key not in seen:
             seen.add(key)
             found.append(f)
-    return sorted(found, key=lambda f: (not f.self_contained, len(f.setup), len(f.call or "")))
+    return sorted(found, key=lambda f: (len(f.setup), len(f.call or "")))
 
 
 def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
