@@ -105,6 +105,17 @@ def test_zero_is_free():
     assert cart_module.is_free(0)
 
 
+FREE = "$0"
+
+
+def double(x):
+    return 2 * x
+
+
+def test_free_after_doubling():
+    assert is_free(double(parse_price(FREE)))
+
+
 def test_module_of_a_path():
     assert module_of("pkg/tool.py") == "tool"
 
@@ -146,7 +157,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     names = {t.split("::")[1].split("[")[0] for t in failed}
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
-                     "test_module_of_a_path"}
+                     "test_module_of_a_path", "test_free_after_doubling"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -177,11 +188,19 @@ def test_membership_and_truth_checks(shop):
     assert (g.call, g.behaviour, g.relation, g.observed) == ("is_free(0)", "is_free()", "truthy", "False")
 
 
+def test_a_helper_of_the_test_module_goes_into_the_repro(shop):
+    f = _failure(shop, "test_free_after_doubling")  # and the constant's value into the call
+    assert f.setup == ["def double(x):\n    return 2 * x"] and f.call == "is_free(double(parse_price('$0')))"
+    assert f.behaviour == "is_free()" and f.observed == "False" and f.self_contained
+    text = render(f, structure="session", opening=0, closing=0, style=0)
+    assert ">>> def double(x):\n...     return 2 * x\n...\n>>> is_free(double(parse_price('$0')))\nFalse" in text
+
+
 def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
     failures = usable_failures(failed, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome)
-    assert len(failures) == 7
+    assert len(failures) == 8
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:

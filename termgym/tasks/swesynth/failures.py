@@ -52,7 +52,9 @@ class Failure:
             return True
         if self.relation == "raises":
             return self.expected_error is not None
-        return self.observed is not None and (self.expected is not None or self.relation in ("truthy", "falsy"))
+        if self.observed is None or self.observed == self.expected:  # equal reprs explain nothing
+            return False
+        return self.expected is not None or self.relation in ("truthy", "falsy")
 
 
 # -- reading the test source -------------------------------------------------------------------------
