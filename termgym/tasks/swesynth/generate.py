@@ -40,7 +40,7 @@ from termgym.tasks.swesynth.inject import (
 )
 from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
-from termgym.tasks.swesynth.report import check_no_leak, write_report, write_report_llm
+from termgym.tasks.swesynth.report import check_report, write_report, write_report_llm
 from termgym.tasks.swesynth.validate import (
     baseline,
     copy_tree,
@@ -227,12 +227,15 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             fix_patch = make_patch(mutated, originals)
             try:
                 if writer is not None:
-                    statement = write_report_llm(writer, verdict.target_tests, messages, bug_patch, repo=pristine)
+                    statement = write_report_llm(writer, verdict.target_tests, messages, bug_patch, repo=pristine,
+                                                 seed=seed)
                 else:
-                    statement = write_report(verdict.target_tests, messages, bug_patch, repo=pristine)
-                check_no_leak(statement, bug_patch)
-            except ValueError as exc:
+                    statement = write_report(verdict.target_tests, messages, bug_patch, repo=pristine, seed=seed)
+            except ValueError as exc:  # ReportError: no wording of any failing test passed check_report
                 return f"no clean bug report: {exc}"
+            problems = check_report(statement, target_tests=verdict.target_tests, patch=bug_patch, repo=pristine)
+            if problems:
+                return "no clean bug report: " + "; ".join(problems)
             task_id = f"{name}-{hashlib.sha256(bug_patch.encode()).hexdigest()[:10]}"
             return TaskRecord(
                 task_id=task_id, repo=name, test_command=sandbox_test_command or test_command,
