@@ -45,7 +45,7 @@ import uuid
 import warnings
 from pathlib import Path
 
-from termgym.sandbox import runtime as task_runtime
+import termgym.sandbox.runtime as task_runtime
 from termgym.sandbox.base import (
     BackendUnavailable,
     ExecResult,

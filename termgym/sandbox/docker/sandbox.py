@@ -1,19 +1,14 @@
-"""The Docker backend: one container per sandbox, driven through the Docker SDK for Python.
+"""The Docker sandbox: a container per sandbox, its shell and supervisor on exec channels.
 
-Container. Made from ``spec.image`` (default ``termgym/base:bookworm``, see
-:mod:`termgym.sandbox.images`) with ``--network none`` unless ``spec.network``, memory (no swap),
-pids, CPU share and rlimits from ``spec.limits``, ``--init`` so orphans are reaped,
-``no-new-privileges``, and labels that mark it as termgym's (``termgym=1``, the session id, the
-creating host and pid) so ``termgym gc`` can find what a crashed run left behind. Its main process
-only sleeps; ``close()`` removes the container with everything in it. ``DOCKER_HOST`` (or
-``docker_host=``) selects the engine, so sandboxes may live on another machine.
+The container (:mod:`~termgym.sandbox.docker.container`) is created at ``start()``, or taken from a
+warm pool (:mod:`~termgym.sandbox.docker.pool`); ``close()`` removes it with everything in it.
 
-Execution. One ``docker exec`` runs a bash loop whose stdin and output are a socket we hold: a
-command goes in NUL-terminated and is ``eval``-ed with stdin from ``/dev/null``; the loop then
-prints a line carrying a random per-shell token and the exit code, which ends the command's output.
-That is one socket round trip per command instead of a ``docker exec`` per command. In persistent
-mode the ``eval`` runs in the loop's own shell (``cd`` and variables survive); in stateless mode in
-a fresh subshell started in the workdir.
+Execution. One ``docker exec`` (:class:`~termgym.sandbox.docker.channel.ExecChannel`) runs a bash
+loop whose stdin and output are a socket we hold: a command goes in NUL-terminated and is
+``eval``-ed with stdin from ``/dev/null``; the loop then prints a line carrying a random per-shell
+token and the exit code, which ends the command's output. That is one socket round trip per command
+instead of a ``docker exec`` per command. In persistent mode the ``eval`` runs in the loop's own
+shell (``cd`` and variables survive); in stateless mode in a fresh subshell started in the workdir.
 
 Killing. A second long-lived exec, the supervisor, is a bash loop that kills on request every
 process in the container except the init, the main process, itself and the shell, using builtins
@@ -25,63 +20,42 @@ which ask it to kill the shell first.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import io
-import os
 import secrets
 import shlex
-import socket
 import tarfile
 import threading
 import time
-import uuid
-import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from termgym.sandbox.base import (
-    BackendUnavailable,
     ExecResult,
-    Limits,
     Mode,
     OnTimeout,
     Sandbox,
     SandboxError,
     SandboxSpec,
     check_on_timeout,
-    read_only_binds,
 )
-from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
+from termgym.sandbox.docker.archive import extract_dir, tar_dir
+from termgym.sandbox.docker.channel import ExecChannel
+from termgym.sandbox.docker.container import (
+    COMMAND_ENV,
+    container_host_pid,
+    create_container,
+    get_client,
+    image_runtime,
+    remove_container,
+)
+from termgym.sandbox.docker.pool import WarmPool, shared_pool
+from termgym.sandbox.images import DEFAULT_BASE_IMAGE
 from termgym.sandbox.output import OutputBuffer
 
-if TYPE_CHECKING:
-    from termgym.sandbox.pool import WarmPool
-
-# Labels on every container termgym makes (``termgym gc`` keys on them).
-LABEL = "termgym"
-LABEL_SESSION = "termgym.session"
-LABEL_HOST = "termgym.host"
-LABEL_PID = "termgym.pid"
-LABEL_PID_START = "termgym.pid_start"
-LABEL_POOL = "termgym.pool"
-
-#: One id per Python process, so a run's containers can be told apart from another run's.
-SESSION_ID = uuid.uuid4().hex[:12]
-
-# Environment for commands: no pagers, no progress bars (the agent sees plain text). PATH comes
-# from the image, which may have its own (a virtualenv, a toolchain).
-COMMAND_ENV = {
-    "HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat",
-    "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-}
-
-# The shell loop (argv: mode, workdir, pids threshold; first stdin line: the token). The token never appears in
-# argv or the environment, so a command cannot read it from /proc and forge the end of its output.
 _SHELL = r"""
 exec 2>&1
 IFS= read -r __tg_tok || exit 1
@@ -150,261 +124,19 @@ done
 """
 
 _STARTER = ThreadPoolExecutor(max_workers=64, thread_name_prefix="termgym-docker-start")
-_clients: dict[str | None, object] = {}
-_clients_lock = threading.Lock()
-
-
-def get_client(docker_host: str | None = None):
-    """A shared Docker SDK client per engine address (``None``: ``DOCKER_HOST`` or the local socket)."""
-    key = docker_host or os.environ.get("DOCKER_HOST")
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = docker_client(docker_host)
-        return client
-
-
-def _process_start_ticks(pid: int) -> str:
-    """The start time of ``pid`` in clock ticks since boot ("" if unknown): tells pid reuse apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
-def container_labels(*, pool: bool = False) -> dict[str, str]:
-    """Labels for a container this process creates."""
-    labels = {
-        LABEL: "1",
-        LABEL_SESSION: SESSION_ID,
-        LABEL_HOST: socket.gethostname(),
-        LABEL_PID: str(os.getpid()),
-        LABEL_PID_START: _process_start_ticks(os.getpid()),
-    }
-    if pool:
-        labels[LABEL_POOL] = "1"
-    return labels
-
-
-def pool_key(spec: SandboxSpec) -> tuple:
-    """What makes two specs' containers interchangeable before start: image, limits, network."""
-    binds = tuple(read_only_binds(spec))  # mounts are fixed when a container is created
-    return (spec.image or DEFAULT_BASE_IMAGE, spec.limits, bool(spec.network), binds)
-
-
-def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
-    """Create and start a container for ``spec`` (without files or setup); return its id.
-
-    Pool containers get no workdir (the shell creates it at ``start()``), so one pool serves
-    specs that differ only in workdir, files, env and setup.
-    """
-    import docker.errors
-    import docker.types
-
-    image = spec.image or DEFAULT_BASE_IMAGE
-    lim: Limits = spec.limits
-    ulimits = []
-    if lim.cpu_seconds:
-        ulimits.append(docker.types.Ulimit(name="cpu", soft=int(lim.cpu_seconds), hard=int(lim.cpu_seconds)))
-    if lim.file_size_mb:
-        size = int(lim.file_size_mb) * 1024 * 1024
-        ulimits.append(docker.types.Ulimit(name="fsize", soft=size, hard=size))
-    if lim.open_files:
-        ulimits.append(docker.types.Ulimit(name="nofile", soft=int(lim.open_files), hard=int(lim.open_files)))
-    kwargs: dict = dict(
-        command=["sleep", "infinity"],
-        init=True,
-        name=f"termgym-{SESSION_ID}-{secrets.token_hex(4)}",
-        hostname="sandbox",
-        labels=container_labels(pool=pool),
-        network_mode="bridge" if spec.network else "none",
-        security_opt=["no-new-privileges"],
-        ulimits=ulimits,
-        stdin_open=False,
-        environment=dict(COMMAND_ENV) if pool else {**COMMAND_ENV, **spec.env},
-    )
-    if not pool:
-        kwargs["working_dir"] = spec.workdir
-    binds = read_only_binds(spec)
-    if binds:
-        kwargs["volumes"] = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in binds}
-    if lim.memory_mb:
-        kwargs["mem_limit"] = f"{int(lim.memory_mb)}m"
-        kwargs["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed
-    if lim.pids:
-        kwargs["pids_limit"] = int(lim.pids)
-    if lim.cpus:
-        kwargs["nano_cpus"] = int(lim.cpus * 1e9)
-    if lim.storage_mb:
-        kwargs["storage_opt"] = {"size": f"{int(lim.storage_mb)}M"}
-    try:
-        # create + start rather than run: run() would try to pull a missing image from a registry.
-        try:
-            container = client.containers.create(image, **kwargs)
-        except docker.errors.APIError as exc:
-            # storage_opt needs overlay2 on xfs with pquota; the limit is documented as best effort.
-            if "storage_opt" not in kwargs or "storage" not in str(exc).lower() or isinstance(
-                exc, docker.errors.ImageNotFound
-            ):
-                raise
-            kwargs.pop("storage_opt")
-            container = client.containers.create(image, **kwargs)
-        try:
-            container.start()
-        except BaseException:
-            remove_container(client, container.id)
-            raise
-    except docker.errors.ImageNotFound as exc:
-        raise BackendUnavailable(
-            f"image {image!r} is not on the Docker host. Build termgym's base image with "
-            f"`termgym images build-base`, build the task's Dockerfile (termgym.sandbox.images.build_image), "
-            f"or `docker load` the image. ({exc.explanation})"
-        ) from exc
-    except docker.errors.APIError as exc:
-        raise SandboxError(f"docker could not start a container from {image!r}: {exc.explanation or exc}") from exc
-    return container.id
-
-
-_image_runtimes: dict[str, str] = {}
-
-
-def image_runtime(client, image: str) -> str:
-    """What records call the system of containers made from ``image`` (cached per image name).
-
-    termgym's base image carries the runtime version it was imported from; a task's own image is
-    named as ``image:<name>@<short id>``.
-    """
-    cached = _image_runtimes.get(image)
-    if cached is None:
-        from termgym.sandbox.images import LABEL_KIND, LABEL_RECIPE
-
-        try:
-            found = client.images.get(image)
-        except Exception:
-            return f"image:{image}"
-        labels = found.labels or {}
-        if labels.get(LABEL_KIND) == "base" and labels.get(LABEL_RECIPE):
-            cached = labels[LABEL_RECIPE]
-        else:
-            cached = f"image:{image}@{found.short_id.split(':')[-1]}"
-        _image_runtimes[image] = cached
-    return cached
-
-
-def remove_container(client, container_id: str) -> None:
-    """Remove a container and everything running in it; a missing container is fine."""
-    import docker.errors
-
-    with contextlib.suppress(docker.errors.NotFound):
-        try:
-            client.api.remove_container(container_id, force=True, v=True)
-        except docker.errors.APIError as exc:
-            if "already in progress" not in str(exc):
-                raise
-
-
-class _Channel:
-    """A ``docker exec`` whose stdin we write and whose (demultiplexed) output we read."""
-
-    def __init__(self, api, container_id: str, argv: list[str], environment: Mapping[str, str] | None = None):
-        self.exec_id = api.exec_create(container_id, argv, stdin=True, stdout=True, stderr=True,
-                                       environment=dict(environment or {}))["Id"]
-        self._response = api.exec_start(self.exec_id, socket=True)
-        self._sock = getattr(self._response, "_sock", self._response)
-        self._raw = bytearray()
-        self.eof = False
-
-    def send(self, data: bytes) -> None:
-        try:
-            self._sock.sendall(data)
-        except OSError as exc:
-            self.eof = True
-            raise EOFError(str(exc)) from exc
-
-    def recv(self, timeout: float) -> bytes | None:
-        """Output bytes (stdout and stderr alike), ``None`` on timeout, ``b""`` at end of stream."""
-        deadline = time.monotonic() + max(timeout, 0.0)
-        while True:
-            payload = self._take_frames()
-            if payload:
-                return payload
-            if self.eof:
-                return b""
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            self._sock.settimeout(remaining)
-            try:
-                chunk = self._sock.recv(1 << 16)
-            except TimeoutError:
-                return None
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.eof = True
-            self._raw += chunk
-
-    def _take_frames(self) -> bytes:
-        # Docker's multiplexed stream: 8-byte header (stream id, 3 zero bytes, big-endian size).
-        out = bytearray()
-        while len(self._raw) >= 8:
-            size = int.from_bytes(self._raw[4:8], "big")
-            if len(self._raw) < 8 + size:
-                break
-            out += self._raw[8 : 8 + size]
-            del self._raw[: 8 + size]
-        return bytes(out)
-
-    def read_line(self, prefix: bytes, timeout: float) -> tuple[bytes, bytes]:
-        """Read until a line starting with ``prefix``; return (text before it, rest of that line)."""
-        deadline = time.monotonic() + timeout
-        buf = bytearray()
-        while True:
-            start = buf.find(prefix)
-            if start >= 0 and (start == 0 or buf[start - 1 : start] == b"\n"):
-                end = buf.find(b"\n", start)
-                if end >= 0:
-                    return bytes(buf[:start]), bytes(buf[start + len(prefix) : end])
-            chunk = self.recv(deadline - time.monotonic())
-            if chunk is None:
-                raise TimeoutError(f"no {prefix!r} line within {timeout:g}s; got {bytes(buf[-500:])!r}")
-            if chunk == b"":
-                raise EOFError(f"stream ended before {prefix!r}; got {bytes(buf[-500:])!r}")
-            buf += chunk
-
-    def close(self) -> None:
-        for closer in (getattr(self._sock, "close", None), getattr(self._response, "close", None)):
-            with contextlib.suppress(Exception):
-                if closer:
-                    closer()
-        self.eof = True
-
 
 @dataclass
 class _Shell:
-    channel: _Channel
+    channel: ExecChannel
     token: bytes
     pid: int
-
-
-# Every sandbox still open at interpreter exit is closed then (a crash that skips atexit is what
-# `termgym gc` is for).
-_live: weakref.WeakSet = weakref.WeakSet()
-
-
-@atexit.register
-def _close_live_sandboxes() -> None:
-    for sandbox in list(_live):
-        with contextlib.suppress(Exception):
-            sandbox.close()
 
 
 class DockerSandbox(Sandbox):
     """A sandbox in a Docker container (see the module docstring).
 
     ``docker_host`` overrides ``DOCKER_HOST``. ``pool`` takes a started container from a
-    :class:`~termgym.sandbox.pool.WarmPool` instead of waiting for ``docker run``; ``pool_size=N``
+    :class:`~termgym.sandbox.docker.pool.WarmPool` instead of waiting for ``docker run``; ``pool_size=N``
     uses the process-wide pool of that size for this engine (what ``sandbox_options={"pool_size":
     N}`` of an env does).
     """
@@ -428,7 +160,7 @@ class DockerSandbox(Sandbox):
         self.container_id: str | None = None
         self.from_pool = False
         self._shell: _Shell | None = None
-        self._supervisor: _Channel | None = None
+        self._supervisor: ExecChannel | None = None
         self._supervisor_pid: int | None = None
         self._forwarder = None
 
@@ -441,12 +173,9 @@ class DockerSandbox(Sandbox):
             if self.closed:
                 raise SandboxError("this sandbox is closed")
             self._client = get_client(self.docker_host)
-            _live.add(self)
             try:
                 pool = self._pool
                 if pool is None and self._pool_size:
-                    from termgym.sandbox.pool import shared_pool
-
                     pool = shared_pool(self._pool_size, docker_host=self.docker_host)
                 if pool is not None:
                     self.container_id = pool.acquire(self.spec)
@@ -506,7 +235,6 @@ class DockerSandbox(Sandbox):
             self._shell = self._supervisor = None
             if self.container_id is not None and self._client is not None:
                 remove_container(self._client, self.container_id)
-            _live.discard(self)
 
     # -- commands -------------------------------------------------------------------------------
 
@@ -670,7 +398,7 @@ class DockerSandbox(Sandbox):
         host_dir = Path(host_dir)
         if not host_dir.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, "not a directory on the host", str(host_dir))
-        self._put_archive(_tar_dir(host_dir, self.resolve(sandbox_dir)))
+        self._put_archive(tar_dir(host_dir, self.resolve(sandbox_dir)))
 
     def get_dir(self, sandbox_dir: str, host_dir: str | Path) -> None:
         import docker.errors
@@ -683,7 +411,7 @@ class DockerSandbox(Sandbox):
             raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", target) from exc
         if not stat.get("mode", 0) & (1 << 31):  # Go's os.ModeDir
             raise NotADirectoryError(errno.ENOTDIR, "not a directory in the sandbox", target)
-        _extract_dir(b"".join(stream), Path(host_dir))
+        extract_dir(b"".join(stream), Path(host_dir))
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -741,7 +469,7 @@ class DockerSandbox(Sandbox):
         return {**COMMAND_ENV, **self.spec.env}
 
     def _start_supervisor(self) -> None:
-        channel = _Channel(self._client.api, self.container_id,
+        channel = ExecChannel(self._client.api, self.container_id,
                            ["bash", "--noprofile", "--norc", "-c", _SUPERVISOR, "termgym-supervisor"])
         try:
             _, pid = channel.read_line(b"READY ", timeout=30)
@@ -752,7 +480,7 @@ class DockerSandbox(Sandbox):
 
     def _start_shell(self) -> None:
         token = secrets.token_hex(16).encode()
-        channel = _Channel(self._client.api, self.container_id,
+        channel = ExecChannel(self._client.api, self.container_id,
                            ["bash", "--noprofile", "--norc", "-c", _SHELL, "bash", self.mode, self.workdir,
                             self._pids_threshold()],
                            self._environment())
@@ -825,23 +553,6 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"cannot add the service host names to /etc/hosts: {result.output}")
 
 
-def container_host_pid(client, container_id: str) -> int | None:
-    """The pid of the container's init on this machine, or None when the engine runs elsewhere.
-
-    The engine reports a pid in its own pid namespace; it is ours only if that process's cgroup
-    names the container (true for a local engine whatever DOCKER_HOST spells it as).
-    """
-    info = client.api.inspect_container(container_id)
-    pid = int(info.get("State", {}).get("Pid") or 0)
-    if not pid:
-        return None
-    try:
-        cgroups = Path(f"/proc/{pid}/cgroup").read_text()
-    except OSError:
-        return None
-    return pid if info["Id"] in cgroups else None
-
-
 def _find_marker(buf: bytearray, *marks: bytes) -> tuple[int, bytes | None] | None:
     """The first marker in ``buf``: (its offset, its line without the prefix, or None if incomplete).
 
@@ -861,123 +572,3 @@ def _find_marker(buf: bytearray, *marks: bytes) -> tuple[int, bytes | None] | No
         return i, None
     return i, bytes(buf[kind_start:end])
 
-
-def _tar_dir(host_dir: Path, target: str) -> bytes:
-    """An archive that unpacks ``host_dir``'s contents at ``target`` when put at ``/``."""
-    prefix = target.strip("/")
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        if prefix:
-            tar.add(host_dir, arcname=prefix, recursive=False)
-        for path in sorted(host_dir.rglob("*")):
-            rel = path.relative_to(host_dir).as_posix()
-            tar.add(path, arcname=f"{prefix}/{rel}" if prefix else rel, recursive=False)
-    return buf.getvalue()
-
-
-def _extract_dir(archive: bytes, host_dir: Path) -> None:
-    """Unpack a ``get_archive`` of a directory into ``host_dir`` (its top component stripped).
-
-    Members that would land outside ``host_dir`` (absolute, ``..``, through a symlink) and device
-    files are skipped: the archive's content is the agent's and must not write elsewhere.
-    """
-    host_dir.mkdir(parents=True, exist_ok=True)
-    root = os.path.realpath(host_dir)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        for member in tar:
-            parts = member.name.split("/", 1)
-            if len(parts) < 2 or not parts[1]:
-                continue
-            name = parts[1]
-            if name.startswith("/") or ".." in name.split("/") or not (member.isreg() or member.isdir()
-                                                                          or member.issym()):
-                continue
-            dest = os.path.join(root, name)
-            parent = os.path.realpath(os.path.dirname(dest))
-            if parent != root and not parent.startswith(root + os.sep):
-                continue
-            member.name = name
-            member.mode &= 0o777  # no setuid/setgid bits on the host
-            if os.path.lexists(dest) and not os.path.isdir(dest):
-                os.unlink(dest)
-            kwargs = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
-            tar.extract(member, root, set_attrs=not member.issym(), **kwargs)
-
-
-# -- garbage collection -----------------------------------------------------------------------------
-
-
-@dataclass
-class Leftover:
-    """A termgym container found by :func:`find_leftovers` and why it may go."""
-
-    id: str
-    name: str
-    image: str
-    status: str
-    age_s: float
-    reason: str
-
-
-def _creator_alive(labels: Mapping[str, str]) -> bool | None:
-    """Whether the process that created a container still runs (None: it ran on another host)."""
-    if labels.get(LABEL_HOST) != socket.gethostname():
-        return None
-    try:
-        pid = int(labels.get(LABEL_PID, ""))
-    except ValueError:
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    recorded = labels.get(LABEL_PID_START, "")
-    return not recorded or _process_start_ticks(pid) == recorded
-
-
-def find_leftovers(client=None, *, older_than: float | None = None, everything: bool = False,
-                   docker_host: str | None = None) -> list[Leftover]:
-    """termgym containers (label ``termgym=1``) that ``termgym gc`` would remove.
-
-    By default those whose creating process is gone (same host, pid dead or reused); with
-    ``older_than`` also those created more than that many seconds ago; with ``everything`` all.
-    Containers without the label are never listed.
-    """
-    client = client or get_client(docker_host)
-    now = time.time()
-    found = []
-    for info in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
-        labels = info.get("Labels") or {}
-        if labels.get(LABEL) != "1":
-            continue
-        age = now - float(info.get("Created", now))
-        alive = _creator_alive(labels)
-        if everything:
-            reason = "--all"
-        elif alive is False:
-            reason = f"creator pid {labels.get(LABEL_PID)} is gone"
-        elif older_than is not None and age > older_than:
-            reason = f"older than {older_than:g}s"
-        else:
-            continue
-        name = (info.get("Names") or ["?"])[0].lstrip("/")
-        found.append(Leftover(info["Id"][:12], name, info.get("Image", ""), info.get("State", ""), age, reason))
-    return found
-
-
-def collect_garbage(client=None, *, older_than: float | None = None, everything: bool = False,
-                    dry_run: bool = False, docker_host: str | None = None) -> list[Leftover]:
-    """Remove (unless ``dry_run``) the containers :func:`find_leftovers` lists; return them."""
-    client = client or get_client(docker_host)
-    leftovers = find_leftovers(client, older_than=older_than, everything=everything)
-    if not dry_run:
-        for item in leftovers:
-            remove_container(client, item.id)
-    return leftovers
-
-
-def live_sandboxes() -> Iterable[DockerSandbox]:
-    """Docker sandboxes of this process that are not closed yet (for diagnostics and tests)."""
-    return [s for s in list(_live) if not s.closed]
