@@ -113,13 +113,12 @@ class WarmPool:
 
     def close(self) -> None:
         """Stop refilling and remove every container still waiting. Idempotent."""
-        with self._lock:
-            if self.closed:
-                return
+        with self._lock:  # a second call finds nothing waiting and no filler to join
             self.closed = True
             waiting = [cid for q in self._ready.values() for cid in q]
             self._ready.clear()
             threads = list(self._filling.values())
+            self._filling.clear()
         for thread in threads:
             thread.join(timeout=60)
         for container_id in waiting:

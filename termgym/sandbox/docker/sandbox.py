@@ -3,12 +3,10 @@
 The container (:mod:`~termgym.sandbox.docker.container`) is created at ``start()``, or taken from a
 warm pool (:mod:`~termgym.sandbox.docker.pool`); ``close()`` removes it with everything in it.
 
-Execution. One ``docker exec`` (:class:`~termgym.sandbox.docker.channel.ExecChannel`) runs a bash
-loop whose stdin and output are a socket we hold: a command goes in NUL-terminated and is
-``eval``-ed with stdin from ``/dev/null``; the loop then prints a line carrying a random per-shell
-token and the exit code, which ends the command's output. That is one socket round trip per command
-instead of a ``docker exec`` per command. In persistent mode the ``eval`` runs in the loop's own
-shell (``cd`` and variables survive); in stateless mode in a fresh subshell started in the workdir.
+Execution. The shell session of :mod:`termgym.sandbox.shell` over one ``docker exec``
+(:class:`~termgym.sandbox.docker.channel.ExecChannel`) whose stdin and output are a socket we hold;
+the shell's control lines travel in band, after a random per-shell token. That is one socket round
+trip per command instead of a ``docker exec`` per command.
 
 Killing. A second long-lived exec, the supervisor, is a bash loop that kills on request every
 process in the container except the init, the main process, itself and the shell, using builtins
@@ -23,25 +21,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import secrets
 import shlex
 import tarfile
-import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from termgym.sandbox.base import (
-    ExecResult,
-    Mode,
-    OnTimeout,
-    Sandbox,
-    SandboxError,
-    SandboxSpec,
-    check_on_timeout,
-)
+from termgym.sandbox.base import Mode, SandboxError, SandboxSpec
 from termgym.sandbox.docker.archive import extract_dir, tar_dir
 from termgym.sandbox.docker.channel import ExecChannel
 from termgym.sandbox.docker.container import (
@@ -54,41 +41,7 @@ from termgym.sandbox.docker.container import (
 )
 from termgym.sandbox.docker.pool import WarmPool, shared_pool
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
-from termgym.sandbox.output import OutputBuffer
-
-_SHELL = r"""
-exec 2>&1
-IFS= read -r __tg_tok || exit 1
-__tg_mode=$1 __tg_wd=$2 __tg_max=$3
-[ -d "$__tg_wd" ] || mkdir -p -- "$__tg_wd"
-cd -- "$__tg_wd" || exit 1
-trap 'printf "\n__TG_%s_EXIT %d\n" "$__tg_tok" "$?"' EXIT
-printf '__TG_%s_READY %d\n' "$__tg_tok" "$$"
-while IFS= read -r -d '' __tg_cmd; do
-  if [ -n "$__tg_max" ]; then
-    # A background fork bomb from an earlier command would make this one hang in fork retries:
-    # report it instead, so the host clears the sandbox and sends the command again.
-    __tg_n=0
-    { read -r __tg_n </sys/fs/cgroup/pids/pids.current || read -r __tg_n </sys/fs/cgroup/pids.current; } 2>/dev/null
-    if [ "$__tg_n" -ge "$__tg_max" ] 2>/dev/null; then
-      printf '\n__TG_%s_FULL 0 %s\n' "$__tg_tok" "$__tg_n"
-      continue
-    fi
-  fi
-  # bash reports jobs killed since the last command at the next one it runs: swallow those notices
-  # here (the supervisor returns only once every killed process is a zombie, so none comes later).
-  jobs >/dev/null 2>&1
-  if [ "$__tg_mode" = stateless ]; then
-    ( cd -- "$__tg_wd" && eval "$__tg_cmd" ) </dev/null
-  else
-    eval "$__tg_cmd" </dev/null
-  fi
-  __tg_rc=$?
-  __tg_n=-
-  { read -r __tg_n </sys/fs/cgroup/pids/pids.current || read -r __tg_n </sys/fs/cgroup/pids.current; } 2>/dev/null
-  printf '\n__TG_%s_RC %d %s\n' "$__tg_tok" "$__tg_rc" "$__tg_n"
-done
-"""
+from termgym.sandbox.shell import InBandChannel, ShellChannel, ShellSandbox, shell_argv
 
 # The supervisor. At start it spares pid 1, its children (the container's main process) and
 # itself; each request line "K <pid>..." kills every other process not listed, in passes until
@@ -125,14 +78,7 @@ done
 
 _STARTER = ThreadPoolExecutor(max_workers=64, thread_name_prefix="termgym-docker-start")
 
-@dataclass
-class _Shell:
-    channel: ExecChannel
-    token: bytes
-    pid: int
-
-
-class DockerSandbox(Sandbox):
+class DockerSandbox(ShellSandbox):
     """A sandbox in a Docker container (see the module docstring).
 
     ``docker_host`` overrides ``DOCKER_HOST``. ``pool`` takes a started container from a
@@ -154,49 +100,35 @@ class DockerSandbox(Sandbox):
         self.docker_host = docker_host
         self._pool = pool
         self._pool_size = pool_size
-        self._lock = threading.RLock()
-        self._started = False
         self._client = None
         self.container_id: str | None = None
         self.from_pool = False
-        self._shell: _Shell | None = None
         self._supervisor: ExecChannel | None = None
         self._supervisor_pid: int | None = None
         self._forwarder = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> None:
-        with self._lock:
-            if self._started:
-                return
-            if self.closed:
-                raise SandboxError("this sandbox is closed")
-            self._client = get_client(self.docker_host)
-            try:
-                pool = self._pool
-                if pool is None and self._pool_size:
-                    pool = shared_pool(self._pool_size, docker_host=self.docker_host)
-                if pool is not None:
-                    self.container_id = pool.acquire(self.spec)
-                    self.from_pool = self.container_id is not None
-                if self.container_id is None:
-                    self.container_id = create_container(self._client, self.spec)
-                # The two execs are independent: start them side by side (each is an API round trip).
-                supervisor = _STARTER.submit(self._start_supervisor)
-                try:
-                    self._start_shell()
-                finally:
-                    supervisor.result()
-                if self.spec.services:
-                    self._start_services()
-                self._copy_spec_files()
-                self._hide_installed_copies()
-                self._started = True
-                self.run_setup_commands()
-            except BaseException:
-                self.close()
-                raise
+    def _create(self) -> None:
+        self._client = get_client(self.docker_host)
+        pool = self._pool
+        if pool is None and self._pool_size:
+            pool = shared_pool(self._pool_size, docker_host=self.docker_host)
+        if pool is not None:
+            self.container_id = pool.acquire(self.spec)
+            self.from_pool = self.container_id is not None
+        if self.container_id is None:
+            self.container_id = create_container(self._client, self.spec)
+        # The two execs are independent: start them side by side (each is an API round trip).
+        supervisor = _STARTER.submit(self._start_supervisor)
+        try:
+            self._session.start()
+        finally:
+            supervisor.result()
+        if self.spec.services:
+            self._start_services()
+        self._copy_spec_files()
+        self._hide_installed_copies()
 
     def _hide_installed_copies(self) -> None:
         """Delete termgym and installed copies of the workspace's project from the image's Python dirs.
@@ -209,7 +141,7 @@ class DockerSandbox(Sandbox):
         hidden = hidden_distributions(self.spec)
         if runtime_has_none_of(self.runtime, hidden):
             return  # the image is a runtime known here to hold none of them: no command needed
-        result = self._run(mask_shell_command(hidden), 60)
+        result = self._session.run(mask_shell_command(hidden), 60)
         if result.exit_code != 0:
             raise SandboxError(f"could not hide installed package copies in the container: {result.output[-500:]}")
 
@@ -221,156 +153,15 @@ class DockerSandbox(Sandbox):
             return None
         return image_runtime(self._client, image)
 
-    def close(self) -> None:
-        with self._lock:
-            if self.closed:
-                return
-            self.closed = True
-            if self._forwarder is not None:
-                with contextlib.suppress(Exception):
-                    self._forwarder.close()
-            for channel in (self._shell.channel if self._shell else None, self._supervisor):
-                if channel is not None:
-                    channel.close()
-            self._shell = self._supervisor = None
-            if self.container_id is not None and self._client is not None:
-                remove_container(self._client, self.container_id)
-
-    # -- commands -------------------------------------------------------------------------------
-
-    def exec(self, command: str, timeout: float | None = None, *,
-             on_timeout: OnTimeout = "kill_command") -> ExecResult:
-        check_on_timeout(on_timeout)
-        if "\x00" in command:
-            return ExecResult(output="command contains a NUL byte, which a shell cannot run", exit_code=2)
-        with self._lock:
-            if self.closed:
-                raise SandboxError("this sandbox is closed")
-            if not self._started:
-                self.start()
-            timeout = self.spec.limits.command_timeout if timeout is None else timeout
-            return self._run(command, timeout, kill_shell=on_timeout == "kill_shell")
-
-    def abort(self) -> None:
-        with self._lock:
-            if self._started and not self.closed:
-                self._kill_commands(include_shell=True)
-                self._restart_shell()
-
-    def _run(self, command: str, timeout: float, *, kill_shell: bool = False) -> ExecResult:
-        started = time.monotonic()
-        notes: list[str] = []
-        restarted = False
-        if self._shell is None or self._shell.channel.eof:
-            self._restart_shell()
-            restarted = True
-            notes.append("the previous shell had exited; a new one was started (working directory and "
-                         "variables were reset)")
-        shell = self._shell
-        assert shell is not None
-        rc_mark, exit_mark, full_mark = (b"\n__TG_" + shell.token + kind for kind in (b"_RC ", b"_EXIT ", b"_FULL "))
-        keep = len(exit_mark) + 1
-        resent = False
-        out = OutputBuffer(self.spec.limits.output_bytes)
-        pending = bytearray()
-        deadline = started + timeout
-        timed_out = flooded = stuck = shell_exited = aborted = False
-        exit_code: int | None = None
-        pids_now: int | None = None
-        payload = command.encode("utf-8", errors="surrogateescape") + b"\x00"
-        try:
-            shell.channel.send(payload)
-        except EOFError:  # the shell died between commands (killed from outside): start another
-            self._restart_shell()
-            restarted = True
-            shell = self._shell
-            assert shell is not None
-            rc_mark, exit_mark, full_mark = (b"\n__TG_" + shell.token + k for k in (b"_RC ", b"_EXIT ", b"_FULL "))
-            shell.channel.send(payload)
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                if timed_out:
-                    stuck = True  # killed everything but the shell, still no exit code: a builtin loop
-                    break
-                timed_out = True
-                if kill_shell:
-                    aborted = True
-                    self._kill_commands(include_shell=True)
-                    out.feed(bytes(pending))
-                    break
-                self._kill_commands()
-                deadline = time.monotonic() + 2.0  # grace for the shell to report
-                continue
-            chunk = shell.channel.recv(min(remaining, 1.0))
-            if chunk is None:
-                continue
-            if chunk == b"":
-                shell_exited = True  # no marker at all: the shell was killed (e.g. by the OOM killer)
-                break
-            pending += chunk
-            found = _find_marker(pending, rc_mark, exit_mark, full_mark)
-            if found is not None:
-                start, line = found
-                if line is None:
-                    continue  # the marker's line is not complete yet
-                out.feed(bytes(pending[:start]))
-                fields = line.split()
-                if fields[0] == b"FULL" and resent:
-                    notes.append("the sandbox is still at its process limit; the command did not run")
-                    exit_code = 1
-                    break
-                if fields[0] == b"FULL":
-                    self._kill_commands()
-                    notes.insert(0, f"the sandbox had reached its process limit ({self.spec.limits.pids}) "
-                                 "before this command; every background process was killed")
-                    resent = True
-                    del pending[:]
-                    shell.channel.send(payload)
-                    continue
-                exit_code = int(fields[1]) if len(fields) > 1 and fields[1].lstrip(b"-").isdigit() else 1
-                if fields[0] == b"EXIT":
-                    shell_exited = True
-                elif len(fields) > 2 and fields[2].isdigit():
-                    pids_now = int(fields[2])
-                break
-            if len(pending) > keep:
-                out.feed(bytes(pending[:-keep]))
-                del pending[:-keep]
-            if out.overflowed and not flooded:
-                flooded = True
-                self._kill_commands()
-        duration = time.monotonic() - started
-        text = out.text()
-        if flooded:
-            notes.append(f"output exceeded {self.spec.limits.output_bytes} bytes; the command was stopped")
-        if aborted:
-            self._restart_shell()
-            restarted = True
-            notes.append(f"command timed out after {timeout:g} s; it and its shell were killed, so the rest of "
-                         "the command line did not run; a new shell was started")
-        elif stuck or shell_exited:
-            if stuck:
-                self._kill_commands(include_shell=True)
-            self._restart_shell()
-            restarted = True
-            what = "the shell did not respond" if stuck else "the shell exited"
-            notes.append(f"{what}; the sandbox shell was restarted: working directory and variables were reset")
-        elif pids_now is not None and self.spec.limits.pids and pids_now >= int(self.spec.limits.pids) - 2:
-            # A fork bomb (or a runaway spawner) left the sandbox unable to start anything.
-            self._kill_commands()
-            notes.append(f"the sandbox reached its process limit ({self.spec.limits.pids}); "
-                         "every background process was killed")
-        if timed_out:
-            if not aborted:
-                notes.append(f"command timed out after {timeout:g} s and was killed")
-            exit_code = 124
-        if exit_code is None:
-            exit_code = 137 if shell_exited else 1
-        for note in notes:
-            text += f"\n[{note}]"
-        return ExecResult(output=text, exit_code=exit_code, timed_out=timed_out, duration=duration,
-                          truncated=flooded, restarted=restarted)
+    def _destroy(self) -> None:
+        if self._forwarder is not None:
+            with contextlib.suppress(Exception):
+                self._forwarder.close()
+        if self._supervisor is not None:
+            self._supervisor.close()
+        self._supervisor = None
+        if self.container_id is not None and self._client is not None:
+            remove_container(self._client, self.container_id)
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -470,7 +261,7 @@ class DockerSandbox(Sandbox):
 
     def _start_supervisor(self) -> None:
         channel = ExecChannel(self._client.api, self.container_id,
-                           ["bash", "--noprofile", "--norc", "-c", _SUPERVISOR, "termgym-supervisor"])
+                              ["bash", "--noprofile", "--norc", "-c", _SUPERVISOR, "termgym-supervisor"])
         try:
             _, pid = channel.read_line(b"READY ", timeout=30)
         except (TimeoutError, EOFError) as exc:
@@ -478,34 +269,21 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"the sandbox supervisor did not start (does the image have bash?): {exc}") from exc
         self._supervisor, self._supervisor_pid = channel, int(pid)
 
-    def _start_shell(self) -> None:
-        token = secrets.token_hex(16).encode()
-        channel = ExecChannel(self._client.api, self.container_id,
-                           ["bash", "--noprofile", "--norc", "-c", _SHELL, "bash", self.mode, self.workdir,
-                            self._pids_threshold()],
-                           self._environment())
-        try:
-            channel.send(token + b"\n")
-            before, pid = channel.read_line(b"__TG_" + token + b"_READY ", timeout=30)
-        except (TimeoutError, EOFError) as exc:
-            channel.close()
-            raise SandboxError(f"the sandbox shell did not start in {self.workdir}: {exc}") from exc
-        self._shell = _Shell(channel, token, int(pid))
+    def _open_shell(self, token: bytes) -> ShellChannel:
+        """A new ``docker exec`` running the sandbox shell, its control lines in band."""
+        exec_channel = ExecChannel(self._client.api, self.container_id,
+                                   shell_argv(self.mode, self.workdir, full_at=self._pids_threshold()),
+                                   self._environment())
+        return InBandChannel(exec_channel, token)
 
-    def _pids_threshold(self) -> str:
+    def _pids_threshold(self) -> int | None:
         """Process count at which the sandbox counts as full (a few below the pids limit)."""
         pids = self.spec.limits.pids
-        return str(max(int(pids) - 3, 1)) if pids else ""
+        return max(int(pids) - 3, 1) if pids else None
 
-    def _restart_shell(self) -> None:
-        if self._shell is not None:
-            self._shell.channel.close()
-            self._shell = None
-        self._start_shell()
-
-    def _kill_commands(self, include_shell: bool = False) -> None:
+    def _kill_processes(self, *, include_shell: bool = False) -> None:
         """Kill every process but the init, the main process, the supervisor (and the shell)."""
-        shell = [] if self._shell is None else [str(self._shell.pid)]
+        shell = [] if self._session.pid is None else [str(self._session.pid)]
         request = f"A {' '.join(shell)}" if include_shell else f"K {' '.join(shell)}"
         for attempt in range(2):
             supervisor = self._supervisor
@@ -526,9 +304,8 @@ class DockerSandbox(Sandbox):
         # (the filesystem stays) and begin again with a fresh shell.
         self._client.api.restart(self.container_id, timeout=0)
         self._start_supervisor()
-        if self._shell is not None:
-            self._shell.channel.close()
-            self._shell = None
+        if self._session.channel is not None:
+            self._session.channel.close()  # its shell died with the restart: the session starts another
         if self._forwarder is not None:
             self._forwarder.close()
             self._forwarder = None
@@ -548,27 +325,6 @@ class DockerSandbox(Sandbox):
         self._forwarder = PortForwarder()
         self._forwarder.start(pid, self.spec.services)
         lines = "".join(f"{ip}\t{name}\n" for name, ip in plan_addresses(self.spec.services).items())
-        result = self._run(f"printf %s {shlex.quote(lines)} >> /etc/hosts", 30)
+        result = self._session.run(f"printf %s {shlex.quote(lines)} >> /etc/hosts", 30)
         if result.exit_code != 0:
             raise SandboxError(f"cannot add the service host names to /etc/hosts: {result.output}")
-
-
-def _find_marker(buf: bytearray, *marks: bytes) -> tuple[int, bytes | None] | None:
-    """The first marker in ``buf``: (its offset, its line without the prefix, or None if incomplete).
-
-    The returned line keeps the marker's kind word, e.g. ``b"RC 0 5"``.
-    """
-    best = None
-    for mark in marks:
-        i = buf.find(mark)
-        if i >= 0 and (best is None or i < best[0]):
-            best = (i, mark)
-    if best is None:
-        return None
-    i, mark = best
-    kind_start = i + len(mark) - len(mark.rsplit(b"_", 1)[1])
-    end = buf.find(b"\n", i + len(mark))
-    if end < 0:
-        return i, None
-    return i, bytes(buf[kind_start:end])
-
