@@ -35,6 +35,7 @@ from typing import Protocol
 
 from termgym.sandbox.base import (
     ExecResult,
+    Limits,
     Mode,
     OnTimeout,
     Sandbox,
@@ -213,7 +214,7 @@ class ShellSession:
         self.pid: int | None = None  # the shell's pid as the sandbox sees it
 
     @property
-    def limits(self):
+    def limits(self) -> Limits:
         return self.sandbox.spec.limits
 
     def start(self) -> None:
@@ -238,8 +239,8 @@ class ShellSession:
                     return
         except (TimeoutError, EOFError) as exc:
             self.close()
-            raise SandboxError(f"the sandbox shell did not start in {self.sandbox.workdir} (does the system "
-                               f"have bash?): {exc}; it printed {bytes(seen[-500:])!r}") from exc
+            raise SandboxError(f"the sandbox shell did not start in {self.sandbox.workdir} (it needs bash and a "
+                               f"workdir it can enter): {exc}; it printed {bytes(seen[-500:])!r}") from exc
 
     def restart(self) -> None:
         """Replace the shell (killed or gone) with a new one: files stay, cwd and variables reset."""

@@ -433,6 +433,13 @@ def test_failing_setup_command_raises_and_cleans_up(backend):
 # -- cleanup -------------------------------------------------------------------------------------
 
 
+def test_a_workdir_that_cannot_exist_is_a_clear_error(backend):
+    sandbox = make_sandbox(backend, SandboxSpec(workdir="/dev/null/x"))
+    with pytest.raises(SandboxError, match="/dev/null/x"):
+        sandbox.start()
+    assert sandbox.closed
+
+
 def test_close_leaves_nothing_running(make):
     sb = make()
     tag = f"{uuid.uuid4().int % 900 + 100}.25"
