@@ -94,6 +94,8 @@ START_TIMEOUT = 30.0
 GRACE = 2.0
 #: After a flood's kill, the most seconds the command may still take.
 FLOOD_GRACE = 5.0
+#: How often a command the shell refused (``FULL``) is sent again after clearing the sandbox.
+FULL_RESENDS = 3
 #: While a killed command has not ended, kill again this often (the rest of a command list runs on).
 REKILL_INTERVAL = 0.1
 
@@ -294,7 +296,8 @@ class ShellSession:
         restarted = self._send(payload, notes)
         out = OutputBuffer(self.limits.output_bytes)
         deadline = started + timeout
-        timed_out = flooded = stuck = exited = aborted = resent = False
+        timed_out = flooded = stuck = exited = aborted = False
+        resends = 0
         exit_code: int | None = None
         pids_now: int | None = None
         last_kill = 0.0
@@ -334,15 +337,18 @@ class ShellSession:
             if control is None:
                 continue
             kind, value, pids = parse_control(control)
-            if kind == "FULL" and resent:
+            if kind == "FULL" and resends == FULL_RESENDS:
                 notes.append("the sandbox is still at its process limit; the command did not run")
                 exit_code = 1
                 break
             if kind == "FULL":
                 self._clear()
-                notes.insert(0, f"the sandbox had reached its process limit ({pids_limit}) before this command; "
-                             "every background process was killed")
-                resent = True
+                if not resends:
+                    notes.insert(0, f"the sandbox had reached its process limit ({pids_limit}) before this "
+                                 "command; every background process was killed")
+                # Killed processes count until the sandbox's init has reaped them: give it a moment.
+                time.sleep(0.05 * 4**resends)
+                resends += 1
                 try:
                     self.channel.send(payload)
                 except EOFError:
