@@ -31,19 +31,13 @@ import secrets
 import threading
 import time
 from abc import ABC, abstractmethod
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from termgym.sandbox.base import (
-    ExecResult,
-    Limits,
-    Mode,
-    OnTimeout,
-    Sandbox,
-    SandboxError,
-    SandboxSpec,
-    check_on_timeout,
-)
+from termgym.sandbox.base import ExecResult, Sandbox, SandboxError, check_on_timeout
 from termgym.sandbox.output import OutputBuffer
+
+if TYPE_CHECKING:
+    from termgym.sandbox.base import Mode, OnTimeout, SandboxSpec
 
 # The shell loop. argv: mode, workdir, the process count at which the sandbox is full (empty: the
 # backend checks from outside), the control fd (empty: control lines go in band, after the token).
@@ -215,10 +209,6 @@ class ShellSession:
         self.channel: ShellChannel | None = None
         self.pid: int | None = None  # the shell's pid as the sandbox sees it
 
-    @property
-    def limits(self) -> Limits:
-        return self.sandbox.spec.limits
-
     def start(self) -> None:
         """Start a shell and wait until it runs in the workdir."""
         self.close()
@@ -287,14 +277,15 @@ class ShellSession:
         """Run one command (no NUL bytes) and return what it did; see the module docstring."""
         started = time.monotonic()
         notes: list[str] = []
-        pids_limit = self.limits.pids
+        limits = self.sandbox.spec.limits
+        pids_limit = limits.pids
         if self.sandbox._at_process_limit(None):
             self._clear()
             notes.append(f"the sandbox had reached its process limit ({pids_limit}) before this command; "
                          "every background process was killed")
         payload = command.encode("utf-8", errors="surrogateescape") + b"\x00"
         restarted = self._send(payload, notes)
-        out = OutputBuffer(self.limits.output_bytes)
+        out = OutputBuffer(limits.output_bytes)
         deadline = started + timeout
         timed_out = flooded = stuck = exited = aborted = False
         resends = 0
@@ -359,7 +350,7 @@ class ShellSession:
                 break
         duration = time.monotonic() - started
         if flooded:
-            notes.append(f"output exceeded {self.limits.output_bytes} bytes; the command was stopped")
+            notes.append(f"output exceeded {limits.output_bytes} bytes; the command was stopped")
         if aborted:
             self.restart()
             restarted = True
