@@ -42,7 +42,7 @@ EXTRA_OF = {
     "trainers/art/": ("art", "verl"),
     "trainers/tinker/": ("tinker",),
     "trainers/": ("verl",),
-    "termgym/sandbox/docker.py": ("docker",),
+    "termgym/sandbox/docker/": ("docker",),
     "termgym/sandbox/images.py": ("docker",),
     "termgym/commands/doctor.py": ("docker",),  # reports whether the SDK is there
     "termgym/tasks/harbor/task.py": ("docker",),  # Harbor images are Docker images

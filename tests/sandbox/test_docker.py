@@ -117,7 +117,7 @@ def test_docker_host_over_tcp_is_honoured(monkeypatch):
 def test_services_on_an_engine_elsewhere_are_a_clear_error(monkeypatch):
     # On a remote engine the container's pid is not a process of this machine; simulate that by
     # reporting a pid that is not the container's (the real check reads /proc/<pid>/cgroup).
-    import termgym.sandbox.docker as docker_backend
+    import termgym.sandbox.docker.sandbox as docker_backend
 
     real = docker_backend.container_host_pid
     seen = []
@@ -159,7 +159,7 @@ def test_service_port_reaches_a_host_server_without_network():
 
 
 def test_warm_pool_serves_starts_and_cleans_up():
-    from termgym.sandbox.pool import WarmPool
+    from termgym.sandbox.docker.pool import WarmPool
 
     spec = SandboxSpec(limits=Limits(memory_mb=512))
     pool = WarmPool(size=2)
@@ -188,7 +188,7 @@ def test_warm_pool_serves_starts_and_cleans_up():
 
 
 def test_pool_size_option_uses_a_shared_pool():
-    from termgym.sandbox.pool import close_shared_pools, shared_pool
+    from termgym.sandbox.docker.pool import close_shared_pools, shared_pool
 
     try:
         with DockerSandbox(pool_size=1) as first:
@@ -206,7 +206,7 @@ def test_pool_size_option_uses_a_shared_pool():
 
 
 def test_bad_pool_arguments_are_rejected():
-    from termgym.sandbox.pool import WarmPool
+    from termgym.sandbox.docker.pool import WarmPool
 
     with pytest.raises(ValueError, match="pool_size"):
         DockerSandbox(pool_size=-1)
