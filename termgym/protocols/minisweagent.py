@@ -16,7 +16,7 @@ from termgym.protocols.base import Action, Protocol, strip_think
 from termgym.sandbox.output import elide
 
 if TYPE_CHECKING:
-    from termgym.sandbox.base import ExecResult
+    from termgym.sandbox.base import ExecResult, Sandbox
     from termgym.tasks.base import Task
 
 SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -93,24 +93,30 @@ class MiniSweAgentProtocol(Protocol):
         observation_template: str = OBSERVATION_TEMPLATE,
         format_error_template: str = FORMAT_ERROR_TEMPLATE,
         max_observation_chars: int = 10_000,
-        mode: str = "persistent",
+        mode: str | None = None,
     ) -> None:
         self.system_template = Template(system_template)
         self.task_template = Template(task_template)
         self.observation_template = Template(observation_template)
         self.format_error_template = Template(format_error_template)
         self.max_observation_chars = max_observation_chars
+        #: The shell mode the task prompt describes: as given, else the sandbox's (see :meth:`start`).
         self.mode = mode
+        self._sandbox_mode = "persistent"
+
+    def start(self, sandbox: Sandbox) -> None:
+        # The prompt tells the model whether its shell keeps state; the sandbox knows.
+        self._sandbox_mode = sandbox.mode
 
     def system_prompt(self, task: Task) -> str:
         return self.system_template.safe_substitute(sentinel=SENTINEL)
 
     def task_prompt(self, task: Task) -> str:
         shell_note = ("that keeps its state (working directory, variables) between commands"
-                      if self.mode == "persistent"
+                      if (self.mode or self._sandbox_mode) == "persistent"
                       else "started fresh in that directory (cd and variables do not carry over)")
         return self.task_template.safe_substitute(
-            instruction=task.instruction, workdir=task.sandbox_spec().workdir, sentinel=SENTINEL,
+            instruction=task.instruction, workdir=task.workdir, sentinel=SENTINEL,
             shell_note=shell_note, task_id=task.task_id,
         )
 
