@@ -26,11 +26,12 @@ from typing import Any
 
 from termgym.tasks.base import TaskSuite
 from termgym.tasks.liveweb.grading import LLMValidator
+from termgym.tasks.liveweb.noise import HISTORY, TICK, stable_hash
 from termgym.tasks.liveweb.questions import FAMILIES, make_questions
 from termgym.tasks.liveweb.server import WorldServer, shared_server
 from termgym.tasks.liveweb.sites.base import API_MODES
 from termgym.tasks.liveweb.task import LiveWebTask
-from termgym.tasks.liveweb.world import HISTORY, TICK, SimClock, World, stable_hash
+from termgym.tasks.liveweb.world import SimClock, World
 
 _TASK_ID = re.compile(r"^liveweb-([a-z]+)-(\d+)$")
 SOURCES = ("offline", "live")
