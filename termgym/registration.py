@@ -15,8 +15,8 @@ import gymnasium as gym
 #: The built-in ids and the suite factories behind them (called with the suite options).
 BUILTIN_ENVS: dict[str, dict[str, Any]] = {
     "termgym/SweSynth-v0": {"suite": "termgym.tasks.swesynth:default_suite", "max_steps": 50},
-    "termgym/LiveWeb-v0": {"suite": "termgym.tasks.liveweb:default_suite", "max_steps": 30},
-    "termgym/Harbor-v0": {"suite": "termgym.tasks.harbor:HarborSuite", "max_steps": 50},
+    "termgym/LiveWeb-v0": {"suite": "termgym.tasks.liveweb.suite:LiveWebSuite", "max_steps": 30},
+    "termgym/Harbor-v0": {"suite": "termgym.tasks.harbor.suite:HarborSuite", "max_steps": 50},
 }
 
 

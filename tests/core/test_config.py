@@ -15,6 +15,7 @@ from termgym.config import EnvConfig, resolve_suite, split_options, suite_option
 from termgym.env import TerminalEnv
 from termgym.imports import is_import_path, load_object
 from termgym.protocols import make_protocol
+from termgym.tasks.harbor.suite import HarborSuite
 
 # -- EnvConfig -------------------------------------------------------------------------------------
 
@@ -86,7 +87,7 @@ def test_gym_make_still_takes_env_and_suite_options_side_by_side(tmp_path):
 
 
 def test_suite_option_names_follow_the_factory_signature():
-    assert suite_option_names(termgym.tasks.harbor.HarborSuite) == ("tasks_dir", "backend", "task_ids")
+    assert suite_option_names(HarborSuite) == ("tasks_dir", "backend", "task_ids")
     assert suite_option_names(lambda **kw: None) is None
 
 
