@@ -95,10 +95,8 @@ class MiniSweAgentProtocol(Protocol):
         max_observation_chars: int = 10_000,
         mode: str | None = None,
     ) -> None:
-        self.system_template = Template(system_template)
-        self.task_template = Template(task_template)
-        self.observation_template = Template(observation_template)
-        self.format_error_template = Template(format_error_template)
+        self.system_template, self.task_template, self.observation_template, self.format_error_template = map(
+            Template, (system_template, task_template, observation_template, format_error_template))
         self.max_observation_chars = max_observation_chars
         #: The shell mode the task prompt describes: as given, else the sandbox's (see :meth:`start`).
         self.mode = mode
