@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from termgym.tasks.liveweb.noise import TICK
+from termgym.tasks.liveweb.sites import markup
 from termgym.tasks.liveweb.sites.markup import Response, json_response
 
 if TYPE_CHECKING:
@@ -128,6 +130,18 @@ class Site:
         raise NotImplementedError
 
     # -- shared machinery -------------------------------------------------------------------------
+
+    def page(self, title: str, body: str, status: int = 200) -> Response:
+        """An HTML page of this site (its header, menu and footer around ``body``)."""
+        return markup.page(self, title, body, self.NAV, status=status)
+
+    def not_found(self, path: str) -> Response:
+        """This site's 404 page for ``path``."""
+        return markup.not_found(self, path, self.NAV)
+
+    def find(self, world: World, t: float, collection: str, match: Callable[[dict], bool]) -> dict | None:
+        """The first exact record of ``collection`` at ``t`` that ``match`` accepts (detail pages)."""
+        return next((r for r in world.records(self.key, t)[collection] if match(r)), None)
 
     def rng(self, world: World, *parts: object) -> random.Random:
         return random.Random(f"{world.seed}:{self.key}:" + ":".join(map(str, parts)))

@@ -108,20 +108,20 @@ class BooksSite(Site, key="books", host="books.test", title="Books to Browse (si
                 want = path.rsplit("/", 1)[-1]
                 genre = next((g for g in GENRES if slug(g) == want), None)
                 if genre is None:
-                    return markup.not_found(self, path, self.NAV)
+                    return self.not_found(path)
                 books = [b for b in books if b["genre"] == genre]
                 title = f"{genre} (newest first)"
             shown, n, pages = markup.paginate(books, query, PER_PAGE)
             body = (f"<p>{len(books)} books. Listing refreshed every five minutes; stock counts and reviews "
                     "are on each book's page.</p>" + markup.table(headers, self._rows(shown)) + markup.pager(path, n, pages))
-            return markup.page(self, title, body, self.NAV)
+            return self.page(title, body)
         if path.startswith("/book/"):
             ref = path.rsplit("/", 1)[-1]
-            for b in world.records(self.key, t)["books"]:
-                if str(b["id"]) == ref:
-                    body = markup.dl([("Title", b["title"]), ("Author", b["author"]), ("Genre", b["genre"]),
-                                      ("Price (GBP)", f"{b['price']:.2f}"), ("Rating (stars)", b["rating"]),
-                                      ("Reviews", b["reviews"]), ("Copies in stock", b["in_stock"]),
-                                      ("Added (unix)", b["added"])])
-                    return markup.page(self, b["title"], body, self.NAV)
-        return markup.not_found(self, path, self.NAV)
+            b = self.find(world, t, "books", lambda b: str(b["id"]) == ref)
+            if b is not None:
+                body = markup.dl([("Title", b["title"]), ("Author", b["author"]), ("Genre", b["genre"]),
+                                  ("Price (GBP)", f"{b['price']:.2f}"), ("Rating (stars)", b["rating"]),
+                                  ("Reviews", b["reviews"]), ("Copies in stock", b["in_stock"]),
+                                  ("Added (unix)", b["added"])])
+                return self.page(b["title"], body)
+        return self.not_found(path)

@@ -104,15 +104,15 @@ class CryptoSite(Site, key="crypto", host="coingecko.test", title="CoinGecko (si
                     "minutes; open a coin for live figures.</p>"
                     + markup.table(["#", "Coin", "Symbol", "Price", "24h", "7d", "Market cap", "24h volume"], rows)
                     + markup.pager("/", n, pages))
-            return markup.page(self, "Cryptocurrency prices by market cap", body, self.NAV)
+            return self.page("Cryptocurrency prices by market cap", body)
         if path.startswith("/coins/"):
             cid = path[len("/coins/"):].strip("/").lower()
-            for c in world.records(self.key, t)["coins"]:
-                if c["id"] == cid or c["symbol"].lower() == cid:
-                    body = markup.dl([("Name", c["name"]), ("Symbol", c["symbol"]), ("Market-cap rank", c["rank"]),
-                                      ("Price (USD)", c["price_usd"]), ("24h change (%)", c["change_24h_pct"]),
-                                      ("7d change (%)", c["change_7d_pct"]), ("Market cap (USD)", c["market_cap_usd"]),
-                                      ("24h volume (USD)", c["volume_24h_usd"]),
-                                      ("Circulating supply", c["circulating_supply"])])
-                    return markup.page(self, f"{c['name']} ({c['symbol']}) price", body, self.NAV)
-        return markup.not_found(self, path, self.NAV)
+            c = self.find(world, t, "coins", lambda c: c["id"] == cid or c["symbol"].lower() == cid)
+            if c is not None:
+                body = markup.dl([("Name", c["name"]), ("Symbol", c["symbol"]), ("Market-cap rank", c["rank"]),
+                                  ("Price (USD)", c["price_usd"]), ("24h change (%)", c["change_24h_pct"]),
+                                  ("7d change (%)", c["change_7d_pct"]), ("Market cap (USD)", c["market_cap_usd"]),
+                                  ("24h volume (USD)", c["volume_24h_usd"]),
+                                  ("Circulating supply", c["circulating_supply"])])
+                return self.page(f"{c['name']} ({c['symbol']}) price", body)
+        return self.not_found(path)

@@ -132,12 +132,12 @@ class NewsSite(Site, key="news", host="news.test", title="Terminal News (simulat
             base = "/newest" if path == "/newest" else "/"
             body = ("<p>Front page, refreshed every five minutes. Points and comments on story pages are "
                     "live.</p>" + self._rows(shown, lt) + markup.pager(base, n, pages))
-            return markup.page(self, "Newest stories" if path == "/newest" else "Top stories", body, self.NAV)
+            return self.page("Newest stories" if path == "/newest" else "Top stories", body)
         if path == "/item":
-            for s in world.records(self.key, t)["stories"]:
-                if str(s["id"]) == query.get("id", ""):
-                    body = markup.dl([("Title", s["title"]), ("Site", s["domain"]), ("Author", s["author"]),
-                                      ("Points", s["points"]), ("Comments", s["comments"]),
-                                      ("Front-page rank", s["rank"]), ("Posted (unix)", s["posted"])])
-                    return markup.page(self, s["title"], body, self.NAV)
-        return markup.not_found(self, path, self.NAV)
+            s = self.find(world, t, "stories", lambda s: str(s["id"]) == query.get("id", ""))
+            if s is not None:
+                body = markup.dl([("Title", s["title"]), ("Site", s["domain"]), ("Author", s["author"]),
+                                  ("Points", s["points"]), ("Comments", s["comments"]),
+                                  ("Front-page rank", s["rank"]), ("Posted (unix)", s["posted"])])
+                return self.page(s["title"], body)
+        return self.not_found(path)

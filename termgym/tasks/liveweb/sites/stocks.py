@@ -99,22 +99,22 @@ class StocksSite(Site, key="stocks", host="stooq.test", title="Stooq (simulated)
             shown, n, pages = markup.paginate(quotes, query, PER_PAGE)
             body = ("<p>Delayed quotes (refreshed every five minutes), sorted by symbol. Open a symbol for "
                     "the live quote.</p>" + markup.table(headers, self._rows(shown)) + markup.pager("/", n, pages))
-            return markup.page(self, "Quotes", body, self.NAV)
+            return self.page("Quotes", body)
         if path == "/sectors":
             items = "".join(f"<li>{markup.link(f'/sectors/{name.lower()}', name)}</li>" for name in sorted(SECTORS))
-            return markup.page(self, "Sectors", f"<ul>{items}</ul>", self.NAV)
+            return self.page("Sectors", f"<ul>{items}</ul>")
         if path.startswith("/sectors/"):
             name = path.rsplit("/", 1)[-1].capitalize()
             if name in SECTORS:
                 quotes = [q for q in world.records(self.key, self.list_time(t))["quotes"] if q["sector"] == name]
-                return markup.page(self, f"{name} sector", markup.table(headers, self._rows(quotes)), self.NAV)
+                return self.page(f"{name} sector", markup.table(headers, self._rows(quotes)))
         if path in ("/q", "/q/"):
             sym = query.get("s", "").upper()
-            for q in world.records(self.key, t)["quotes"]:
-                if q["symbol"] == sym:
-                    body = markup.dl([("Symbol", q["symbol"]), ("Name", q["name"]), ("Sector", q["sector"]),
-                                      ("Last (USD)", q["price"]), ("Open (USD)", q["open"]),
-                                      ("Previous close (USD)", q["prev_close"]), ("Change (%)", q["change_pct"]),
-                                      ("Volume (shares)", q["volume"]), ("Market cap (USD)", q["market_cap"])])
-                    return markup.page(self, f"{q['symbol']}: {q['name']}", body, self.NAV)
-        return markup.not_found(self, path, self.NAV)
+            q = self.find(world, t, "quotes", lambda q: q["symbol"] == sym)
+            if q is not None:
+                body = markup.dl([("Symbol", q["symbol"]), ("Name", q["name"]), ("Sector", q["sector"]),
+                                  ("Last (USD)", q["price"]), ("Open (USD)", q["open"]),
+                                  ("Previous close (USD)", q["prev_close"]), ("Change (%)", q["change_pct"]),
+                                  ("Volume (shares)", q["volume"]), ("Market cap (USD)", q["market_cap"])])
+                return self.page(f"{q['symbol']}: {q['name']}", body)
+        return self.not_found(path)

@@ -98,7 +98,7 @@ class SubnetsSite(Site, key="subnets", host="taostats.test", title="taostats (si
             net = world.records(self.key, t)["network"][0]
             body = markup.dl([("Block", net["block"]), ("Subnets", net["subnets"]),
                               ("TAO price (USD)", net["tao_price_usd"])])
-            return markup.page(self, "Network overview", body + f"<p>{markup.link('/subnets', 'Browse subnets')}</p>", self.NAV)
+            return self.page("Network overview", body + f"<p>{markup.link('/subnets', 'Browse subnets')}</p>")
         if path in ("/subnets", "/subnets/"):
             subnets = sorted(world.records(self.key, self.list_time(t))["subnets"], key=lambda r: r["rank"])
             shown, n, pages = markup.paginate(subnets, query, PER_PAGE)
@@ -108,17 +108,17 @@ class SubnetsSite(Site, key="subnets", host="taostats.test", title="taostats (si
             body = ("<p>Subnets ranked by market cap (refreshed every five minutes; open a subnet for live "
                     "figures).</p>" + markup.table(["#", "Netuid", "Name", "Price", "24h", "Market cap", "Emission",
                                                     "Neurons"], rows) + markup.pager("/subnets", n, pages))
-            return markup.page(self, "Subnets", body, self.NAV)
+            return self.page("Subnets", body)
         if path.startswith("/subnets/"):
             ref = path.rsplit("/", 1)[-1].lower().removeprefix("sn")
-            for s in world.records(self.key, t)["subnets"]:
-                if str(s["netuid"]) == ref:
-                    body = markup.dl([("Netuid", s["netuid"]), ("Name", s["name"]), ("Rank by market cap", s["rank"]),
-                                      ("Alpha price (TAO)", s["price_tao"]), ("24h change (%)", s["change_24h_pct"]),
-                                      ("Market cap (TAO)", s["market_cap_tao"]), ("Emission (%)", s["emission_pct"]),
-                                      ("Registered neurons", s["neurons"]), ("Registered at (unix)", s["registered"])])
-                    return markup.page(self, f"SN{s['netuid']}: {s['name']}", body, self.NAV)
-        return markup.not_found(self, path, self.NAV)
+            s = self.find(world, t, "subnets", lambda s: str(s["netuid"]) == ref)
+            if s is not None:
+                body = markup.dl([("Netuid", s["netuid"]), ("Name", s["name"]), ("Rank by market cap", s["rank"]),
+                                  ("Alpha price (TAO)", s["price_tao"]), ("24h change (%)", s["change_24h_pct"]),
+                                  ("Market cap (TAO)", s["market_cap_tao"]), ("Emission (%)", s["emission_pct"]),
+                                  ("Registered neurons", s["neurons"]), ("Registered at (unix)", s["registered"])])
+                return self.page(f"SN{s['netuid']}: {s['name']}", body)
+        return self.not_found(path)
 
 
 def _price(s: dict, t: float) -> float:
