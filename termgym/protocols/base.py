@@ -77,6 +77,10 @@ class Protocol(ABC):
     def render_format_error(self, action: Action) -> str:
         """The text the model sees after an unparsable message."""
 
+    def run_metadata(self) -> dict[str, Any]:
+        """Facts about this protocol's setup that ``reset`` adds to ``info`` (e.g. Terminus-2's prompt source)."""
+        return {}
+
     def tools(self) -> list[dict[str, Any]] | None:
         """OpenAI tool schemas the agent should be offered, if the protocol uses function calls."""
         return None

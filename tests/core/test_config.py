@@ -168,3 +168,21 @@ def test_register_suite_warns_when_it_replaces_an_id():
         termgym.register_suite(env_id, lambda: ListSuite(make_hello_tasks(1)), max_steps=3)
     assert gym.registry[env_id].kwargs["max_steps"] == 3
     gym.registry.pop(env_id)
+
+
+def test_termgym_list_builds_each_suite_with_its_suite_options_only(capsys):
+    import argparse
+
+    from termgym.commands import list as list_command
+
+    env_id = "tests/ListOptions-v0"
+    gym.registry.pop(env_id, None)
+    # env options (max_steps, mode) and a suite option (n) side by side, as gym.make takes them
+    termgym.register_suite(env_id, lambda n=5: ListSuite(make_hello_tasks(n), name="listopts"),
+                           max_steps=2, mode="stateless", n=3)
+    try:
+        assert list_command.run(argparse.Namespace(no_counts=False)) == 0
+    finally:
+        gym.registry.pop(env_id)
+    line = next(row for row in capsys.readouterr().out.splitlines() if row.startswith(env_id))
+    assert line.split()[1:] == ["listopts", "3", "train=3"]
