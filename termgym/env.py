@@ -102,6 +102,16 @@ class TerminalEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi", "human"]}
 
+    # The config's fields, read where the env uses them (the config itself is frozen).
+    backend = property(lambda self: self.config.backend, doc="The sandbox backend (``EnvConfig.backend``).")
+    max_steps = property(lambda self: self.config.max_steps, doc="``EnvConfig.max_steps``.")
+    time_limit = property(lambda self: self.config.time_limit, doc="``EnvConfig.time_limit``.")
+    command_timeout = property(lambda self: self.config.command_timeout, doc="``EnvConfig.command_timeout``.")
+    max_context_chars = property(lambda self: self.config.max_context_chars, doc="``EnvConfig.max_context_chars``.")
+    mode = property(lambda self: self.config.mode, doc="``EnvConfig.mode``.")
+    split = property(lambda self: self.config.split, doc="``EnvConfig.split``.")
+    sandbox_options = property(lambda self: dict(self.config.sandbox_options), doc="``EnvConfig.sandbox_options``.")
+
     def __init__(
         self,
         suite: Any,
@@ -130,16 +140,6 @@ class TerminalEnv(gym.Env[str, str]):
         self.last_exec: ExecResult | None = None
         self._started_at = 0.0
         self._truncation_request: str | None = None
-
-    # The config's fields, read where the env uses them (the config itself is frozen).
-    backend = property(lambda self: self.config.backend, doc="The sandbox backend (``EnvConfig.backend``).")
-    max_steps = property(lambda self: self.config.max_steps, doc="``EnvConfig.max_steps``.")
-    time_limit = property(lambda self: self.config.time_limit, doc="``EnvConfig.time_limit``.")
-    command_timeout = property(lambda self: self.config.command_timeout, doc="``EnvConfig.command_timeout``.")
-    max_context_chars = property(lambda self: self.config.max_context_chars, doc="``EnvConfig.max_context_chars``.")
-    mode = property(lambda self: self.config.mode, doc="``EnvConfig.mode``.")
-    split = property(lambda self: self.config.split, doc="``EnvConfig.split``.")
-    sandbox_options = property(lambda self: dict(self.config.sandbox_options), doc="``EnvConfig.sandbox_options``.")
 
     # -- gymnasium API ------------------------------------------------------------------------
 
