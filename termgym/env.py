@@ -126,6 +126,7 @@ class TerminalEnv(gym.Env[str, str]):
         self.config, self.suite_options = split_options(options, config, suite_options)
         self.suite = resolve_suite(suite, **self.suite_options)
         self.protocol = make_protocol(self.config.protocol, **self.config.protocol_options)
+        self.protocol.configure(mode=self.config.mode)
         self.render_mode = render_mode
         self.observation_space = TextSpace()
         self.action_space = TextSpace()

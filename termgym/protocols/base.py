@@ -56,6 +56,13 @@ class Protocol(ABC):
     submit_sentinel: str | None = None
     #: How many submit messages in a row end an episode (Terminus-2 asks for a confirmation).
     submit_confirmations: int = 1
+    #: The env's shell mode (``"persistent"`` or ``"stateless"``), set by :meth:`configure`.
+    shell_mode: str = "persistent"
+
+    def configure(self, *, mode: str) -> None:
+        """Learn the env settings that shape the text the model sees; the env calls it once, for
+        every protocol, before any prompt is written (a prompt may say whether the shell keeps state)."""
+        self.shell_mode = mode
 
     @abstractmethod
     def system_prompt(self, task: Task) -> str:

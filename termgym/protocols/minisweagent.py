@@ -16,7 +16,7 @@ from termgym.protocols.base import Action, Protocol, strip_think
 from termgym.sandbox.output import elide
 
 if TYPE_CHECKING:
-    from termgym.sandbox.base import ExecResult, Sandbox
+    from termgym.sandbox.base import ExecResult
     from termgym.tasks.base import Task
 
 SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -98,20 +98,15 @@ class MiniSweAgentProtocol(Protocol):
         self.system_template, self.task_template, self.observation_template, self.format_error_template = map(
             Template, (system_template, task_template, observation_template, format_error_template))
         self.max_observation_chars = max_observation_chars
-        #: The shell mode the task prompt describes: as given, else the sandbox's (see :meth:`start`).
+        #: The shell mode the task prompt describes: as given, else the env's (:meth:`Protocol.configure`).
         self.mode = mode
-        self._sandbox_mode = "persistent"
-
-    def start(self, sandbox: Sandbox) -> None:
-        # The prompt tells the model whether its shell keeps state; the sandbox knows.
-        self._sandbox_mode = sandbox.mode
 
     def system_prompt(self, task: Task) -> str:
         return self.system_template.safe_substitute(sentinel=SENTINEL)
 
     def task_prompt(self, task: Task) -> str:
         shell_note = ("that keeps its state (working directory, variables) between commands"
-                      if (self.mode or self._sandbox_mode) == "persistent"
+                      if (self.mode or self.shell_mode) == "persistent"
                       else "started fresh in that directory (cd and variables do not carry over)")
         return self.task_template.safe_substitute(
             instruction=task.instruction, workdir=task.workdir, sentinel=SENTINEL,

@@ -116,7 +116,7 @@ def test_protocols_read_the_workdir_without_building_a_sandbox_spec(protocol):
     env.close()
 
 
-def test_the_shell_mode_in_the_prompt_comes_from_the_sandbox(hello_suite):
+def test_the_shell_mode_in_the_prompt_comes_from_the_env_config(hello_suite):
     for mode, note in (("persistent", "keeps its state"), ("stateless", "cd and variables do not carry over")):
         env = TerminalEnv(hello_suite, mode=mode)
         prompt, _ = env.reset(seed=0)
@@ -186,3 +186,10 @@ def test_termgym_list_builds_each_suite_with_its_suite_options_only(capsys):
         gym.registry.pop(env_id)
     line = next(row for row in capsys.readouterr().out.splitlines() if row.startswith(env_id))
     assert line.split()[1:] == ["listopts", "3", "train=3"]
+
+
+def test_the_prompt_knows_the_shell_mode_before_any_sandbox_starts(hello_suite):
+    # e.g. RL rows are built from the opening prompt without starting a sandbox
+    env = TerminalEnv(hello_suite, mode="stateless")
+    assert "cd and variables do not carry over" in env.protocol.task_prompt(hello_suite.load("hello-0"))
+    assert TerminalEnv(hello_suite, protocol="toolcall", mode="stateless").protocol.shell_mode == "stateless"
