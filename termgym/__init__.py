@@ -4,6 +4,7 @@
 >>> env = gym.make("termgym/SweSynth-v0")
 """
 
+from termgym.config import EnvConfig
 from termgym.registration import register_builtin_envs, register_suite
 from termgym.tasks.base import CommandTask, Grade, GradingContext, ListSuite, Task, TaskSuite
 
@@ -23,6 +24,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "CommandTask",
+    "EnvConfig",
     "Grade",
     "GradingContext",
     "ListSuite",

@@ -9,17 +9,18 @@ context). Observations and actions are text; the reward is the grade's score on 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import time
+from collections.abc import Mapping
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import utils as vector_utils
 
-from termgym.protocols import Protocol, make_protocol
-from termgym.sandbox import ExecResult, FreshSandboxes, Mode, Sandbox, make_sandbox, run_blocking
-from termgym.tasks.base import Grade, GradingContext, Task, TaskSuite
+from termgym.config import EnvConfig, resolve_suite, split_options
+from termgym.protocols import make_protocol
+from termgym.sandbox import ExecResult, FreshSandboxes, Sandbox, make_sandbox, run_blocking
+from termgym.tasks.base import Grade, GradingContext, Task
 
 
 class TextSpace(gym.Space[str]):
@@ -79,39 +80,18 @@ def _write_text(space: TextSpace, index: int, value: str, shared_memory: Any) ->
     row[: len(codes)] = codes
 
 
-def resolve_suite(suite: Any, **options: Any) -> TaskSuite:
-    """A suite from an instance, a factory, or an import path ``"module:attr"`` to either."""
-    if isinstance(suite, str):
-        if ":" not in suite:
-            raise ValueError(f"suite must be a TaskSuite, a callable or 'module:attr', not {suite!r}")
-        module, attr = suite.split(":", 1)
-        suite = getattr(importlib.import_module(module), attr)
-    if isinstance(suite, TaskSuite):
-        if options:
-            raise TypeError(f"suite options {sorted(options)} given, but the suite is already built")
-        return suite
-    if callable(suite):
-        built = suite(**options)
-        if not isinstance(built, TaskSuite):
-            raise TypeError(f"suite factory {suite!r} returned {type(built).__name__}, not a TaskSuite")
-        return built
-    raise TypeError(f"cannot make a task suite from {suite!r}")
-
-
 class TerminalEnv(gym.Env[str, str]):
     """A multi-turn terminal episode over one task of a suite.
 
     Args:
         suite: a :class:`TaskSuite`, a factory, or ``"module:attr"``; ``suite_options`` go to the factory.
-        backend: ``"local"`` (bubblewrap) or ``"docker"``.
-        protocol: ``"minisweagent"``, ``"toolcall"``, ``"terminus"``, a ``"module:Class"`` or an instance.
-        max_steps: steps (assistant messages) before the episode is truncated.
-        time_limit: wall-clock seconds for the agent phase before it is truncated (``None``: none).
-        command_timeout: per-command timeout in seconds (default: the task's ``Limits``).
-        max_context_chars: truncate once the chat history exceeds this many characters.
-        mode: ``"persistent"`` shell or ``"stateless"`` (a fresh subshell per command).
-        split: which split of the suite ``reset`` draws from (``None``: the suite's default).
-        sandbox_options / protocol_options: extra constructor arguments for the backend / protocol.
+        config: how episodes run (:class:`~termgym.config.EnvConfig`: backend, protocol, limits,
+            mode, split, sandbox and protocol options); default ``EnvConfig()``.
+        suite_options: keyword arguments for the suite factory.
+        render_mode: ``"ansi"`` or ``"human"``.
+        **options: ``gym.make`` style keywords, split by :func:`~termgym.config.split_options`:
+            the names of :class:`~termgym.config.EnvConfig` fields (``backend``, ``max_steps``…)
+            override ``config``, the rest are suite options; an option neither takes is an error.
 
     ``reset(seed=..., options={"task_id": ...})`` returns ``(task_prompt, info)`` with
     ``info["system_prompt"]``, ``info["task_id"]``, ``info["messages"]``, ``info["tools"]`` and
@@ -122,39 +102,31 @@ class TerminalEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi", "human"]}
 
+    # The config's fields, read where the env uses them (the config itself is frozen).
+    backend = property(lambda self: self.config.backend, doc="The sandbox backend (``EnvConfig.backend``).")
+    max_steps = property(lambda self: self.config.max_steps, doc="``EnvConfig.max_steps``.")
+    time_limit = property(lambda self: self.config.time_limit, doc="``EnvConfig.time_limit``.")
+    command_timeout = property(lambda self: self.config.command_timeout, doc="``EnvConfig.command_timeout``.")
+    max_context_chars = property(lambda self: self.config.max_context_chars, doc="``EnvConfig.max_context_chars``.")
+    mode = property(lambda self: self.config.mode, doc="``EnvConfig.mode``.")
+    split = property(lambda self: self.config.split, doc="``EnvConfig.split``.")
+    sandbox_options = property(lambda self: dict(self.config.sandbox_options), doc="``EnvConfig.sandbox_options``.")
+
     def __init__(
         self,
         suite: Any,
-        backend: str = "local",
-        protocol: str | Protocol = "minisweagent",
-        max_steps: int = 50,
-        time_limit: float | None = None,
-        command_timeout: float | None = None,
-        max_context_chars: int | None = None,
-        mode: Mode = "persistent",
-        split: str | None = None,
-        sandbox_options: dict[str, Any] | None = None,
-        protocol_options: dict[str, Any] | None = None,
+        config: EnvConfig | None = None,
+        *,
+        suite_options: Mapping[str, Any] | None = None,
         render_mode: str | None = None,
-        **suite_options: Any,
+        **options: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
-        self.suite = resolve_suite(suite, **suite_options)
-        self.backend = backend
-        protocol_options = dict(protocol_options or {})
-        if protocol == "minisweagent":
-            protocol_options.setdefault("mode", mode)
-        self.protocol = make_protocol(protocol, **protocol_options)
-        self.max_steps = max_steps
-        self.time_limit = time_limit
-        self.command_timeout = command_timeout
-        self.max_context_chars = max_context_chars
-        self.mode: Mode = mode
-        self.split = split
-        self.sandbox_options = dict(sandbox_options or {})
+        self.config, self.suite_options = split_options(options, config, suite_options)
+        self.suite = resolve_suite(suite, **self.suite_options)
+        self.protocol = make_protocol(self.config.protocol, **self.config.protocol_options)
+        self.protocol.configure(mode=self.config.mode)
         self.render_mode = render_mode
         self.observation_space = TextSpace()
         self.action_space = TextSpace()

@@ -12,7 +12,7 @@ of episodes share one event loop with the model calls.
 
 >>> import art
 >>> from termgym.integrations.art import RolloutConfig, gather_groups
->>> config = RolloutConfig(env=EnvConfig("termgym/SweSynth-v0", process_rewards={}))
+>>> config = RolloutConfig(env=EnvRecipe("termgym/SweSynth-v0", process_rewards={}))
 >>> groups = await gather_groups(model, ["1034", "1035"], config, rollouts_per_group=16)
 >>> await backend.train(model, groups)
 
@@ -36,7 +36,7 @@ import openai
 from openai.types.chat.chat_completion import Choice
 
 from termgym.data.samples import OfflineSample
-from termgym.integrations.episodes import EnvConfig, episode_metrics, finish_early
+from termgym.integrations.episodes import EnvRecipe, episode_metrics, finish_early
 from termgym.sandbox import run_blocking
 
 __all__ = [
@@ -68,7 +68,7 @@ class RolloutConfig:
             a 400 (context too long) is not retried: the episode is ended and graded instead.
     """
 
-    env: EnvConfig
+    env: EnvRecipe
     temperature: float | None = 0.7
     max_tokens: int | None = 4096
     top_p: float | None = None
@@ -77,8 +77,8 @@ class RolloutConfig:
     model_call_retries: int = 2
 
     def __post_init__(self) -> None:
-        if not isinstance(self.env, EnvConfig):
-            raise TypeError(f"RolloutConfig.env must be an EnvConfig, got {type(self.env).__name__}")
+        if not isinstance(self.env, EnvRecipe):
+            raise TypeError(f"RolloutConfig.env must be an EnvRecipe, got {type(self.env).__name__}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError(f"RolloutConfig.max_tokens must be at least 1 or None, got {self.max_tokens}")
         if self.model_call_retries < 0:

@@ -33,7 +33,7 @@ from tinker_cookbook.completers import StopCondition
 from tinker_cookbook.renderers import Renderer
 from tinker_cookbook.rl import types
 
-from termgym.integrations.episodes import EnvConfig, episode_metrics, finish_early
+from termgym.integrations.episodes import EnvRecipe, episode_metrics, finish_early
 from termgym.sandbox import run_blocking
 
 __all__ = [
@@ -65,7 +65,7 @@ class TermgymTokenEnv(types.Env):
             graded as ``context_limit`` (``None``: only the env's own limits apply).
     """
 
-    def __init__(self, env: EnvConfig, task_id: str, renderer: Renderer, *, seed: int | None = None,
+    def __init__(self, env: EnvRecipe, task_id: str, renderer: Renderer, *, seed: int | None = None,
                  max_trajectory_tokens: int | None = None) -> None:
         if max_trajectory_tokens is not None and max_trajectory_tokens < 1:
             raise ValueError(f"max_trajectory_tokens must be at least 1 or None, got {max_trajectory_tokens}")
@@ -207,7 +207,7 @@ class TermgymEnvGroupBuilder(types.EnvGroupBuilder):
         seed: episode ``i`` of the group is reset with ``seed + i`` (``None``: unseeded).
     """
 
-    env: EnvConfig
+    env: EnvRecipe
     task_id: str
     group_size: int
     model_name: str
@@ -280,8 +280,8 @@ class TermgymDatasetBuilder(types.RLDatasetBuilder):
     max_trajectory_tokens: int | None = None
     seed: int = 0
 
-    def env_config(self) -> EnvConfig:
-        return EnvConfig(self.env_id, dict(self.env_kwargs), self.process_rewards)
+    def env_config(self) -> EnvRecipe:
+        return EnvRecipe(self.env_id, dict(self.env_kwargs), self.process_rewards)
 
     def groups(self, task_ids: Sequence[str]) -> list[TermgymEnvGroupBuilder]:
         config = self.env_config()

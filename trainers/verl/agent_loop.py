@@ -40,6 +40,8 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from verl.utils.profiler import simple_timer
 from verl.workers.rollout.replica import TokenOutput
 
+from termgym.imports import load_object
+
 logger = logging.getLogger(__name__)
 logger.setLevel(os.getenv("TERMGYM_LOGGING_LEVEL", "WARNING"))
 
@@ -434,10 +436,7 @@ def _stop_token_ids(tokenizer) -> set[int]:
 def _resolve(obj: str | Callable) -> Callable:
     if callable(obj):
         return obj
-    if not isinstance(obj, str) or ":" not in obj:
-        raise ValueError(f"a wrapper must be a callable or 'module:attr', not {obj!r}")
-    module, attr = obj.split(":", 1)
-    return getattr(importlib.import_module(module), attr)
+    return load_object(obj, what="wrapper")
 
 
 def _plain(value: Any) -> Any:
