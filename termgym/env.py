@@ -284,11 +284,9 @@ class TerminalEnv(gym.Env[str, str]):
         except BaseException:
             self._end_episode()
             raise
-        system_prompt = self.protocol.system_prompt(self.task)
-        prompt = self.protocol.task_prompt(self.task)
-        # A protocol whose prompt is one user message (Terminus-2 with Harbor's template) has no system prompt.
-        self.messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
-            {"role": "user", "content": prompt}]
+        self.messages = self.opening_messages(self.task)
+        system_prompt = self.messages[0]["content"] if self.messages[0]["role"] == "system" else ""
+        prompt = self.messages[-1]["content"]
         self.grade = None
         self.steps = 0
         self.commands = []
@@ -305,6 +303,18 @@ class TerminalEnv(gym.Env[str, str]):
         }
         info.update(getattr(self.protocol, "run_metadata", dict)())  # e.g. terminus: prompt_source
         return prompt, info
+
+    def opening_messages(self, task: Task) -> list[dict[str, Any]]:
+        """The chat an episode of ``task`` opens with: the protocol's system prompt and the task prompt.
+
+        ``reset`` starts the history with it; RL data rows (:mod:`termgym.data.rl`) use it as their
+        ``prompt``. A protocol whose prompt is one user message (Terminus-2 with Harbor's template)
+        has no system message.
+        """
+        system_prompt = self.protocol.system_prompt(task)
+        prompt = self.protocol.task_prompt(task)
+        return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
+            {"role": "user", "content": prompt}]
 
     def step(self, action: str | dict[str, Any] | Truncate) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         """Apply one assistant message (or a :class:`Truncate`); see the class docstring for what comes back."""

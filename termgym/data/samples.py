@@ -8,7 +8,9 @@
                "problem_statement": "...", "fix_patch": "diff --git a/..."}}
 
 Files hold a JSON list of samples (``.json``) or one sample per line (``.jsonl``); both read and
-write. Fields this module does not know are kept and written back unchanged.
+write. Fields this module does not know are kept and written back unchanged. A sample converts to
+and from an episode record, termgym's one trajectory type (:meth:`OfflineSample.from_record`,
+:meth:`OfflineSample.to_record`).
 """
 
 from __future__ import annotations
@@ -112,6 +114,26 @@ class OfflineSample:
             **self.extra_other,
         }
         return {"task_id": self.task_id, "score": self.score, "extra": extra, **self.other}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], *, where: str = "record") -> OfflineSample:
+        """The sample of one episode record (:mod:`termgym.wrappers.recording`, termgym's one trajectory type).
+
+        See :func:`termgym.data.convert.recording_to_sample`; raises :class:`SampleError` for an
+        episode that was never graded.
+        """
+        from termgym.data.convert import recording_to_sample
+
+        return recording_to_sample(record, where=where)
+
+    def to_record(self, *, protocol: str | None = None) -> dict[str, Any]:
+        """This sample as an episode record; :meth:`from_record` of it gives this sample back.
+
+        See :func:`termgym.data.convert.sample_to_recording` (``protocol`` parses the assistant turns).
+        """
+        from termgym.data.convert import sample_to_recording
+
+        return sample_to_recording(self, protocol=protocol)
 
     def assistant_messages(self) -> list[dict[str, Any]]:
         """The assistant turns of the conversation, in order (what a replay sends)."""

@@ -81,6 +81,12 @@ def test_a_plain_seed_sample_becomes_a_recording():
     assert record["grade"] == {"score": 0.5, "passed": False, "all_passed": False, "all_result": "1/2"}
     assert record["options"] == {"task_id": "1034"}
     assert recording_to_sample(record).to_dict() == sample.to_dict()
+    # the same conversions as methods of the sample: the record is the one trajectory type
+    as_method = sample.to_record()
+    assert as_method == {**record, "episode_id": as_method["episode_id"]}
+    assert OfflineSample.from_record(sample.to_record()).to_dict() == sample.to_dict()
+    with pytest.raises(SampleError, match="not a termgym episode record"):
+        OfflineSample.from_record({"format": "something/else"})
 
 
 def test_load_items_mixes_recordings_and_samples(recording, tmp_path):
