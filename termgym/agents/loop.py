@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 
 from termgym.env import Truncate, areset, astep
-from termgym.sandbox import run_blocking
+from termgym.sandbox import BackendUnavailable, run_blocking
 
 
 class EnvFailure(Exception):
@@ -51,8 +51,6 @@ class EnvFailure(Exception):
     """
 
     def __init__(self, during: str, cause: BaseException) -> None:
-        from termgym.sandbox import BackendUnavailable
-
         super().__init__(f"env.{during} failed: {type(cause).__name__}: {cause}")
         self.during = during
         self.cause = cause
