@@ -12,13 +12,17 @@ __version__ = "0.1.0"
 
 register_builtin_envs()
 
+#: What ``termgym`` re-exports from :mod:`termgym.env`: the env, the action that ends an episode
+#: from outside, the async path through a wrapper stack and the read-only accessor.
+_ENV_NAMES = ("TerminalEnv", "Truncate", "aclose", "areset", "astep", "terminal_env")
+
 
 def __getattr__(name: str):
-    # TerminalEnv imports the sandbox and protocol layers; load it only when asked for.
-    if name == "TerminalEnv":
-        from termgym.env import TerminalEnv
+    # TerminalEnv imports the sandbox and protocol layers; load it (and its helpers) only when asked for.
+    if name in _ENV_NAMES:
+        from termgym import env
 
-        return TerminalEnv
+        return getattr(env, name)
     raise AttributeError(f"module 'termgym' has no attribute {name!r}")
 
 
@@ -31,6 +35,11 @@ __all__ = [
     "Task",
     "TaskSuite",
     "TerminalEnv",
+    "Truncate",
     "__version__",
+    "aclose",
+    "areset",
+    "astep",
     "register_suite",
+    "terminal_env",
 ]

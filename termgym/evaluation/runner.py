@@ -74,7 +74,7 @@ def list_task_ids(env_spec: Any, env_kwargs: dict[str, Any], split: str | None) 
     except Exception as exc:  # a suite that cannot load (missing files, bad kwargs) stops the run here
         raise ValueError(f"cannot make {env_spec.id} with {env_kwargs}: {type(exc).__name__}: {exc}") from exc
     try:
-        return [str(i) for i in env.unwrapped.suite.task_ids(split)]
+        return [str(i) for i in env.get_wrapper_attr("suite").task_ids(split)]
     except KeyError as exc:
         raise ValueError(f"{env_spec.id}: {exc.args[0] if exc.args else exc}") from exc
     finally:

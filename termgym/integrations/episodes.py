@@ -63,8 +63,8 @@ class EnvRecipe:
         """The task ids of the env's suite in ``split`` (the suite's default split when ``None``)."""
         env = gym.make(self.env_id, disable_env_checker=True, **dict(self.env_kwargs))
         try:
-            unwrapped = env.unwrapped
-            return [str(t) for t in unwrapped.suite.task_ids(split if split is not None else unwrapped.split)]
+            suite = env.get_wrapper_attr("suite")
+            return [str(t) for t in suite.task_ids(split if split is not None else env.get_wrapper_attr("split"))]
         finally:
             env.close()
 
@@ -108,12 +108,13 @@ def episode_metrics(final_info: Mapping[str, Any], *, steps: int, format_errors:
 def finish_early(env: gym.Env, reason: str) -> tuple[float, dict[str, Any]]:
     """End ``env``'s running episode from outside (the trainer's token budget ran out) and grade it.
 
-    The one way an episode ends early: ``request_truncation`` then a last ``step("")`` through the
-    whole wrapper stack, so a :class:`~termgym.wrappers.rewards.ProcessReward` settles it (outcome events,
+    The one way an episode ends early: a last ``step(Truncate(reason))`` through the whole wrapper
+    stack, so a :class:`~termgym.wrappers.rewards.ProcessReward` settles it (outcome events,
     shaping clawback) and a recorder records it like any other last step. Returns ``(reward, info)``.
     """
-    env.unwrapped.request_truncation(reason)
-    _obs, reward, _terminated, _truncated, info = env.step("")
+    from termgym.env import Truncate
+
+    _obs, reward, _terminated, _truncated, info = env.step(Truncate(reason))
     return float(reward), info
 
 

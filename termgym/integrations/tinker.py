@@ -119,8 +119,7 @@ class TermgymTokenEnv(types.Env):
             raise RuntimeError("step() before initial_observation() or after the episode ended")
         message, termination = self.renderer.parse_response(action)
         env = self._env
-        unwrapped = env.unwrapped
-        seen = len(unwrapped.messages)
+        seen = len(env.get_wrapper_attr("messages"))
         try:
             _obs, reward, terminated, truncated, info = await run_blocking(env.step, self._env_action(message))
         except BaseException:
@@ -133,7 +132,7 @@ class TermgymTokenEnv(types.Env):
         # The sampled message as the renderer parsed it (so the next prompt extends this one), then
         # what the env answered.
         self.messages.append(message)
-        self.messages.extend(_renderer_message(m) for m in unwrapped.messages[seen + 1:])
+        self.messages.extend(_renderer_message(m) for m in env.get_wrapper_attr("messages")[seen + 1:])
         reward = float(reward)
         metrics: dict[str, float | int] = {"format_error": int(format_error),
                                            "parse/" + str(termination.value): 1}

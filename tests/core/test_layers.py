@@ -33,14 +33,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("commands", ("termgym.commands", "termgym.cli")),
 ]
 
-#: Left to the helpers working on the same issue in parallel (the sandbox split and the episode
-#: record); each entry is checked to still exist, so the list can only shrink: delete an entry
-#: when its cycle or edge is gone.
-PENDING_CYCLES = {
-    frozenset({"termgym.sandbox.docker", "termgym.sandbox.pool"}),
-    frozenset({"termgym.evaluation.runner", "termgym.evaluation.ray_runner"}),
-}
-PENDING_UPWARD = {("termgym.wrappers.recording", "termgym.agents.base")}
+#: Known cycles and upward imports still to remove (empty: none are allowed); each entry is checked
+#: to still exist, so the lists can only shrink.
+PENDING_CYCLES: set[frozenset[str]] = set()
+PENDING_UPWARD: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

@@ -263,7 +263,7 @@ def test_gc_never_touches_containers_without_the_label():
 
 
 def test_32_concurrent_episodes_leave_no_container():
-    from termgym.env import TerminalEnv
+    from termgym.env import TerminalEnv, aclose, areset, astep
 
     tasks = [
         CommandTask(f"count-{i}", f"Write {i} to n.txt.", grade_command=f"grep -qx {i} n.txt",
@@ -276,14 +276,14 @@ def test_32_concurrent_episodes_leave_no_container():
     async def episode(i: int) -> float:
         env = TerminalEnv(suite, backend="docker", max_steps=4)
         try:
-            await env.areset(options={"task_id": f"count-{i}"})
-            await env.astep(f"THOUGHT: write it\n```bash\necho {i} > n.txt\n```")
-            _, reward, terminated, _, info = await env.astep(
+            await areset(env, options={"task_id": f"count-{i}"})
+            await astep(env, f"THOUGHT: write it\n```bash\necho {i} > n.txt\n```")
+            _, reward, terminated, _, info = await astep(env,
                 "THOUGHT: submit\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
             assert terminated
             return float(reward)
         finally:
-            await env.aclose()
+            await aclose(env)
 
     async def main() -> list[float]:
         return await asyncio.gather(*(episode(i) for i in range(32)))
