@@ -400,8 +400,14 @@ def find_attribute_rename(repo: RepoIndex) -> list[Mutation]:
                 if not new or new in names or not new.isidentifier():
                     continue
                 group = _Group(repo, "coordinated-attribute-rename", _group("attribute", f"{path}:{cls.name}", attr))
-                readers = sorted(loads[attr], key=lambda u: (u[0].lineno, u[0].col_offset))
-                for node, qual in [stores[attr][0], readers[0]]:
+                store = stores[attr][0]
+                # The reader that follows lives in another method when one exists: a reader on the
+                # next line would make one visible change, not two.
+                readers = sorted(loads[attr], key=lambda u: (u[1] == store[1], abs(u[0].lineno - store[0].lineno) <= 1,
+                                                             u[0].lineno, u[0].col_offset))
+                if abs(readers[0][0].lineno - store[0].lineno) <= 1:
+                    continue
+                for node, qual in [store, readers[0]]:
                     end = index.src.span(node)[1]
                     start = end - len(attr)
                     if index.src.text[start:end] != attr:
