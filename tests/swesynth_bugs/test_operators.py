@@ -30,7 +30,7 @@ from termgym.tasks.swesynth.inject import (
 )
 from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.validate import list_source_files
-from tests.swesynth_bugs.conftest import SOURCES, TESTS
+from tests.swesynth_bugs.shop import SOURCES, TESTS
 
 TOY = Path(__file__).resolve().parents[2] / "termgym_data" / "swesynth" / "toy"
 COORDINATED = [t for t in REPO_FINDERS if t.startswith("coordinated-")]
