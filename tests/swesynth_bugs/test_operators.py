@@ -117,6 +117,15 @@ def test_cross_module_helper_mutates_only_functions_other_modules_call():
     assert {m.function for m in found} <= {"split_pair", "discount", "summary", "parse_price", "count_words"}
 
 
+def test_cross_module_helper_prefers_modules_no_test_file_is_named_after():
+    files = {**SOURCES,
+             "shop/rounding.py": "def to_cents(value, places=2):\n    return round(value * 100) / 100 if places else value\n",
+             "shop/till.py": "from .rounding import to_cents\n\n\ndef change(paid, price):\n"
+                             "    return to_cents(paid - price)\n"}
+    found = find_cross_module_helper(RepoIndex(files, TESTS), FINDERS, min_hidden=0)
+    assert found and {m.function for m in found} == {"to_cents"}
+
+
 @pytest.mark.parametrize("bug_type", list(FLOW_FINDERS))
 def test_value_flow_operators_find_sites_in_real_code(bug_type):
     files = {**toy_files("ledgerly"), **toy_files("textkit")}
