@@ -181,7 +181,7 @@ def test_toy_projects_offer_every_kind_of_harder_bug():
         files = toy_files(project)
         counts.update(u[0].bug_type for u in units(find_bugs(files, HARD_TYPES, strict=False)))
     for t in (*FLOW_FINDERS, "cross-module-helper", "coordinated-param-swap", "coordinated-default",
-              "coordinated-constant"):
+              "coordinated-constant", "coordinated-attribute-rename"):
         assert counts[t] >= 1, (t, counts)
 
 
