@@ -520,10 +520,19 @@ def project_sandbox_spec_parts(name: str | Project, workdir: str = "/app") -> Sa
 
 __all__ = [
     "MARKER", "PERMISSIVE", "PROJECTS_DIR", "PROVISION_COMMAND", "TESTENV_MOUNT", "Deselected", "Project",
-    "CleanRun", "ProjectError", "SandboxParts", "TestEnvMissing", "cache_root", "get_project", "load_project", "load_projects",
+    "CleanRun", "ProjectError", "SandboxParts", "TestEnvMissing", "cache_root", "get_project", "host_pythonpath", "load_project", "load_projects",
     "missing_testenvs", "project_sandbox_spec_parts", "project_tree", "provision", "require_testenv", "run_clean_suite",
     "testenv_dir", "testenv_ready", "testenv_root", "verify_sdist",
 ]
+
+
+def host_pythonpath(name: str | Project, tree: str | Path) -> str:
+    """``PYTHONPATH`` for running the project's tests on the host from ``tree`` (a copy of the clean
+    tree): its ``python_path`` directories, then the provisioned test environment (which holds the
+    pinned pytest, so ``python3 -m pytest`` is that one). Same order as in a sandbox."""
+    project = _as_project(name)
+    env = require_testenv(project)
+    return ":".join([*(str(Path(tree) / p) for p in project.python_path), str(env)])
 
 
 # -- checking a project ---------------------------------------------------------------------------
