@@ -409,13 +409,18 @@ def apply_patch_command(patch: str, workdir: str) -> str:
 
 
 BUNDLED_DIR = SWESYNTH_DIR / "tasks"
+#: The toy suite: tasks from the small projects written for termgym (ledgerly, planwise, textkit).
+TOY_DIR = SWESYNTH_DIR / "tasks"
+#: Suites known by name: ``SweSynthSuite("toy")``, ``gym.make("termgym/SweSynth-v0", path="toy")``,
+#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``. A folder of that name is ``./toy``.
+NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR}
 
 
 class SweSynthSuite(TaskSuite):
     """SWE-SYNTH tasks from a suite directory, a folder of task folders, or a records file.
 
-    ``source`` is a directory with ``suite.json`` (what ``termgym swesynth generate`` writes and
-    what ships in the package), a directory of task folders, a single task folder, or a
+    ``source`` is a suite name (:data:`NAMED_SUITES`: ``"toy"``), a directory with ``suite.json``
+    (what ``termgym swesynth generate`` writes and what ships in the package), a directory of task folders, a single task folder, or a
     ``.json``/``.jsonl`` file of records in the public shape (for example records pointing at
     Docker images). ``bug_types`` and ``repos`` keep only matching tasks.
     """
@@ -433,6 +438,8 @@ class SweSynthSuite(TaskSuite):
         self._base = None
         if source is None:
             source = BUNDLED_DIR
+        if isinstance(source, str) and source in NAMED_SUITES:
+            source = NAMED_SUITES[source]
         if isinstance(source, (str, Path)):
             self._load_path(Path(source))
             self.name = name or self._name
