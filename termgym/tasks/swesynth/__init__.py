@@ -15,15 +15,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from termgym.tasks.swesynth.records import TaskRecord, read_task, write_task
-from termgym.tasks.swesynth.suite import BUNDLED_DIR, REFUSAL, SweSynthSuite, SweSynthTask
+from termgym.tasks.swesynth.suite import (
+    BUNDLED_DIR,
+    NAMED_SUITES,
+    REFUSAL,
+    TOY_DIR,
+    SweSynthSuite,
+    SweSynthTask,
+)
 
 
 def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
-    """The suite behind ``termgym/SweSynth-v0``: the bundled tasks, or ``path`` (a suite directory,
-    task folder or records file). ``options`` go to :class:`SweSynthSuite` (``bug_types``,
+    """The suite behind ``termgym/SweSynth-v0``: the bundled tasks, or ``path`` (a suite name such
+    as ``"toy"`` — ``gym.make("termgym/SweSynth-v0", path="toy")`` — a suite directory, a task folder
+    or a records file). ``options`` go to :class:`SweSynthSuite` (``bug_types``,
     ``repos``, ``cache_dir``, ``grade_timeout``)."""
     return SweSynthSuite(path if path is not None else BUNDLED_DIR, **options)
 
 
-__all__ = ["BUNDLED_DIR", "REFUSAL", "SweSynthSuite", "SweSynthTask", "TaskRecord", "default_suite", "read_task",
+__all__ = ["BUNDLED_DIR", "NAMED_SUITES", "REFUSAL", "TOY_DIR", "SweSynthSuite", "SweSynthTask", "TaskRecord", "default_suite", "read_task",
            "write_task"]
