@@ -107,13 +107,15 @@ def run_evaluation(config: EvalConfig) -> RunOutcome:
     process_rewards = None
     if config.process_rewards:
         process_rewards = dict(config.process_rewards) if isinstance(config.process_rewards, dict) else {}
-    record_path = str((store.path / "episodes.jsonl").resolve()) if config.record else None
+    # Every episode is recorded: its result keeps only a summary and a reference to the record.
+    record_path = str(store.record_path.resolve())
     record_metadata = {"agent": record["agent"], "model": record["agent_options"].get("model"),
                        "run_dir": str(store.path)}
     todo = [EpisodeSpec(env_spec=env_spec, env_kwargs=env_kwargs, task_id=task_id, attempt=attempt,
                         seed=config.seed + attempt, episode_timeout=config.episode_timeout,
                         infra_retries=config.infra_retries, infra_backoff=config.infra_backoff,
                         process_rewards=process_rewards, record_path=record_path,
+                        record_name=store.record_path.name,
                         record_experiment=_slug(store.path.resolve().name), record_metadata=record_metadata)
             for attempt in range(config.attempts)  # attempt-major: pass@1 is known early
             for task_id in task_ids if (task_id, attempt) not in finished]
