@@ -141,25 +141,55 @@ EpisodeResult.legacy_transcript = None  # type: ignore[attr-defined]
 
 def read_record(path: str | os.PathLike[str], episode_id: str, task_id: str | None = None) -> dict[str, Any]:
     """The record ``episode_id`` from the recording file ``path``; ``ValueError`` naming the file if
-    the file is missing, unreadable or corrupt, or holds no such record."""
-    return _records_of(Path(path)).get(episode_id) or _no_record(Path(path), episode_id, task_id)
+    the file is missing or unreadable, or holds no such record (saying which lines are corrupt)."""
+    return _find(_records_of(Path(path)), Path(path), episode_id, task_id)
 
 
-def _records_of(path: Path) -> dict[str, dict[str, Any]]:
-    from termgym.wrappers.recording import read_episodes
+@dataclass
+class _Recording:
+    """The records of one recording file by id, and the lines that were not records."""
+
+    records: dict[str, dict[str, Any]]
+    bad_lines: list[str]
+
+
+def _records_of(path: Path) -> _Recording:
+    from termgym.wrappers.recording import RECORD_FORMAT
 
     if not path.is_file():
         raise ValueError(f"the recording {path} does not exist (was the run directory moved without its "
                          "episodes.jsonl, or the file deleted?)")
+    records: dict[str, dict[str, Any]] = {}
+    bad: list[str] = []
     try:
-        return {str(r.get("episode_id")): r for r in read_episodes(path)}
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"the recording {path} is corrupt: {exc}") from exc
+        with open(path, encoding="utf-8") as handle:
+            # A bad line (a record torn by a killed writer) costs that line, not the whole file: the
+            # other episodes' records stay readable, and a missing one is reported with the bad lines.
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    bad.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
+                    continue
+                if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+                    bad.append(f"line {number}: not a {RECORD_FORMAT} record")
+                    continue
+                records[str(record.get("episode_id"))] = record
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the recording {path} cannot be read: {exc}") from exc
+    return _Recording(records, bad)
 
 
-def _no_record(path: Path, episode_id: str, task_id: str | None) -> dict[str, Any]:
+def _find(recording: _Recording, path: Path, episode_id: str, task_id: str | None) -> dict[str, Any]:
+    record = recording.records.get(episode_id)
+    if record is not None:
+        return record
     who = f"episode {task_id!r}'s record" if task_id else "the record"
-    raise ValueError(f"{who} {episode_id!r} is not in {path}")
+    corrupt = (f"; the file is corrupt ({len(recording.bad_lines)} bad line(s): "
+               + "; ".join(recording.bad_lines[:3]) + ")") if recording.bad_lines else ""
+    raise ValueError(f"{who} {episode_id!r} is not in {path}{corrupt}")
 
 
 def transcript_turns(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -208,7 +238,7 @@ class RunDir:
         self.summary_path = self.path / "summary.json"
         #: Where every episode of the run is recorded (one file, appended by concurrent episodes).
         self.record_path = self.path / RECORDING_NAME
-        self._recordings: dict[Path, dict[str, dict[str, Any]]] = {}
+        self._recordings: dict[Path, _Recording] = {}
 
     def exists(self) -> bool:
         return self.config_path.exists()
@@ -256,7 +286,7 @@ class RunDir:
         try:
             if path not in self._recordings:
                 self._recordings[path] = _records_of(path)
-            record = self._recordings[path].get(episode_id) or _no_record(path, episode_id, result.task_id)
+            record = _find(self._recordings[path], path, episode_id, result.task_id)
         except ValueError as exc:
             raise ValueError(f"run {self.path}: cannot read the transcript of episode {result.task_id!r} "
                              f"(attempt {result.attempt}): {exc}. To play the episode again, delete "

@@ -79,6 +79,10 @@ def test_sync_agent_by_import_path_runs_concurrently(tmp_path, scripted):
                        task_ids="right-1,right-2,explore,wrong-answer", concurrency=4, progress=False)
     assert time.monotonic() - started < 8.0
     assert outcome.summary["solved"] == 4 and {r.steps for r in outcome.results} == {3}
+    # The four episodes appended to the one recording side by side: four whole records, one each.
+    records = read_episodes(tmp_path / "run" / "episodes.jsonl")
+    assert sorted(r["task_id"] for r in records) == ["explore", "right-1", "right-2", "wrong-answer"]
+    assert {r.record["episode_id"] for r in outcome.results} == {r["episode_id"] for r in records}
 
 
 def test_agent_exception_is_an_agent_error_and_does_not_stop_others(tmp_path, scripted):

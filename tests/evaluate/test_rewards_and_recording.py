@@ -102,12 +102,21 @@ def test_a_missing_record_is_a_clear_error_naming_the_file(tmp_path, scripted):
 
 def test_a_corrupt_record_is_a_clear_error_naming_the_file(tmp_path, scripted):
     run = _one_episode_run(tmp_path, scripted)
-    (run / "episodes.jsonl").write_text("{not json\n")
-    with pytest.raises(ValueError, match=r"recording .*episodes\.jsonl is corrupt: .*episodes\.jsonl:1: not valid JSON"):
+    path = run / "episodes.jsonl"
+    [record] = read_episodes(path)
+    path.write_text("{not json\n" + json.dumps({"format": "other"}) + "\n")
+    with pytest.raises(ValueError, match=r"run .*right-1.*record '[0-9a-f]+' is not in .*episodes\.jsonl; the file is "
+                                         r"corrupt \(2 bad line\(s\): line 1: not valid JSON .*; line 2: not a "
+                                         r"termgym\.episode/1 record\)"):
         write_report(run)
-    (run / "episodes.jsonl").write_text("")
-    with pytest.raises(ValueError, match=r"record '[0-9a-f]+' is not in .*episodes\.jsonl"):
+    path.write_text("")
+    with pytest.raises(ValueError, match=r"record '[0-9a-f]+' is not in .*episodes\.jsonl\. To play"):
         write_report(run)
+    # A record torn by a killed writer costs only its own line: the others still read.
+    path.write_text('{"format": "termgym.episode/1", "episo' + json.dumps(record) + "\n")
+    assert "corrupt" in pytest.raises(ValueError, write_report, run).value.args[0]
+    path.write_text('{"format": "termgym.episode/1", "episo\n' + json.dumps(record) + "\n")
+    assert "assistant · step 1" in write_report(run).read_text()
 
 
 def test_an_old_result_with_an_inline_transcript_still_shows(tmp_path, scripted):
