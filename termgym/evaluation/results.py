@@ -130,10 +130,6 @@ class EpisodeResult:
                                         "turns": list(data.get("turns") or [])}
         return result
 
-    def brief(self) -> dict[str, Any]:
-        """The episode's summary as a dict (the result holds no transcript; kept for callers)."""
-        return self.to_dict()
-
 
 #: How a result read from an old run directory carries its inline transcript (``None``: it has none).
 EpisodeResult.legacy_transcript = None  # type: ignore[attr-defined]

@@ -127,6 +127,8 @@ def test_broken_sandbox_setup_is_an_infra_error(tmp_path):
     assert broken.error["type"] == "SandboxError" and len(broken.infra_failures) == 2
     # The env never reset: no record to point at, and the report says so instead of failing.
     assert broken.record is None and outcome.run_dir.transcript(broken) is None
+    with pytest.raises(ValueError, match="'bad-setup' .* has no record: it failed before its episode started"):
+        broken.load_record(outcome.run_dir.path)
 
 
 def test_episode_timeout_bounds_a_stuck_agent(tmp_path, scripted):
