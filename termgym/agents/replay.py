@@ -89,14 +89,20 @@ class ReplayAgent(Agent):
         self.select = select
         self.conversations: dict[str, list[dict[str, Any]]] = {}
         scores: dict[str, float] = {}
+        complete: dict[str, bool] = {}
         for item in items:
             task_id, conversation = _conversation_of(item)
             if task_id is None:
                 raise ValueError("every conversation given to ReplayAgent needs a task id (use samples or records)")
             score = _score_of(item)
-            if task_id not in self.conversations or (select == "best" and score > scores[task_id]):
+            # A record cut short (an infrastructure try that was retried, an episode timeout) is
+            # replayed only when its task has nothing better: a finished one replaces it.
+            whole = not (isinstance(item, Mapping) and item.get("end_reason") == "abandoned")
+            if (task_id not in self.conversations or (whole and not complete[task_id])
+                    or (select == "best" and whole >= complete[task_id] and score > scores[task_id])):
                 self.conversations[task_id] = conversation
                 scores[task_id] = score
+                complete[task_id] = whole
 
     async def start(self, episode: Episode) -> None:
         conversation = self.conversations.get(str(episode.task_id))

@@ -73,8 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="bar: a live progress bar; lines: one line per finished episode; auto (default): a bar "
                         "when stderr is a terminal, lines otherwise")
     g.add_argument("--record", action="store_true",
-                   help="also append every episode to OUTPUT_DIR/episodes.jsonl (termgym.wrappers.recording format: "
-                        "token ids, logprobs; for offline samples and --agent replay)")
+                   help="kept for compatibility, changes nothing: every episode is recorded in "
+                        "OUTPUT_DIR/episodes.jsonl (termgym.wrappers.recording format)")
     g.add_argument("--quiet", action="store_true", help="no progress output (--progress off)")
     g.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=run)

@@ -29,8 +29,9 @@ class EvalConfig:
     custom suites are registered). ``ray_address`` (``"auto"``, ``"ray://host:10001"``) spreads the
     episodes over a Ray cluster, ``ray_cpus_per_episode`` CPUs each, with ``ray_runtime_env`` for
     the workers. ``process_rewards`` wraps each env in :class:`termgym.wrappers.rewards.ProcessReward` (a dict:
-    its options); ``record`` also appends every episode to ``output_dir/episodes.jsonl`` in
-    :mod:`termgym.wrappers.recording`'s format (for offline samples and replay). ``progress``: ``"auto"``
+    its options). Every episode is recorded in ``output_dir/episodes.jsonl``
+    (:mod:`termgym.wrappers.recording`'s format; for the report, offline samples and replay);
+    ``record`` is kept for compatibility and changes nothing. ``progress``: ``"auto"``
     (``None``: a live bar when stderr is a terminal, one line per episode otherwise), ``"bar"``
     (``True``), ``"lines"`` or ``"off"`` (``False``).
     """

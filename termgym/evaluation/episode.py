@@ -48,6 +48,7 @@ class EpisodeSpec:
     infra_backoff: float = 2.0
     process_rewards: dict[str, Any] | None = None  # ProcessReward options; None: no process rewards
     record_path: str | None = None  # append the episode to this JSONL file (termgym.wrappers.recording)
+    record_name: str | None = None  # how the result names that file (relative to the run dir); default record_path
     record_experiment: str = "eval"
     record_metadata: dict[str, Any] | None = None
 
@@ -58,20 +59,26 @@ async def play_with_retries(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
     for attempt in range(spec.infra_retries + 1):
         if attempt:
             await asyncio.sleep(spec.infra_backoff * 2 ** (attempt - 1))
-        result = await play_episode(spec, agent)
+        result = await play_episode(spec, agent, try_index=attempt)
         if result.status != "infra_error":
             result.infra_failures = failures
             return result
         assert result.error is not None
-        failures.append(result.error)
+        # The failed try's own record (written as abandoned, tagged with its try) stays findable
+        # from here; the result points at the final try's record only.
+        failures.append({**result.error, "record": result.record})
         if not result.error.get("retriable", True):
             break
     result.infra_failures = failures[:-1]
     return result
 
 
-async def play_episode(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
-    """Play one try of ``spec``'s episode. The result's status says how it ended."""
+async def play_episode(spec: EpisodeSpec, agent: Agent, try_index: int = 0) -> EpisodeResult:
+    """Play one try of ``spec``'s episode. The result's status says how it ended.
+
+    ``try_index`` counts infrastructure retries; it goes into the record's metadata (``"try"``) and
+    the result's ``record`` reference, so each try's record is told apart.
+    """
     started = time.monotonic()
     result = EpisodeResult(task_id=spec.task_id, attempt=spec.attempt, status="completed", seed=spec.seed,
                            started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -79,7 +86,7 @@ async def play_episode(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
     env: gym.Env | None = None
     timings = {"agent": 0.0, "env": 0.0}
     try:
-        env = await _env_call(timings, "make", _make_env, spec)
+        env = await _env_call(timings, "make", _make_env, spec, try_index)
         await _bounded(_loop(spec, agent, env, result, timings), spec.episode_timeout)
     except _EpisodeTimeout:
         result.status = "agent_error"
@@ -98,14 +105,13 @@ async def play_episode(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
         result.error = _error("agent", exc, "agent")
     finally:
         if env is not None:
-            if not result.messages:
-                with contextlib.suppress(Exception):
-                    result.messages = list(env.get_wrapper_attr("messages") or [])
             try:
                 # Blocking, but short (kills the sandbox's processes); it must also run on cancellation.
+                # It also writes an unfinished episode's record (a timeout, an error) as abandoned.
                 env.close()
             except Exception:
                 pass
+            result.record = _record_reference(spec, env, try_index)
     if result.status != "completed":
         result.score, result.passed = 0.0, False
     result.wall_time = round(time.monotonic() - started, 4)
@@ -119,8 +125,8 @@ class AgentPolicy:
 
     It builds the agent's :class:`~termgym.agents.base.Episode` view after ``reset``, turns each
     ``act`` into an action (a :class:`~termgym.agents.base.Reply`'s token data rides on the message
-    under ``"extra"``), and writes each step into ``result`` as it happens, so an episode cut by
-    its timeout keeps the turns it played.
+    under ``"extra"``, so the recorder stores it with the step), and counts each step into
+    ``result``'s summary as it happens, so an episode cut by its timeout keeps what it played.
     """
 
     def __init__(self, spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeResult) -> None:
@@ -146,12 +152,6 @@ class AgentPolicy:
         # The env appends to its history list; keep the agent's view pointing at the live one.
         self.episode.messages = self.env.get_wrapper_attr("messages")
         parsed = info.get("action") or {}
-        turn: dict[str, Any] = {"step": step.index, "action": parsed, "reward": step.reward}
-        for key in ("exec", "refused", "reward_events", "env_reward", "process_reward"):
-            if key in info:
-                turn[key] = info[key]
-        turn.update(reply.record())
-        result.turns.append(turn)
         result.steps = step.index
         result.total_reward += step.reward
         result.format_errors += parsed.get("kind") == "format_error"
@@ -186,8 +186,6 @@ async def _loop(spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeRe
     result.score = float(grade.get("score", outcome.steps[-1].reward if outcome.steps else 0.0))
     result.passed = bool(grade.get("passed", False))
     result.end_reason = outcome.end_reason
-    result.messages = list(info.get("messages") or env.get_wrapper_attr("messages"))
-    result.record = _record_reference(spec, env)
     if grade.get("infra_error"):
         # The grader could not run the tests at all (no interpreter, no runner, a suite that
         # does not collect here): an outage, not the agent's 0. Not retried: it would recur.
@@ -196,18 +194,20 @@ async def _loop(spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeRe
                         "where": "grade", "retriable": False}
 
 
-def _record_reference(spec: EpisodeSpec, env: gym.Env) -> dict[str, Any] | None:
-    """Where the episode's full record is (the recorder's file and the record's id), if it was recorded."""
+def _record_reference(spec: EpisodeSpec, env: gym.Env, try_index: int) -> dict[str, Any] | None:
+    """Where the episode's full record is (the recording file, the record's id, the try), if it has one."""
     if spec.record_path is None:
         return None
     try:
         episode_id = env.get_wrapper_attr("last_episode_id")
     except AttributeError:
         return None
-    return {"path": spec.record_path, "episode_id": episode_id} if episode_id else None
+    if not episode_id:  # reset never returned: nothing was recorded
+        return None
+    return {"path": spec.record_name or spec.record_path, "episode_id": episode_id, "try": try_index}
 
 
-def _make_env(spec: EpisodeSpec) -> gym.Env:
+def _make_env(spec: EpisodeSpec, try_index: int = 0) -> gym.Env:
     env = gym.make(spec.env_spec, disable_env_checker=True, **spec.env_kwargs)
     if spec.process_rewards is not None:
         from termgym.wrappers.rewards import ProcessReward
@@ -217,7 +217,7 @@ def _make_env(spec: EpisodeSpec) -> gym.Env:
         from termgym.wrappers.recording import RecordEpisodes
 
         env = RecordEpisodes(env, spec.record_path, experiment=spec.record_experiment,
-                             metadata={**(spec.record_metadata or {}), "attempt": spec.attempt})
+                             metadata={**(spec.record_metadata or {}), "attempt": spec.attempt, "try": try_index})
     return env
 
 

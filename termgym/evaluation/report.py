@@ -102,13 +102,20 @@ def write_report(run: str | Path, output: str | Path | None = None) -> Path:
     summary = summarize(results, config)
     path = Path(output) if output is not None else store.path / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(summary, results, config, title=str(store.path)), encoding="utf-8")
+    transcripts = {r.key: store.transcript(r) for r in results}  # reads each episode's record
+    path.write_text(render_report(summary, results, config, title=str(store.path), transcripts=transcripts),
+                    encoding="utf-8")
     return path
 
 
 def render_report(summary: dict[str, Any], results: list[EpisodeResult], config: dict[str, Any],
-                  title: str = "run") -> str:
-    """The report page as a string (see the module docstring)."""
+                  title: str = "run", transcripts: dict[tuple[str, int], dict[str, Any] | None] | None = None) -> str:
+    """The report page as a string (see the module docstring).
+
+    ``transcripts`` maps each result's ``key`` to its transcript (:meth:`RunDir.transcript`, read
+    from the episode's record); an episode without one shows no transcript.
+    """
+    transcripts = transcripts or {}
     e = html.escape
     who = summary.get("agent") or "?"
     if summary.get("model"):
@@ -135,7 +142,7 @@ def render_report(summary: dict[str, Any], results: list[EpisodeResult], config:
         f'<span class="meta"><span id="shown-count">{len(results)}</span> of {len(results)} shown</span></div>',
         '<div id="episodes">',
     ]
-    parts += [_episode(r) for r in results]
+    parts += [_episode(r, transcripts.get(r.key)) for r in results]
     parts += ["</div>", "<h2>Configuration</h2>",
               f"<pre>{e(json.dumps(config, indent=2, ensure_ascii=False))}</pre>",
               f"</main><script>{_JS}</script></body></html>"]
@@ -221,7 +228,7 @@ def _anchor(r: EpisodeResult) -> str:
     return "ep-" + episode_filename(r.task_id, r.attempt)[:-5]
 
 
-def _episode(r: EpisodeResult) -> str:
+def _episode(r: EpisodeResult, transcript: dict[str, Any] | None) -> str:
     e = html.escape
     outcome = _outcome(r)
     head = (f'<summary><span class="badge {outcome}">{outcome.replace("_", " ")}</span> '
@@ -236,7 +243,10 @@ def _episode(r: EpisodeResult) -> str:
     for failure in r.infra_failures:
         body.append(f'<p class="meta">retried after infrastructure failure: {e(str(failure.get("type")))}: '
                     f"{e(str(failure.get('message'))[:500])}</p>")
-    body.append(_transcript(r))
+    if transcript is not None:
+        body.append(_transcript(transcript))
+    else:
+        body.append('<p class="meta">no transcript: the episode failed before it started</p>')
     if r.grade is not None:
         body.append(f"<h4>Grade</h4><pre>{e(json.dumps(r.grade, indent=2, ensure_ascii=False))}</pre>")
     body.append(f'<p class="meta">seed {r.seed} · started {e(str(r.started_at))} on {e(str(r.worker))} · '
@@ -246,12 +256,12 @@ def _episode(r: EpisodeResult) -> str:
             f'data-score="{r.score}">' + head + "".join(body) + "</details>")
 
 
-def _transcript(r: EpisodeResult) -> str:
+def _transcript(transcript: dict[str, Any]) -> str:
     e = html.escape
     out = []
-    turns = {t.get("step"): t for t in r.turns}
+    turns = {t.get("step"): t for t in transcript.get("turns") or []}
     step = 0
-    for index, message in enumerate(r.messages):
+    for index, message in enumerate(transcript.get("messages") or []):
         role = str(message.get("role", "?"))
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""

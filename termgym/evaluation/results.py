@@ -4,8 +4,11 @@ A run directory looks like this::
 
     runs/X/
       config.json              what was evaluated (env id and kwargs, agent, model, selection)
-      episodes/<task>__a<k>.json  one finished episode each (written atomically: a killed run
-                                  never leaves half a file), transcript included
+      episodes/<task>__a<k>.json  one finished episode each, its summary (status, score, steps,
+                                  tokens, times, grade, error) and ``record``, the reference to its
+                                  transcript (written atomically: a killed run never leaves half a file)
+      episodes.jsonl           every episode's record (termgym.wrappers.recording's format, the one
+                               trajectory type), appended by all concurrent episodes of the run
       summary.json             the summary of every episode in the directory (rewritten at the end)
       report.html              ``termgym view`` output
 
@@ -34,24 +37,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: The recording file of a run directory (every episode's record).
+RECORDING_NAME = "episodes.jsonl"
 STATUSES = ("completed", "agent_error", "infra_error")
 SCORED = ("completed", "agent_error")
 
 
 @dataclass
 class EpisodeResult:
-    """The outcome of one episode (one attempt at one task).
+    """The outcome of one episode (one attempt at one task): a summary plus a reference to its record.
 
-    ``turns`` has one entry per step: the parsed ``action``, the command's ``exec`` result, the step
-    ``reward``, any ``reward_events`` and what the agent reported about its ``reply`` (usage, token
-    ids, logprobs, latency, retries). ``messages`` is the whole chat history in OpenAI form.
     ``error`` is ``{"kind", "type", "message"}`` for failed episodes; ``infra_failures`` lists the
-    infrastructure failures that were retried before the final outcome.
+    infrastructure failures that were retried before the final outcome (each with the ``record``
+    of its own abandoned try, if it got that far).
 
-    The full trajectory of an episode is its record (:mod:`termgym.wrappers.recording`, termgym's
-    one trajectory type): with ``termgym eval --record`` ``record`` is ``{"path", "episode_id"}``,
-    where the record is, and :meth:`load_record` reads it. ``turns`` and ``messages`` are the
-    summary the HTML report shows.
+    The transcript (messages, each step's action, command result, rewards, token data) is not
+    here: it is the episode's record (:mod:`termgym.wrappers.recording`, termgym's one trajectory
+    type). ``record`` is ``{"path", "episode_id", "try"}``: the recording file (relative to the run
+    directory for ``termgym eval`` runs), the record's id and which infrastructure try it was;
+    ``None`` when the episode failed before it started (the env could not be made or reset).
+    :meth:`RunDir.transcript` and :meth:`load_record` read it.
     """
 
     task_id: str
@@ -74,8 +79,6 @@ class EpisodeResult:
     seed: int | None = None
     started_at: str | None = None
     worker: str | None = None
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    messages: list[dict[str, Any]] = field(default_factory=list)
     record: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -105,32 +108,98 @@ class EpisodeResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def load_record(self) -> dict[str, Any]:
-        """The episode's full record (steps, token data, timings) from the recording it points at."""
+    def load_record(self, run_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The episode's full record from the recording it points at (a relative ``record["path"]``
+        is read from ``run_dir``). Raises ``ValueError`` naming the file when it cannot."""
         if not self.record:
-            raise ValueError(f"episode {self.task_id!r} (attempt {self.attempt}) was not recorded; "
-                             "run termgym eval with --record")
-        from termgym.wrappers.recording import read_episodes
-
-        path, episode_id = self.record.get("path"), self.record.get("episode_id")
-        if not path or not Path(path).is_file():
-            raise ValueError(f"episode {self.task_id!r}: its recording {path!r} does not exist")
-        for record in read_episodes(path, skip_invalid=True):
-            if record.get("episode_id") == episode_id:
-                return record
-        raise ValueError(f"episode {self.task_id!r}: no record {episode_id!r} in {path}")
+            raise ValueError(f"episode {self.task_id!r} (attempt {self.attempt}) has no record: it failed "
+                             "before its episode started" + (f" ({self.error.get('type')})" if self.error else ""))
+        path = Path(str(self.record.get("path") or ""))
+        if run_dir is not None and not path.is_absolute():
+            path = Path(run_dir) / path
+        return read_record(path, str(self.record.get("episode_id")), self.task_id)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EpisodeResult:
         known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in data.items() if k in known})
+        result = cls(**{k: v for k, v in data.items() if k in known})
+        if data.get("messages") or data.get("turns"):
+            # A result written before results kept only a reference to their record: its inline
+            # transcript is still shown (RunDir.transcript), never written back.
+            result.legacy_transcript = {"messages": list(data.get("messages") or []),
+                                        "turns": list(data.get("turns") or [])}
+        return result
 
-    def brief(self) -> dict[str, Any]:
-        """The episode without its transcript (for summaries and tables)."""
-        data = self.to_dict()
-        data.pop("turns")
-        data.pop("messages")
-        return data
+
+#: How a result read from an old run directory carries its inline transcript (``None``: it has none).
+EpisodeResult.legacy_transcript = None  # type: ignore[attr-defined]
+
+
+def read_record(path: str | os.PathLike[str], episode_id: str, task_id: str | None = None) -> dict[str, Any]:
+    """The record ``episode_id`` from the recording file ``path``; ``ValueError`` naming the file if
+    the file is missing or unreadable, or holds no such record (saying which lines are corrupt)."""
+    return _find(_records_of(Path(path)), Path(path), episode_id, task_id)
+
+
+@dataclass
+class _Recording:
+    """The records of one recording file by id, and the lines that were not records."""
+
+    records: dict[str, dict[str, Any]]
+    bad_lines: list[str]
+
+
+def _records_of(path: Path) -> _Recording:
+    from termgym.wrappers.recording import RECORD_FORMAT
+
+    if not path.is_file():
+        raise ValueError(f"the recording {path} does not exist (was the run directory moved without its "
+                         "episodes.jsonl, or the file deleted?)")
+    records: dict[str, dict[str, Any]] = {}
+    bad: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            # A bad line (a record torn by a killed writer) costs that line, not the whole file: the
+            # other episodes' records stay readable, and a missing one is reported with the bad lines.
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    bad.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
+                    continue
+                if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+                    bad.append(f"line {number}: not a {RECORD_FORMAT} record")
+                    continue
+                records[str(record.get("episode_id"))] = record
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the recording {path} cannot be read: {exc}") from exc
+    return _Recording(records, bad)
+
+
+def _find(recording: _Recording, path: Path, episode_id: str, task_id: str | None) -> dict[str, Any]:
+    record = recording.records.get(episode_id)
+    if record is not None:
+        return record
+    who = f"episode {task_id!r}'s record" if task_id else "the record"
+    corrupt = (f"; the file is corrupt ({len(recording.bad_lines)} bad line(s): "
+               + "; ".join(recording.bad_lines[:3]) + ")") if recording.bad_lines else ""
+    raise ValueError(f"{who} {episode_id!r} is not in {path}{corrupt}")
+
+
+def transcript_turns(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record's steps as the report's turns: ``step`` (1-based), ``action``, ``exec``, ``reward``,
+    ``reward_events``, and the agent's ``usage``/``meta``/token data from the step's ``extra``."""
+    turns = []
+    for position, step in enumerate(record.get("steps") or []):
+        turn = {"step": int(step.get("index", position)) + 1}
+        for key in ("action", "exec", "refused", "reward", "reward_events"):
+            if step.get(key) is not None:
+                turn[key] = step[key]
+        turn.update(step.get("extra") or {})
+        turns.append(turn)
+    return turns
 
 
 def episode_filename(task_id: str, attempt: int) -> str:
@@ -163,6 +232,9 @@ class RunDir:
         self.episodes_dir = self.path / "episodes"
         self.config_path = self.path / "config.json"
         self.summary_path = self.path / "summary.json"
+        #: Where every episode of the run is recorded (one file, appended by concurrent episodes).
+        self.record_path = self.path / RECORDING_NAME
+        self._recordings: dict[Path, _Recording] = {}
 
     def exists(self) -> bool:
         return self.config_path.exists()
@@ -193,6 +265,30 @@ class RunDir:
                 raise ValueError(f"cannot read episode file {file}: {exc}") from exc
         out.sort(key=lambda r: (r.task_id, r.attempt))
         return out
+
+    def transcript(self, result: EpisodeResult) -> dict[str, Any] | None:
+        """The transcript of ``result``, read from its record: ``{"messages", "turns", "record"}``
+        (turns as :func:`transcript_turns`); ``None`` when the episode has no record (it failed
+        before it started). An old result with an inline transcript gives that one. A missing,
+        corrupt or incomplete recording raises ``ValueError`` naming the run, the episode and the file.
+        """
+        if result.legacy_transcript is not None:  # type: ignore[attr-defined]
+            return {**result.legacy_transcript, "record": None}  # type: ignore[attr-defined]
+        if not result.record:
+            return None
+        path = Path(str(result.record.get("path") or ""))
+        path = path if path.is_absolute() else self.path / path
+        episode_id = str(result.record.get("episode_id"))
+        try:
+            if path not in self._recordings:
+                self._recordings[path] = _records_of(path)
+            record = _find(self._recordings[path], path, episode_id, result.task_id)
+        except ValueError as exc:
+            raise ValueError(f"run {self.path}: cannot read the transcript of episode {result.task_id!r} "
+                             f"(attempt {result.attempt}): {exc}. To play the episode again, delete "
+                             f"{self.episode_path(result.task_id, result.attempt)} and rerun `termgym eval` "
+                             "with the same output directory") from None
+        return {"messages": list(record.get("messages") or []), "turns": transcript_turns(record), "record": record}
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json_atomic(self.summary_path, summary)

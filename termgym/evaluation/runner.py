@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import os
 import re
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -107,13 +109,16 @@ def run_evaluation(config: EvalConfig) -> RunOutcome:
     process_rewards = None
     if config.process_rewards:
         process_rewards = dict(config.process_rewards) if isinstance(config.process_rewards, dict) else {}
-    record_path = str((store.path / "episodes.jsonl").resolve()) if config.record else None
+    # Every episode is recorded: its result keeps only a summary and a reference to the record.
+    _end_torn_line(store.record_path)
+    record_path = str(store.record_path.resolve())
     record_metadata = {"agent": record["agent"], "model": record["agent_options"].get("model"),
                        "run_dir": str(store.path)}
     todo = [EpisodeSpec(env_spec=env_spec, env_kwargs=env_kwargs, task_id=task_id, attempt=attempt,
                         seed=config.seed + attempt, episode_timeout=config.episode_timeout,
                         infra_retries=config.infra_retries, infra_backoff=config.infra_backoff,
                         process_rewards=process_rewards, record_path=record_path,
+                        record_name=store.record_path.name,
                         record_experiment=_slug(store.path.resolve().name), record_metadata=record_metadata)
             for attempt in range(config.attempts)  # attempt-major: pass@1 is known early
             for task_id in task_ids if (task_id, attempt) not in finished]
@@ -218,6 +223,21 @@ def _reconcile(store: RunDir, record: dict[str, Any]) -> None:
     merged += [t for t in record["task_ids"] if t not in set(merged)]
     record["task_ids"] = merged
     record["attempts"] = max(int(old.get("attempts") or 1), record["attempts"])
+
+
+def _end_torn_line(path: Path) -> None:
+    """End a recording whose last line a killed run left torn, so the records a resumed run appends
+    start on a line of their own (the torn line alone stays unreadable)."""
+    try:
+        with open(path, "rb+") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
+    except FileNotFoundError:
+        pass
 
 
 def _slug(text: str) -> str:

@@ -19,6 +19,7 @@ from termgym.agents import make_agent  # noqa: E402
 from termgym.agents.minisweagent import MiniSweAgent  # noqa: E402
 from termgym.cli import main as cli_main  # noqa: E402
 from termgym.evaluation import evaluate  # noqa: E402
+from termgym.evaluation.results import EpisodeResult, RunDir  # noqa: E402
 
 SWESYNTH = "termgym/SweSynth-v0"
 TOY = {"path": "toy"}  # the toy suite: tasks from the projects written for termgym
@@ -33,13 +34,17 @@ def _outputs(*commands: str) -> list[dict]:
 
 def _run(tmp_path, task, outputs, name, **options):
     return evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / name, task_ids=task.task_id,
-                    split="all", progress="off", record=True, env_kwargs=TOY,
+                    split="all", progress="off", env_kwargs=TOY,
                     agent_options={"model_class": "deterministic", "model_config": {"outputs": outputs},
                                    **options})
 
 
 def _episode(tmp_path, name, task):
-    return json.loads((tmp_path / name / "episodes" / f"{task.task_id}__a0.json").read_text())
+    """The episode's result file, with its turns read from the episode's record (the result keeps none)."""
+    episode = json.loads((tmp_path / name / "episodes" / f"{task.task_id}__a0.json").read_text())
+    assert "turns" not in episode
+    store = RunDir(tmp_path / name)
+    return {**episode, "turns": store.transcript(EpisodeResult.from_dict(episode))["turns"]}
 
 
 def test_default_agent_replaying_the_fix_solves_a_swesynth_task(tmp_path, swesynth_task):

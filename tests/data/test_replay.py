@@ -136,6 +136,16 @@ def test_replay_agent_select_best(recorded, tmp_path):
         ReplayAgent([], select="random")
 
 
+def test_replay_agent_prefers_a_finished_record_to_an_abandoned_try(recorded):
+    # An eval run's recording holds the abandoned record of a try an infrastructure failure cut
+    # short, before the record of the retry that finished.
+    _, records = recorded
+    cut = dict(records[0], end_reason="abandoned", grade=None, messages=records[0]["messages"][:3])
+    for select in ("first", "best"):
+        assert ReplayAgent([cut, records[0]], select=select).conversations["calc-0"] == records[0]["messages"]
+    assert ReplayAgent([cut]).conversations["calc-0"] == cut["messages"]  # nothing better: the cut one
+
+
 def test_replay_agent_in_the_evaluation_harness(env_id, recorded, tmp_path):
     from termgym.evaluation import evaluate
 

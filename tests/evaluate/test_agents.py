@@ -14,6 +14,7 @@ from termgym.agents.nop import NopAgent
 from termgym.agents.openai import OpenAIAgent
 from termgym.agents.oracle import OracleAgent
 from termgym.evaluation import evaluate
+from termgym.wrappers.recording import read_episodes
 
 
 def test_registry_builds_agents_by_name_and_import_path():
@@ -66,7 +67,7 @@ def test_oracle_and_nop_set_the_floor_and_ceiling(tmp_path, scripted):
 def test_oracle_in_the_toolcall_protocol(tmp_path, scripted):
     outcome = evaluate(scripted.ENV_ID, agent="oracle", output_dir=tmp_path / "run", task_ids="right-1",
                        protocol="toolcall", progress=False)
-    assert outcome.results[0].passed and outcome.results[0].messages[-1]["role"] == "tool"
+    assert outcome.results[0].passed and outcome.run_dir.transcript(outcome.results[0])["messages"][-1]["role"] == "tool"
 
 
 def test_sync_agent_by_import_path_runs_concurrently(tmp_path, scripted):
@@ -78,6 +79,10 @@ def test_sync_agent_by_import_path_runs_concurrently(tmp_path, scripted):
                        task_ids="right-1,right-2,explore,wrong-answer", concurrency=4, progress=False)
     assert time.monotonic() - started < 8.0
     assert outcome.summary["solved"] == 4 and {r.steps for r in outcome.results} == {3}
+    # The four episodes appended to the one recording side by side: four whole records, one each.
+    records = read_episodes(tmp_path / "run" / "episodes.jsonl")
+    assert sorted(r["task_id"] for r in records) == ["explore", "right-1", "right-2", "wrong-answer"]
+    assert {r.record["episode_id"] for r in outcome.results} == {r["episode_id"] for r in records}
 
 
 def test_agent_exception_is_an_agent_error_and_does_not_stop_others(tmp_path, scripted):
@@ -86,16 +91,27 @@ def test_agent_exception_is_an_agent_error_and_does_not_stop_others(tmp_path, sc
     for result in outcome.results:
         assert (result.status, result.steps, result.score) == ("agent_error", 1, 0.0)
         assert result.error["type"] == "KeyError" and "lost its notes" in result.error["message"]
-        assert result.messages[-1]["role"] == "user"  # the transcript up to the failure is kept
+        # The transcript up to the failure is kept: the record was written as abandoned.
+        transcript = outcome.run_dir.transcript(result)
+        assert transcript["messages"][-1]["role"] == "user"
+        assert transcript["record"]["end_reason"] == "abandoned"
     assert outcome.summary["agent_errors"] == 2 and outcome.summary["scored"] == 2
 
 
 def test_infra_error_from_agent_is_retried_as_a_fresh_episode(tmp_path, scripted):
     outcome = evaluate(scripted.ENV_ID, agent="custom_agents:FlakyInfraAgent", output_dir=tmp_path / "run",
                        task_ids="right-1,explore", infra_retries=1, infra_backoff=0.01, progress=False)
+    records = read_episodes(tmp_path / "run" / "episodes.jsonl")
     for result in outcome.results:
         assert result.status == "completed" and result.passed
         assert [f["message"] for f in result.infra_failures] == ["the GPU node went away"]
+        # Each try has its own record; the result points at the one of the try that counted.
+        [failed_try] = result.infra_failures
+        mine = {r["episode_id"]: r for r in records if r["task_id"] == result.task_id}
+        assert len(mine) == 2 and result.record["try"] == 1 and failed_try["record"]["try"] == 0
+        assert mine[result.record["episode_id"]]["end_reason"] != "abandoned"
+        assert mine[result.record["episode_id"]]["metadata"]["try"] == 1
+        assert mine[failed_try["record"]["episode_id"]]["end_reason"] == "abandoned"
 
 
 def test_broken_sandbox_setup_is_an_infra_error(tmp_path):
@@ -109,6 +125,10 @@ def test_broken_sandbox_setup_is_an_infra_error(tmp_path):
     broken = by_task["bad-setup"]
     assert broken.status == "infra_error" and broken.error["where"] == "env.reset"
     assert broken.error["type"] == "SandboxError" and len(broken.infra_failures) == 2
+    # The env never reset: no record to point at, and the report says so instead of failing.
+    assert broken.record is None and outcome.run_dir.transcript(broken) is None
+    with pytest.raises(ValueError, match="'bad-setup' .* has no record: it failed before its episode started"):
+        broken.load_record(outcome.run_dir.path)
 
 
 def test_episode_timeout_bounds_a_stuck_agent(tmp_path, scripted):

@@ -38,7 +38,7 @@ def test_results_match_the_script_and_failures_are_classified(tmp_path, scripted
     assert results["never-formats"].format_errors == scripted.MAX_STEPS
     # Transient endpoint failures were retried inside the request: the episode never noticed.
     for task_id in ("flaky-500", "slow-once", "drop-once"):
-        assert results[task_id].turns[0]["meta"]["retries"] >= 1, task_id
+        assert outcome.run_dir.transcript(results[task_id])["turns"][0]["meta"]["retries"] >= 1, task_id
         assert results[task_id].infra_failures == []
     # Persistent failures: infrastructure, retried as whole episodes, and the reason kept.
     down = results["down"]
@@ -50,13 +50,13 @@ def test_results_match_the_script_and_failures_are_classified(tmp_path, scripted
     assert "maximum context length" in too_long.error["message"] and too_long.infra_failures == []
 
     # Usage, logprobs and token ids are recorded per turn and summed per episode.
-    turn = results["right-1"].turns[0]
+    right_turns = outcome.run_dir.transcript(results["right-1"])["turns"]
+    turn = right_turns[0]
     assert turn["usage"]["completion_tokens"] == len(turn["logprobs"]) == len(turn["token_ids"])
     assert turn["prompt_token_ids"] and turn["meta"]["finish_reason"] == "stop"
-    assert results["right-1"].completion_tokens == sum(t["usage"]["completion_tokens"]
-                                                       for t in results["right-1"].turns)
-    # The transcript has the whole conversation and the command results.
-    messages = results["explore"].messages
+    assert results["right-1"].completion_tokens == sum(t["usage"]["completion_tokens"] for t in right_turns)
+    # The transcript, read from the episode's record, has the whole conversation and the command results.
+    messages = outcome.run_dir.transcript(results["explore"])["messages"]
     assert messages[0]["role"] == "system" and "[task:explore]" in messages[1]["content"]
     assert "<returncode>0</returncode>" in messages[3]["content"] and "/workspace" in messages[3]["content"]
 
@@ -100,7 +100,8 @@ def test_toolcall_protocol_sends_tools_and_plays_tool_calls(tmp_path, scripted_s
     body = scripted_server.requests[-1]["body"]
     assert [t["function"]["name"] for t in body["tools"]] == ["bash", "submit"]
     # Tool results go back as tool messages bound to the call id.
-    tool_messages = [m for m in results["explore"].messages if m["role"] == "tool"]
+    tool_messages = [m for m in outcome.run_dir.transcript(results["explore"])["messages"]
+                     if m["role"] == "tool"]
     assert tool_messages and all(m["tool_call_id"].startswith("call_") for m in tool_messages)
     assert any(m.get("tool_calls") for m in body["messages"])
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from termgym.evaluation import evaluate
+from termgym.evaluation.results import RunDir
 from termgym.evaluation.runner import RunMismatch
 
 HERE = Path(__file__).resolve().parent
@@ -61,6 +62,10 @@ def test_killed_eval_resumes_to_the_same_totals(tmp_path, scripted):
     summary = json.loads((killed / "summary.json").read_text())
     assert {k: summary[k] for k in TOTALS} == {k: straight.summary[k] for k in TOTALS}
     assert summary["episodes"] == total and summary["solved"] == 3 * 4
+    # Every result, from before the kill or after, reads its transcript from the one recording.
+    store = RunDir(killed)
+    for result in store.episodes():
+        assert store.transcript(result)["record"]["task_id"] == result.task_id
 
 
 def test_resuming_into_a_run_of_something_else_is_refused(tmp_path, scripted):
@@ -72,6 +77,16 @@ def test_resuming_into_a_run_of_something_else_is_refused(tmp_path, scripted):
     outcome = evaluate(scripted.ENV_ID, agent="oracle", output_dir=out, task_ids="right-1,right-2", progress=False)
     assert (outcome.ran, outcome.skipped) == (1, 1)
     assert json.loads((out / "config.json").read_text())["task_ids"] == ["right-1", "right-2"]
+
+
+def test_a_resumed_run_appends_after_a_torn_record(tmp_path, scripted):
+    out = tmp_path / "run"
+    evaluate(scripted.ENV_ID, agent="oracle", output_dir=out, task_ids="right-1", progress=False)
+    with open(out / "episodes.jsonl", "a") as handle:  # a record a killed run left half written
+        handle.write('{"format": "termgym.episode/1", "episode_id": "torn')
+    outcome = evaluate(scripted.ENV_ID, agent="oracle", output_dir=out, task_ids="right-1,right-2", progress=False)
+    assert (outcome.ran, outcome.skipped) == (1, 1)
+    assert [outcome.run_dir.transcript(r)["record"]["task_id"] for r in outcome.results] == ["right-1", "right-2"]
 
 
 def test_rerun_retries_infra_failures_only(tmp_path, scripted):
