@@ -116,6 +116,14 @@ def test_free_after_doubling():
     assert is_free(double(parse_price(FREE)))
 
 
+def test_count_through_a_bound_method():
+    cart = Cart()
+    assert cart.count() >= 0
+    cart = Cart()
+    counter = cart.count
+    assert counter() == 0
+
+
 def test_module_of_a_path():
     assert module_of("pkg/tool.py") == "tool"
 
@@ -157,7 +165,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     names = {t.split("::")[1].split("[")[0] for t in failed}
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
-                     "test_module_of_a_path", "test_free_after_doubling"}
+                     "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -186,6 +194,12 @@ def test_membership_and_truth_checks(shop):
     assert (f.relation, f.observed, f.expected) == ("in", "[]", "'fig'")
     g = _failure(shop, "test_zero_is_free")  # the module prefix is dropped: a user calls the function
     assert (g.call, g.behaviour, g.relation, g.observed) == ("is_free(0)", "is_free()", "truthy", "False")
+
+
+def test_passed_checks_and_overwritten_variables_leave_the_repro(shop):
+    f = _failure(shop, "test_count_through_a_bound_method")
+    assert f.setup == [] and f.call == "Cart().count()" and f.behaviour == "Cart.count()"
+    assert (f.observed, f.expected) == ("1", "0")
 
 
 def test_a_helper_of_the_test_module_goes_into_the_repro(shop):

@@ -291,8 +291,14 @@ def _constructed(setup: list[ast.stmt]) -> dict[str, str]:
     return types
 
 
-def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
-    """The public function or method ``expr`` exercises, outermost first, builtins skipped."""
+#: Helpers of test suites, not behaviour (``raises(TypeError, f)``, ``assert_equal(a, b)``).
+_TEST_HELPER = re.compile(r"^(?:assert|raises|check|verify|expect|eq_|ok_)", re.I)
+
+
+def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr] | None = None) -> str | None:
+    """The public function or method ``expr`` exercises, outermost first, builtins and test helpers
+    skipped; a variable holding a callable (``mf = memoize(f)``) stands for what made it."""
+    origins = origins or {}
 
     def owner(node: ast.AST) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id[:1].isupper():
@@ -307,7 +313,11 @@ def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
             if isinstance(func, ast.Call):  # merge_with(sum)(a, b): curried
                 return visit(func)
             if isinstance(func, ast.Name):
-                if func.id not in _PLAIN_BUILTINS and not func.id.startswith("_"):
+                if func.id in origins and func.id not in types:
+                    found = visit(origins[func.id])
+                    if found:
+                        return found
+                elif func.id not in _PLAIN_BUILTINS and not func.id.startswith("_") and not _TEST_HELPER.match(func.id):
                     return f"{func.id}()"
             elif isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
                 cls = owner(func.value)
@@ -430,6 +440,23 @@ def _params(func: ast.FunctionDef) -> set[str]:
                             *([a.kwarg] if a.kwarg else [])]}
 
 
+def _drop_dead_stores(setup: list[ast.stmt]) -> list[ast.stmt]:
+    """Leave out ``x = ...`` when ``x`` is assigned again before anything reads it."""
+    kept = []
+    for i, stmt in enumerate(setup):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            for later in setup[i + 1:]:
+                if name in _free_names(later):
+                    break
+                if isinstance(later, ast.Assign) and _assigns(later, name):
+                    stmt = None
+                    break
+        if stmt is not None:
+            kept.append(stmt)
+    return kept
+
+
 def _assigns(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
 
@@ -465,16 +492,20 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
         if lit is not None and len(lit) <= _MAX_VALUE:
             values[name] = ast.parse(lit, mode="eval").body
     top = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), stmt)
-    body = [s for s in func.body if s.end_lineno < top.lineno
+    # checks that passed before the failing one are not part of a repro (nor is a docstring)
+    body = [s for s in func.body if s.end_lineno < top.lineno and not isinstance(s, ast.Assert)
             and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     fill = _Fill(values, modules)
     expr = fill.visit(ast.parse(ast.unparse(expr), mode="eval").body)
     expected_node = fill.visit(ast.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
     setup = [fill.visit(ast.parse(ast.unparse(s)).body[0]) for s in body]
     later = [expected_node] if expected_node is not None else []
+    setup = _drop_dead_stores(setup)
     expr, setup = _inline(expr, setup, later)
     types = _constructed(setup)
-    failure.behaviour = _behaviour(expr, types)
+    origins = {s.targets[0].id: s.value for s in setup if isinstance(s, ast.Assign) and len(s.targets) == 1
+               and isinstance(s.targets[0], ast.Name)}
+    failure.behaviour = _behaviour(expr, types, origins)
     if relation == "raises":
         if failure.relation != "raises" and failure.error is None:
             return failure  # it raised, but not the message the test wanted: nothing a user would phrase

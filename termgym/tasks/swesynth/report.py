@@ -74,7 +74,7 @@ def _observed(f: Failure, style: int) -> str:
         # one style in four leaves the message out (it may name internals the checker refuses)
         detail = (f" with the message \u201c{msg}\u201d"
                   if msg and style % 4 != 3 and not re.search(r"[`\u201c\u201d]", msg) else "")
-        return [f"it raises `{kind}`{detail}", f"I get a `{kind}`{detail}"][style % 2]
+        return [f"it raises `{kind}`{detail}", f"I get {_article(kind)} `{kind}`{detail}"][style % 2]
     if f.relation == "raises":
         return ["it returns normally without raising an error", "it goes through without complaint"][style % 2]
     return [f"I get `{f.observed}`", f"it returns `{f.observed}`", f"the result comes back as `{f.observed}`"][style % 3]
@@ -83,7 +83,7 @@ def _observed(f: Failure, style: int) -> str:
 def _expected_np(f: Failure) -> str:
     """What should have happened, as a noun phrase (`` `'credit'` ``, ``a value below `3` ``)."""
     if f.relation == "raises":
-        return f"a `{f.expected_error}`"
+        return f"{_article(f.expected_error or '')} `{f.expected_error}`"
     if f.error is not None and f.expected is None:
         return f"a normal result, not `{f.error[0]}`"
     exp = f.expected
@@ -98,6 +98,10 @@ def _expected_np(f: Failure) -> str:
         ">=": f"a value of at least `{exp}`", "in": f"a result that contains `{exp}`",
         "not in": f"a result without `{exp}`", "returns": f"`{exp}`",
     }.get(f.relation or "==", f"`{exp}`")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _expected(f: Failure, style: int) -> str:
@@ -228,7 +232,7 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
     last: list[str] = []
     for n in range(tries):
         f = primaries[(n // 3) % len(primaries)]  # three wordings, then the next failing test
-        others = [g for g in failures if g is not f and not g.setup and g.self_contained and g.call != f.call
+        others = [g for g in failures if g is not f and not g.setup and g.call != f.call and _kind(g) == _kind(f)
                   and len(g.call or "") <= 80]
         second = others[0] if others and rng.random() < 0.5 else None
         draft = render(f, structure=rng.choice(_STRUCTURES), opening=rng.randrange(60), closing=rng.randrange(60),
