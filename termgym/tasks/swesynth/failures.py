@@ -102,24 +102,37 @@ def find_test_function(tree: ast.Module, classes: list[str], name: str) -> ast.F
 
 
 def test_names(test: str, repo: Path | None) -> set[str]:
-    """Identifiers written in the test function (what a user reading the test sees)."""
+    """Identifiers written in the test's module and the ``conftest.py`` files above it (what a user
+    reading the tests sees: the calls, fixtures and helpers a report's repro is built from), less
+    the test's own name."""
     path, classes, name, _ = split_test_id(test)
     if repo is None or path is None:
         return set()
-    tree = _parse_file(repo / path)
-    func = find_test_function(tree, classes, name) if tree else None
-    if func is None:
-        return set()
+    root = Path(repo)
+    trees = [_parse_file(root / path)]
+    folder = (root / path).parent
+    while root == folder or root in folder.parents:
+        trees.append(_parse_file(folder / "conftest.py"))
+        if folder == root:
+            break
+        folder = folder.parent
     names: set[str] = set()
-    for node in ast.walk(func):
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            names.add(node.attr)
-        elif isinstance(node, ast.keyword) and node.arg:
-            names.add(node.arg)
-    names.discard(func.name)
-    return names
+    for tree in filter(None, trees):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.keyword) and node.arg:
+                names.add(node.arg)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("test"):
+                names.add(node.name)
+            elif isinstance(node, ast.alias):
+                names.add(node.asname or node.name.split(".")[-1])
+    names.discard(name)
+    return {n for n in names if not n.startswith("test_") and not n.startswith("Test")}
 
 
 def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[str]]:
@@ -129,8 +142,11 @@ def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[st
         if isinstance(node, ast.Import):
             for alias in node.names:
                 bound = alias.asname or alias.name.split(".")[0]
-                modules.add(bound)
                 known.add(bound)
+                top = alias.name.split(".")[0]
+                if repo is None or (repo / top).is_dir() or (repo / f"{top}.py").is_file() \
+                        or (repo / "src" / top).is_dir():
+                    modules.add(bound)  # a project module: users call its functions by name
         elif isinstance(node, ast.ImportFrom):
             base = (node.module or "").replace(".", "/")
             for alias in node.names:
@@ -265,7 +281,10 @@ class _Fill(ast.NodeTransformer):
 
 
 def _free_names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """Names read in ``node`` that it does not bind itself (comprehension variables are bound)."""
+    bound = {n.id for c in ast.walk(node) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
+             if isinstance(n, ast.Name)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
 
 
 def _is_literal(node: ast.AST) -> bool:
@@ -341,6 +360,12 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
             return visit(node.value) or None
         if isinstance(node, ast.Subscript):
             return visit(node.value)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for gen in node.generators:  # what is iterated over is what is exercised
+                found = visit(gen.iter)
+                if found:
+                    return found
+            return None
         for child in ast.iter_child_nodes(node):
             found = visit(child)
             if found:
@@ -420,24 +445,106 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
     return expr, setup
 
 
-def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.expr]]:
-    """Small plain functions (at most 4 lines, no decorator) and short literal constants the test
-    module defines at top level."""
+def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.Assign]]:
+    """Small plain functions (at most 4 lines, no decorator), short literal constants and aliases
+    (``D = datetime.date``) the test module defines at top level."""
     helpers, constants = {}, {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.decorator_list and not node.name.startswith("test") \
                 and node.end_lineno - node.lineno <= 3:
             helpers[node.name] = node
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and _is_literal(node.value) and len(ast.unparse(node.value)) <= 60:
-            constants[node.targets[0].id] = node.value
+                and len(ast.unparse(node.value)) <= 400 and not any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
+            constants[node.targets[0].id] = node
     return helpers, constants
+
+
+def _is_dotted(node: ast.AST) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _locals(node: ast.AST) -> set[str]:
+    """Names a helper binds itself (its parameters and assignments)."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return names | (_params(node) if isinstance(node, ast.FunctionDef) else set())
 
 
 def _params(func: ast.FunctionDef) -> set[str]:
     a = func.args
     return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
                             *([a.kwarg] if a.kwarg else [])]}
+
+
+def _is_fixture(node: ast.AST) -> bool:
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "fixture":
+            return not (isinstance(dec, ast.Call) and any(k.arg == "params" for k in dec.keywords))
+    return False
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node) if node.id == self.old else node
+
+
+def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Module,
+                   depth: int = 0) -> tuple[list[ast.stmt], set[str]]:
+    """Statements building the fixtures ``names`` (from the test module or a ``conftest.py`` above it)
+    and the names those modules import; a fixture that cannot be built this way is left out."""
+    modules = [tree]
+    folder = test_file.parent
+    while True:
+        conf = _parse_file(folder / "conftest.py")
+        if conf is not None:
+            modules.append(conf)
+        if folder == root or root not in folder.parents:
+            break
+        folder = folder.parent
+    stmts: list[ast.stmt] = []
+    imported: set[str] = set()
+    for name in names:
+        found = None
+        for mod in modules:
+            found = next((n for n in mod.body if _is_fixture(n) and n.name == name), None)
+            if found is not None:
+                imported |= _module_names(mod, root)[1]
+                break
+        if found is None or depth > 1 or len(found.body) > 10:
+            continue
+        inner = [a.arg for a in found.args.args if a.arg not in ("self", "request")]
+        if any(a.arg == "request" for a in found.args.args):
+            continue
+        sub, sub_names = _fixture_setup(inner, test_file, root, tree, depth + 1)
+        built: list[ast.stmt] = []
+        for st in found.body:
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) or isinstance(st, ast.Assert):
+                continue
+            value = st.value if isinstance(st, ast.Return) else \
+                st.value.value if isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield) else None
+            if value is None and isinstance(st, (ast.Return, ast.Expr)) and isinstance(getattr(st, "value", None),
+                                                                                     ast.Yield):
+                break
+            if value is not None:
+                if isinstance(value, ast.Name) and value.id != name:  # ``return book``: call it ``ledger``
+                    built = [_Rename(value.id, name).visit(b) for b in built]
+                else:
+                    built.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value, lineno=0))
+                break
+            built.append(st)
+        else:
+            continue  # no return: nothing to build
+        stmts += sub + built
+        imported |= sub_names
+    return [ast.fix_missing_locations(s) for s in stmts], imported
 
 
 def _drop_dead_stores(setup: list[ast.stmt]) -> list[ast.stmt]:
@@ -488,13 +595,20 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     params = [a.arg for a in func.args.args + func.args.kwonlyargs if a.arg not in ("self", "cls")]
     values: dict[str, ast.expr] = {}
     for name, text in _frame_args(message, loc_offset, params).items():
-        lit = _literal_repr(text)
+        lit = _literal_repr(text) or _value_repr(text)
         if lit is not None and len(lit) <= _MAX_VALUE:
-            values[name] = ast.parse(lit, mode="eval").body
+            node = ast.parse(lit, mode="eval").body
+            # a constructor repr (``Money('1.00', 'USD')``) counts when the test module imports its class
+            if _is_literal(node) or _free_names(node) <= module_level:
+                values[name] = node
     top = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), stmt)
     # checks that passed before the failing one are not part of a repro (nor is a docstring)
     body = [s for s in func.body if s.end_lineno < top.lineno and not isinstance(s, ast.Assert)
-            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) and not _raises_name(s)]
+    # fixtures the test asks for are built as the fixture builds them, as a user would in their code
+    fixtures, fixture_names = _fixture_setup([p for p in params if p not in values], root / path, root, tree)
+    body = fixtures + body
+    module_level |= fixture_names
     fill = _Fill(values, modules)
     expr = fill.visit(ast.parse(ast.unparse(expr), mode="eval").body)
     expected_node = fill.visit(ast.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
@@ -517,21 +631,34 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     defined = set()
     for s in setup:
         defined |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    free = set().union(_free_names(expr), *(_free_names(s) for s in setup))
-    consts = {n: constants[n] for n in free - defined if n in constants}
-    if consts:
+    free = set().union(_free_names(expr), *(_free_names(s) for s in setup)) - defined
+    consts = {n: constants[n].value for n in free if n in constants and _is_literal(constants[n].value)
+              and len(ast.unparse(constants[n].value)) <= 60}
+    if consts:  # literal constants go into the call itself
         expr = _Fill(consts, set()).visit(expr)
         setup = [_Fill(consts, set()).visit(s) for s in setup]
         free -= set(consts)
-    defs = [helpers[n] for n in sorted(free - defined) if n in helpers]
-    free -= {d.name for d in defs}
+    # helper functions and aliases of the test module go in front, with what they use in turn
+    prelude: set[str] = set()
+    queue = [n for n in free if n in helpers or n in constants]
+    while queue:
+        name = queue.pop()
+        if name in prelude:
+            continue
+        prelude.add(name)
+        node = helpers.get(name) or constants[name]
+        free |= _free_names(node) - _locals(node)
+        queue += [n for n in _free_names(node) if (n in helpers or n in constants) and n not in prelude]
+    free -= prelude
+    defs = [n for n in tree.body if (helpers.get(getattr(n, "name", None)) is n)
+            or any(constants.get(t.id) is n for t in getattr(n, "targets", []) if isinstance(t, ast.Name))]
+    defs = [d for d in defs if getattr(d, "name", None) in prelude
+            or any(isinstance(t, ast.Name) and t.id in prelude for t in getattr(d, "targets", []))]
     local = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | set(constants)
     failure.self_contained = (all(n in defined or (n in module_level and n not in local) or n in dir(builtins)
                                   for n in free)
-                              and all(not (_free_names(d) - module_level - set(dir(builtins)) - _params(d))
-                                      for d in defs)
                               and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign))
-                                      for s in setup) and len(setup) <= 6)
+                                      for s in setup) and len(setup) <= 10)
     setup = [*defs, *setup]
     failure.call = ast.unparse(expr)
     failure.setup = [ast.unparse(s) for s in setup]
