@@ -314,14 +314,19 @@ def _constructed(setup: list[ast.stmt]) -> dict[str, str]:
 _TEST_HELPER = re.compile(r"^(?:assert|raises|check|verify|expect|eq_|ok_)", re.I)
 
 
-def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr] | None = None) -> str | None:
+def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr] | None = None,
+               helpers: dict[str, ast.FunctionDef] | None = None) -> str | None:
     """The public function or method ``expr`` exercises, outermost first, builtins and test helpers
     skipped; a variable holding a callable (``mf = memoize(f)``) stands for what made it."""
-    origins = origins or {}
+    origins, helpers = origins or {}, helpers or {}
 
     def owner(node: ast.AST) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id[:1].isupper():
             return node.func.id
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+            # a test helper ``iv(a, b)`` that returns ``Interval(a, b)``: an Interval
+            ret = next((s.value for s in helpers[node.func.id].body if isinstance(s, ast.Return)), None)
+            return owner(ret) if ret is not None else None
         if isinstance(node, ast.Name):
             return types.get(node.id)
         return None
@@ -336,7 +341,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                     found = visit(origins[func.id])
                     if found:
                         return found
-                elif func.id not in _PLAIN_BUILTINS and not func.id.startswith("_") and not _TEST_HELPER.match(func.id):
+                elif func.id not in _PLAIN_BUILTINS and not func.id.startswith("_") \
+                        and not _TEST_HELPER.match(func.id) and func.id not in helpers:
                     return f"{func.id}()"
             elif isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
                 cls = owner(func.value)
@@ -345,7 +351,9 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                     return f"{cls}.{func.attr}()"
                 if isinstance(func.value, ast.Name) and func.value.id in types.values():
                     return f"{func.value.id}.{func.attr}()"
-                return inner if inner and not isinstance(func.value, ast.Name) else f"{func.attr}()"
+                if inner and "(" not in inner:  # ``LRUCache.stats`` -> ``LRUCache.stats.hit_rate()``
+                    return f"{inner}.{func.attr}()"
+                return f"{func.attr}()"  # the method called on what a function returned
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 found = visit(arg)
                 if found:
@@ -619,7 +627,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     types = _constructed(setup)
     origins = {s.targets[0].id: s.value for s in setup if isinstance(s, ast.Assign) and len(s.targets) == 1
                and isinstance(s.targets[0], ast.Name)}
-    failure.behaviour = _behaviour(expr, types, origins)
+    failure.behaviour = _behaviour(expr, types, origins, _module_helpers(tree)[0])
     if relation == "raises":
         if failure.relation != "raises" and failure.error is None:
             return failure  # it raised, but not the message the test wanted: nothing a user would phrase
@@ -715,8 +723,43 @@ def _read_values(failure: Failure, message: str, relation: str, expected_node: a
     op = _SWAPPED[relation] if expected_first and relation not in ("in", "not in") else relation
     parts = _split_compare(summary, op, known, expected_first)
     if parts is None:
+        if relation == "==":
+            _read_first_difference(failure, message, expected_first)
         return
     exp_text, obs_text = (parts[0], parts[1]) if expected_first else (parts[1], parts[0])
     failure.observed = _value_repr(obs_text)
     failure.expected = known or _value_repr(exp_text)
+    if relation == "==" and (failure.observed is None or failure.expected is None):
+        _read_first_difference(failure, message, expected_first)
+
+
+def _read_first_difference(failure: Failure, message: str, expected_first: bool) -> None:
+    """When pytest cut the values short, report the first differing item in full: pytest's
+    ``At index 2 diff: A != B`` (sequences) or ``Differing items: {k: A} != {k: B}`` (dicts)."""
+    key = left = right = None
+    m = re.search(r"^\s*At index (\d+) diff: (.+)$", message, re.M)
+    if m:
+        parts = _split_compare(m.group(2).strip(), "!=", None, False)
+        if parts:
+            key, (left, right) = m.group(1), parts
+    else:
+        m = re.search(r"^\s*Differing items:\s*\n\s*(\{.+\}) != (\{.+\})\s*$", message, re.M)
+        if m:
+            try:
+                a, b = ast.parse(m.group(1), mode="eval").body, ast.parse(m.group(2), mode="eval").body
+            except SyntaxError:
+                return
+            if isinstance(a, ast.Dict) and isinstance(b, ast.Dict) and len(a.keys) == len(b.keys) == 1 \
+                    and a.keys[0] is not None and ast.unparse(a.keys[0]) == ast.unparse(b.keys[0]):
+                key, left, right = ast.unparse(a.keys[0]), ast.unparse(a.values[0]), ast.unparse(b.values[0])
+    if key is None or failure.call is None:
+        return
+    exp_text, obs_text = (left, right) if expected_first else (right, left)
+    observed, expected = _value_repr(obs_text), _value_repr(exp_text)
+    if observed is None or expected is None:
+        return
+    node = ast.parse(failure.call, mode="eval").body
+    base = failure.call if isinstance(node, (ast.Call, ast.Attribute, ast.Name, ast.Subscript)) else f"({failure.call})"
+    failure.call = f"{base}[{key}]"
+    failure.observed, failure.expected = observed, expected
 

@@ -107,6 +107,8 @@ def _article(word: str) -> str:
 def _expected(f: Failure, style: int) -> str:
     """What should have happened, as a sentence."""
     np = _expected_np(f)
+    if np.startswith("a normal result"):
+        return f"I expected {np}."
     if f.relation == "raises":
         return [f"It should raise {np} instead.", f"I expected it to refuse the input with {np}."][style % 2]
     return [f"I expected {np}.", f"It should give {np}.", f"The expected result is {np}."][style % 3]
