@@ -284,6 +284,11 @@ def _free_names(node: ast.AST) -> set[str]:
     """Names read in ``node`` that it does not bind itself (comprehension variables are bound)."""
     bound = {n.id for c in ast.walk(node) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
              if isinstance(n, ast.Name)}
+    for fn in ast.walk(node):  # parameters and locals of lambdas and functions defined inside
+        if isinstance(fn, (ast.Lambda, ast.FunctionDef)):
+            bound |= _params(fn)
+        if isinstance(fn, ast.FunctionDef):
+            bound |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
 
 
@@ -315,7 +320,8 @@ _TEST_HELPER = re.compile(r"^(?:assert|raises|check|verify|expect|eq_|ok_)", re.
 
 
 def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr] | None = None,
-               helpers: dict[str, ast.FunctionDef] | None = None) -> str | None:
+               helpers: dict[str, ast.FunctionDef] | None = None,
+               imported_modules: set[str] = frozenset()) -> str | None:
     """The public function or method ``expr`` exercises, outermost first, builtins and test helpers
     skipped; a variable holding a callable (``mf = memoize(f)``) stands for what made it."""
     origins, helpers = origins or {}, helpers or {}
@@ -341,6 +347,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                     found = visit(origins[func.id])
                     if found:
                         return found
+                    if not func.id.startswith("_") and func.id not in helpers:
+                        return f"{func.id}()"
                 elif func.id not in _PLAIN_BUILTINS and not func.id.startswith("_") \
                         and not _TEST_HELPER.match(func.id) and func.id not in helpers:
                     return f"{func.id}()"
@@ -363,8 +371,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
             cls = owner(node.value)
             if cls:
                 return f"{cls}.{node.attr}"
-            if isinstance(node.value, ast.Name):  # ``inv.total`` on an object built in the setup
-                return f"{node.value.id}.{node.attr}"
+            if isinstance(node.value, ast.Name) and node.value.id not in imported_modules:
+                return f"{node.value.id}.{node.attr}"  # ``inv.total`` on an object built in the setup
             return visit(node.value) or None
         if isinstance(node, ast.Subscript):
             return visit(node.value)
@@ -479,7 +487,7 @@ def _locals(node: ast.AST) -> set[str]:
     return names | (_params(node) if isinstance(node, ast.FunctionDef) else set())
 
 
-def _params(func: ast.FunctionDef) -> set[str]:
+def _params(func: ast.FunctionDef | ast.Lambda) -> set[str]:
     a = func.args
     return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
                             *([a.kwarg] if a.kwarg else [])]}
@@ -627,7 +635,8 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     types = _constructed(setup)
     origins = {s.targets[0].id: s.value for s in setup if isinstance(s, ast.Assign) and len(s.targets) == 1
                and isinstance(s.targets[0], ast.Name)}
-    failure.behaviour = _behaviour(expr, types, origins, _module_helpers(tree)[0])
+    all_modules = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    failure.behaviour = _behaviour(expr, types, origins, _module_helpers(tree)[0], all_modules | modules)
     if relation == "raises":
         if failure.relation != "raises" and failure.error is None:
             return failure  # it raised, but not the message the test wanted: nothing a user would phrase
@@ -666,7 +675,8 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     failure.self_contained = (all(n in defined or (n in module_level and n not in local) or n in dir(builtins)
                                   for n in free)
                               and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign))
-                                      for s in setup) and len(setup) <= 10)
+                                      or isinstance(s, ast.FunctionDef) and not s.decorator_list
+                                      and s.end_lineno - s.lineno <= 5 for s in setup) and len(setup) <= 10)
     setup = [*defs, *setup]
     failure.call = ast.unparse(expr)
     failure.setup = [ast.unparse(s) for s in setup]
