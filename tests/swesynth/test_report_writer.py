@@ -94,6 +94,11 @@ def test_full_cart_count(full_cart):
     assert full_cart.count() == 2
 
 
+def test_counts_in_a_loop():
+    cart = Cart()
+    assert [cart.count() for _ in range(2)] == [0, 0]
+
+
 def test_labels_are_upper_case():
     assert labels(["alpha", "beta", "gamma", "delta"]) == ["item: ALPHA", "item: BETA", "item: GAMMA", "item: DELTA"]
 
@@ -186,7 +191,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
-                     "test_full_cart_count", "test_labels_are_upper_case"}
+                     "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -229,6 +234,12 @@ def test_a_fixture_is_built_in_the_repro(shop):
     assert (f.behaviour, f.observed, f.expected) == ("Cart.count()", "3", "2") and f.self_contained
 
 
+def test_an_object_used_in_a_loop_is_not_folded_into_it(shop):
+    f = _failure(shop, "test_counts_in_a_loop")  # folding would build a new cart on every round
+    assert f.setup == ["cart = Cart()"] and f.call == "[cart.count() for _ in range(2)]"
+    assert (f.behaviour, f.observed, f.expected) == ("Cart.count()", "[1, 1]", "[0, 0]")
+
+
 def test_values_pytest_cut_short_give_the_first_difference(shop):
     root, failed, messages, _ = shop
     test = next(t for t in failed if "test_labels_are_upper_case" in t)
@@ -250,7 +261,7 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
     failures = usable_failures(failed, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome)
-    assert len(failures) == 10
+    assert len(failures) == 11
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:

@@ -181,10 +181,14 @@ def _statement_at(func: ast.FunctionDef, line: int) -> ast.stmt | None:
 # -- reading the pytest output ------------------------------------------------------------------------
 
 
-def _location(message: str, test_file: str) -> tuple[int, int] | None:
-    """(line number, offset of the location line) of the last frame in ``test_file``."""
+def _location(message: str, test_file: str, within: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """(line number, offset of the location line) of the last frame in ``test_file`` (and between the
+    lines ``within``, the test function, when that frame exists: a helper's frame is not the user's call)."""
     name = re.escape(Path(test_file).name)
     found = list(re.finditer(rf"^(?:.*[\s/])?{name}:(\d+):", message, re.M))
+    if within is not None:
+        inside = [m for m in found if within[0] <= int(m.group(1)) <= within[1]]
+        found = inside or found
     return (int(found[-1].group(1)), found[-1].start()) if found else None
 
 
@@ -377,11 +381,11 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
         if isinstance(node, ast.Subscript):
             return visit(node.value)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            for gen in node.generators:  # what is iterated over is what is exercised
+            for gen in node.generators:  # what is iterated over is what is exercised, then the element
                 found = visit(gen.iter)
                 if found:
                     return found
-            return None
+            return visit(node.elt if not isinstance(node, ast.DictComp) else node.value)
         for child in ast.iter_child_nodes(node):
             found = visit(child)
             if found:
@@ -438,6 +442,13 @@ def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | No
     return None
 
 
+def _used_in_a_loop(expr: ast.expr, name: str) -> bool:
+    """Whether ``name`` is read inside a comprehension or lambda of ``expr`` (folding it in there would
+    build the value again on every round)."""
+    return any(isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda))
+               and name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for node in ast.walk(expr))
+
+
 def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tuple[ast.expr, list[ast.stmt]]:
     """Fold single-use setup variables into ``expr`` (``q = Queue(); q.pop()`` stays two lines: q is
     used twice; ``d = date(2024, 1, 6); is_weekend(d)`` becomes ``is_weekend(date(2024, 1, 6))``)."""
@@ -452,7 +463,7 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
             if any(name in _free_names(o) or _assigns(o, name) for o in others) \
                     or any(name in _free_names(o) for o in later):
                 continue
-            if len(ast.unparse(stmt.value)) > 60:
+            if len(ast.unparse(stmt.value)) > 60 or _used_in_a_loop(expr, name):
                 continue
             expr = _Fill({name: stmt.value}, set()).visit(expr)
             setup = others
@@ -462,12 +473,12 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
 
 
 def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.Assign]]:
-    """Small plain functions (at most 4 lines, no decorator), short literal constants and aliases
+    """Small plain functions (at most 8 lines, no decorator), short literal constants and aliases
     (``D = datetime.date``) the test module defines at top level."""
     helpers, constants = {}, {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.decorator_list and not node.name.startswith("test") \
-                and node.end_lineno - node.lineno <= 3:
+                and node.end_lineno - node.lineno <= 7:
             helpers[node.name] = node
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and len(ast.unparse(node.value)) <= 400 and not any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
@@ -597,7 +608,9 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     if root is None or path is None:
         return failure
     tree = _parse_file(root / path)
-    loc = _location(message, path)
+    _, classes, test_func, _ = split_test_id(test)
+    own = find_test_function(tree, classes, test_func) if tree is not None else None
+    loc = _location(message, path, (own.lineno, own.end_lineno) if own is not None else None)
     if tree is None or loc is None:
         return failure
     line, loc_offset = loc
@@ -680,7 +693,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     setup = [*defs, *setup]
     failure.call = ast.unparse(expr)
     failure.setup = [ast.unparse(s) for s in setup]
-    if len(failure.call) > _MAX_CALL or any(len(s) > _MAX_CALL for s in failure.setup):
+    if len(failure.call) > _MAX_CALL or any(len(s) > 3 * _MAX_CALL for s in failure.setup):
         failure.call = None
         return failure
     failure.names = set()
