@@ -94,6 +94,14 @@ def test_full_cart_count(full_cart):
     assert full_cart.count() == 2
 
 
+def test_names_after_a_look():
+    cart = Cart()
+    cart.add("fig")
+    before = cart.count()
+    price = parse_price("2")
+    assert cart.names() == ["fig"]
+
+
 def test_counts_in_a_loop():
     cart = Cart()
     assert [cart.count() for _ in range(2)] == [0, 0]
@@ -191,7 +199,8 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
-                     "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop"}
+                     "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
+                     "test_names_after_a_look"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -232,6 +241,12 @@ def test_a_fixture_is_built_in_the_repro(shop):
     f = _failure(shop, "test_full_cart_count")
     assert f.setup == ["full_cart = Cart()", "full_cart.add('apple', 2)"] and f.call == "full_cart.count()"
     assert (f.behaviour, f.observed, f.expected) == ("Cart.count()", "3", "2") and f.self_contained
+
+
+def test_unread_results_leave_the_repro_unless_they_touch_its_objects(shop):
+    f = _failure(shop, "test_names_after_a_look")  # cart.count() might change the cart: it stays
+    assert f.setup == ["cart = Cart()", "cart.add('fig')", "before = cart.count()"]
+    assert (f.call, f.observed, f.expected) == ("cart.names()", "[]", "['fig']")
 
 
 def test_an_object_used_in_a_loop_is_not_folded_into_it(shop):

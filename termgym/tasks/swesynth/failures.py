@@ -463,8 +463,8 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
             if any(name in _free_names(o) or _assigns(o, name) for o in others) \
                     or any(name in _free_names(o) for o in later):
                 continue
-            if len(ast.unparse(stmt.value)) > 60 or _used_in_a_loop(expr, name):
-                continue
+            if name not in _free_names(expr) or len(ast.unparse(stmt.value)) > 60 or _used_in_a_loop(expr, name):
+                continue  # (unread ones are _drop_unread's business)
             expr = _Fill({name: stmt.value}, set()).visit(expr)
             setup = others
             changed = True
@@ -574,6 +574,22 @@ def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Modu
     return [ast.fix_missing_locations(s) for s in stmts], imported
 
 
+def _drop_unread(setup: list[ast.stmt], after: list[ast.AST]) -> list[ast.stmt]:
+    """Leave out ``x = ...`` when nothing after it reads ``x`` (a result an earlier check looked at),
+    unless computing it touches an object of the setup that is used later (``popped = q.pop()``)."""
+    made = {n.id for st in setup for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    kept: list[ast.stmt] = []
+    for i, stmt in enumerate(setup):
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            names = {t.id for t in stmt.targets}
+            readers = [*setup[i + 1:], *after]
+            read_later = set().union(*(_free_names(r) for r in readers))
+            if not names & read_later and not (_free_names(stmt.value) & made & read_later):
+                continue
+        kept.append(stmt)
+    return kept
+
+
 def _drop_dead_stores(setup: list[ast.stmt]) -> list[ast.stmt]:
     """Leave out ``x = ...`` when ``x`` is assigned again before anything reads it."""
     kept = []
@@ -645,6 +661,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     later = [expected_node] if expected_node is not None else []
     setup = _drop_dead_stores(setup)
     expr, setup = _inline(expr, setup, later)
+    setup = _drop_unread(setup, [expr, *later])
     types = _constructed(setup)
     origins = {s.targets[0].id: s.value for s in setup if isinstance(s, ast.Assign) and len(s.targets) == 1
                and isinstance(s.targets[0], ast.Name)}
