@@ -410,3 +410,15 @@ def test_mini_swe_agent_prompt_keeps_one_wrapper_around_the_report():
     assert "Consider the following task:" in prompt and "<instructions>" in prompt
     plain = MiniSweAgentProtocol().task_prompt(CommandTask("u", "Count the files.", grade_command="true"))
     assert plain.count("<pr_description>") == 1 and plain.index("<pr_description>") < plain.index("Count the files.")
+
+
+def test_a_helper_class_is_typed_at_the_interpreter_without_blank_lines():
+    from termgym.tasks.swesynth.failures import Failure
+
+    f = Failure(test="t", call="[bucket.take() for _ in range(2)]", behaviour="Bucket.take()", relation="==",
+                observed="[False, False]", expected="[True, False]",
+                setup=["class Clock:\n\n    def __call__(self):\n        return 0.0", "bucket = Bucket(clock=Clock())"])
+    text = render(f, structure="session", opening=0, closing=0, style=0)
+    assert (">>> class Clock:\n...     def __call__(self):\n...         return 0.0\n...\n"
+            ">>> bucket = Bucket(clock=Clock())\n>>> [bucket.take() for _ in range(2)]\n[False, False]") in text
+    assert check_report(text, target_tests=["tests/test_b.py::test_take"]) == []

@@ -423,9 +423,11 @@ def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | No
             left, right = test.left, test.comparators[0]
             if op in ("in", "not in"):
                 return (right, op, left, True) if _has_call(right) or not _has_call(left) else None
-            if _has_call(left) or not _has_call(right):
+            displays = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant)
+            if (_has_call(left) or not _has_call(right)) and not (isinstance(left, displays)
+                                                                 and not isinstance(right, displays)):
                 return left, op, right, False
-            return right, _SWAPPED[op], left, True
+            return right, _SWAPPED[op], left, True  # ``expected == f(x)``
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return test.operand, "falsy", None, False
         if not isinstance(test, (ast.BoolOp, ast.Compare)):
@@ -479,6 +481,9 @@ def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.decorator_list and not node.name.startswith("test") \
                 and node.end_lineno - node.lineno <= 7:
+            helpers[node.name] = node
+        elif isinstance(node, ast.ClassDef) and not node.decorator_list and not node.name.startswith("Test") \
+                and node.end_lineno - node.lineno <= 12:  # a small stand-in (a fake clock) the repro needs
             helpers[node.name] = node
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and len(ast.unparse(node.value)) <= 400 and not any(isinstance(n, ast.Lambda) for n in ast.walk(node)):

@@ -126,7 +126,8 @@ def _session_lines(f: Failure) -> list[str]:
         first, *rest = stmt.splitlines()
         out.append(f">>> {first}")
         if rest:
-            out += [f"... {line}" for line in rest] + ["..."]
+            # no blank line inside the block: the interpreter would end it there
+            out += [f"... {line}" for line in rest if line.strip()] + ["..."]
     return out
 
 
@@ -208,7 +209,8 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
     for test in list(target_tests)[:limit]:
         f = read_failure(test, messages.get(test, ""), repo)
         key = (f.call, f.observed, f.error)
-        uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""])
+        uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""]
+                        if not line.startswith(("class ", "def ")))  # a helper class may use self
         if f.usable and f.self_contained and not uses_self and key not in seen:
             seen.add(key)
             found.append(f)
