@@ -59,6 +59,10 @@ def is_free(price):
 
 def module_of(path):
     return path.rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def labels(names):
+    return [f"item: {n.upper()}" for n in names]
 '''
 
 #: (pristine, broken) pairs: five bugs, one per way of failing
@@ -69,13 +73,42 @@ BUGS = [
     ('float(text.strip("$"))', 'float(text.strip("$").replace(".", ","))'),
     ("return price == 0", "return price == 1"),
     ('.removesuffix(".py")', '.removesuffix(".pyc")'),
+    ("n.upper()", "n.title()"),
 ]
 
 TESTS = '''\
 import pytest
 
 from shop import cart as cart_module
-from shop.cart import Cart, is_free, module_of, parse_price
+from shop.cart import Cart, is_free, labels, module_of, parse_price
+
+
+@pytest.fixture
+def full_cart():
+    cart = Cart()
+    cart.add("apple", 2)
+    return cart
+
+
+def test_full_cart_count(full_cart):
+    assert full_cart.count() == 2
+
+
+def test_names_after_a_look():
+    cart = Cart()
+    cart.add("fig")
+    before = cart.count()
+    price = parse_price("2")
+    assert cart.names() == ["fig"]
+
+
+def test_counts_in_a_loop():
+    cart = Cart()
+    assert [cart.count() for _ in range(2)] == [0, 0]
+
+
+def test_labels_are_upper_case():
+    assert labels(["alpha", "beta", "gamma", "delta"]) == ["item: ALPHA", "item: BETA", "item: GAMMA", "item: DELTA"]
 
 
 @pytest.mark.parametrize("text, expected", [("$1.50", 1.5), ("2", 2.0)])
@@ -114,6 +147,14 @@ def double(x):
 
 def test_free_after_doubling():
     assert is_free(double(parse_price(FREE)))
+
+
+def test_count_through_a_bound_method():
+    cart = Cart()
+    assert cart.count() >= 0
+    cart = Cart()
+    counter = cart.count
+    assert counter() == 0
 
 
 def test_module_of_a_path():
@@ -157,7 +198,9 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     names = {t.split("::")[1].split("[")[0] for t in failed}
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
-                     "test_module_of_a_path", "test_free_after_doubling"}
+                     "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
+                     "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
+                     "test_names_after_a_look"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -188,6 +231,39 @@ def test_membership_and_truth_checks(shop):
     assert (g.call, g.behaviour, g.relation, g.observed) == ("is_free(0)", "is_free()", "truthy", "False")
 
 
+def test_passed_checks_and_overwritten_variables_leave_the_repro(shop):
+    f = _failure(shop, "test_count_through_a_bound_method")
+    assert f.setup == [] and f.call == "Cart().count()" and f.behaviour == "Cart.count()"
+    assert (f.observed, f.expected) == ("1", "0")
+
+
+def test_a_fixture_is_built_in_the_repro(shop):
+    f = _failure(shop, "test_full_cart_count")
+    assert f.setup == ["full_cart = Cart()", "full_cart.add('apple', 2)"] and f.call == "full_cart.count()"
+    assert (f.behaviour, f.observed, f.expected) == ("Cart.count()", "3", "2") and f.self_contained
+
+
+def test_unread_results_leave_the_repro_unless_they_touch_its_objects(shop):
+    f = _failure(shop, "test_names_after_a_look")  # cart.count() might change the cart: it stays
+    assert f.setup == ["cart = Cart()", "cart.add('fig')", "before = cart.count()"]
+    assert (f.call, f.observed, f.expected) == ("cart.names()", "[]", "['fig']")
+
+
+def test_an_object_used_in_a_loop_is_not_folded_into_it(shop):
+    f = _failure(shop, "test_counts_in_a_loop")  # folding would build a new cart on every round
+    assert f.setup == ["cart = Cart()"] and f.call == "[cart.count() for _ in range(2)]"
+    assert (f.behaviour, f.observed, f.expected) == ("Cart.count()", "[1, 1]", "[0, 0]")
+
+
+def test_values_pytest_cut_short_give_the_first_difference(shop):
+    root, failed, messages, _ = shop
+    test = next(t for t in failed if "test_labels_are_upper_case" in t)
+    assert "..." in messages[test].splitlines()[0]  # pytest shortened both lists
+    f = read_failure(test, messages[test], root)
+    assert f.call == "labels(['alpha', 'beta', 'gamma', 'delta'])[0]"
+    assert (f.observed, f.expected) == ("'item: Alpha'", "'item: ALPHA'")
+
+
 def test_a_helper_of_the_test_module_goes_into_the_repro(shop):
     f = _failure(shop, "test_free_after_doubling")  # and the constant's value into the call
     assert f.setup == ["def double(x):\n    return 2 * x"] and f.call == "is_free(double(parse_price('$0')))"
@@ -200,7 +276,7 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
     failures = usable_failures(failed, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome)
-    assert len(failures) == 8
+    assert len(failures) == 11
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:
@@ -334,3 +410,15 @@ def test_mini_swe_agent_prompt_keeps_one_wrapper_around_the_report():
     assert "Consider the following task:" in prompt and "<instructions>" in prompt
     plain = MiniSweAgentProtocol().task_prompt(CommandTask("u", "Count the files.", grade_command="true"))
     assert plain.count("<pr_description>") == 1 and plain.index("<pr_description>") < plain.index("Count the files.")
+
+
+def test_a_helper_class_is_typed_at_the_interpreter_without_blank_lines():
+    from termgym.tasks.swesynth.failures import Failure
+
+    f = Failure(test="t", call="[bucket.take() for _ in range(2)]", behaviour="Bucket.take()", relation="==",
+                observed="[False, False]", expected="[True, False]",
+                setup=["class Clock:\n\n    def __call__(self):\n        return 0.0", "bucket = Bucket(clock=Clock())"])
+    text = render(f, structure="session", opening=0, closing=0, style=0)
+    assert (">>> class Clock:\n...     def __call__(self):\n...         return 0.0\n...\n"
+            ">>> bucket = Bucket(clock=Clock())\n>>> [bucket.take() for _ in range(2)]\n[False, False]") in text
+    assert check_report(text, target_tests=["tests/test_b.py::test_take"]) == []

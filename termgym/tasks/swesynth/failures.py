@@ -102,24 +102,37 @@ def find_test_function(tree: ast.Module, classes: list[str], name: str) -> ast.F
 
 
 def test_names(test: str, repo: Path | None) -> set[str]:
-    """Identifiers written in the test function (what a user reading the test sees)."""
+    """Identifiers written in the test's module and the ``conftest.py`` files above it (what a user
+    reading the tests sees: the calls, fixtures and helpers a report's repro is built from), less
+    the test's own name."""
     path, classes, name, _ = split_test_id(test)
     if repo is None or path is None:
         return set()
-    tree = _parse_file(repo / path)
-    func = find_test_function(tree, classes, name) if tree else None
-    if func is None:
-        return set()
+    root = Path(repo)
+    trees = [_parse_file(root / path)]
+    folder = (root / path).parent
+    while root == folder or root in folder.parents:
+        trees.append(_parse_file(folder / "conftest.py"))
+        if folder == root:
+            break
+        folder = folder.parent
     names: set[str] = set()
-    for node in ast.walk(func):
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            names.add(node.attr)
-        elif isinstance(node, ast.keyword) and node.arg:
-            names.add(node.arg)
-    names.discard(func.name)
-    return names
+    for tree in filter(None, trees):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.keyword) and node.arg:
+                names.add(node.arg)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("test"):
+                names.add(node.name)
+            elif isinstance(node, ast.alias):
+                names.add(node.asname or node.name.split(".")[-1])
+    names.discard(name)
+    return {n for n in names if not n.startswith("test_") and not n.startswith("Test")}
 
 
 def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[str]]:
@@ -129,8 +142,11 @@ def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[st
         if isinstance(node, ast.Import):
             for alias in node.names:
                 bound = alias.asname or alias.name.split(".")[0]
-                modules.add(bound)
                 known.add(bound)
+                top = alias.name.split(".")[0]
+                if repo is None or (repo / top).is_dir() or (repo / f"{top}.py").is_file() \
+                        or (repo / "src" / top).is_dir():
+                    modules.add(bound)  # a project module: users call its functions by name
         elif isinstance(node, ast.ImportFrom):
             base = (node.module or "").replace(".", "/")
             for alias in node.names:
@@ -165,10 +181,14 @@ def _statement_at(func: ast.FunctionDef, line: int) -> ast.stmt | None:
 # -- reading the pytest output ------------------------------------------------------------------------
 
 
-def _location(message: str, test_file: str) -> tuple[int, int] | None:
-    """(line number, offset of the location line) of the last frame in ``test_file``."""
+def _location(message: str, test_file: str, within: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """(line number, offset of the location line) of the last frame in ``test_file`` (and between the
+    lines ``within``, the test function, when that frame exists: a helper's frame is not the user's call)."""
     name = re.escape(Path(test_file).name)
     found = list(re.finditer(rf"^(?:.*[\s/])?{name}:(\d+):", message, re.M))
+    if within is not None:
+        inside = [m for m in found if within[0] <= int(m.group(1)) <= within[1]]
+        found = inside or found
     return (int(found[-1].group(1)), found[-1].start()) if found else None
 
 
@@ -265,7 +285,15 @@ class _Fill(ast.NodeTransformer):
 
 
 def _free_names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """Names read in ``node`` that it does not bind itself (comprehension variables are bound)."""
+    bound = {n.id for c in ast.walk(node) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
+             if isinstance(n, ast.Name)}
+    for fn in ast.walk(node):  # parameters and locals of lambdas and functions defined inside
+        if isinstance(fn, (ast.Lambda, ast.FunctionDef)):
+            bound |= _params(fn)
+        if isinstance(fn, ast.FunctionDef):
+            bound |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
 
 
 def _is_literal(node: ast.AST) -> bool:
@@ -291,12 +319,24 @@ def _constructed(setup: list[ast.stmt]) -> dict[str, str]:
     return types
 
 
-def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
-    """The public function or method ``expr`` exercises, outermost first, builtins skipped."""
+#: Helpers of test suites, not behaviour (``raises(TypeError, f)``, ``assert_equal(a, b)``).
+_TEST_HELPER = re.compile(r"^(?:assert|raises|check|verify|expect|eq_|ok_)", re.I)
+
+
+def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr] | None = None,
+               helpers: dict[str, ast.FunctionDef] | None = None,
+               imported_modules: set[str] = frozenset()) -> str | None:
+    """The public function or method ``expr`` exercises, outermost first, builtins and test helpers
+    skipped; a variable holding a callable (``mf = memoize(f)``) stands for what made it."""
+    origins, helpers = origins or {}, helpers or {}
 
     def owner(node: ast.AST) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id[:1].isupper():
             return node.func.id
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+            # a test helper ``iv(a, b)`` that returns ``Interval(a, b)``: an Interval
+            ret = next((s.value for s in helpers[node.func.id].body if isinstance(s, ast.Return)), None)
+            return owner(ret) if ret is not None else None
         if isinstance(node, ast.Name):
             return types.get(node.id)
         return None
@@ -307,7 +347,14 @@ def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
             if isinstance(func, ast.Call):  # merge_with(sum)(a, b): curried
                 return visit(func)
             if isinstance(func, ast.Name):
-                if func.id not in _PLAIN_BUILTINS and not func.id.startswith("_"):
+                if func.id in origins and func.id not in types:
+                    found = visit(origins[func.id])
+                    if found:
+                        return found
+                    if not func.id.startswith("_") and func.id not in helpers:
+                        return f"{func.id}()"
+                elif func.id not in _PLAIN_BUILTINS and not func.id.startswith("_") \
+                        and not _TEST_HELPER.match(func.id) and func.id not in helpers:
                     return f"{func.id}()"
             elif isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
                 cls = owner(func.value)
@@ -316,7 +363,9 @@ def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
                     return f"{cls}.{func.attr}()"
                 if isinstance(func.value, ast.Name) and func.value.id in types.values():
                     return f"{func.value.id}.{func.attr}()"
-                return inner if inner and not isinstance(func.value, ast.Name) else f"{func.attr}()"
+                if inner and "(" not in inner:  # ``LRUCache.stats`` -> ``LRUCache.stats.hit_rate()``
+                    return f"{inner}.{func.attr}()"
+                return f"{func.attr}()"  # the method called on what a function returned
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 found = visit(arg)
                 if found:
@@ -326,11 +375,17 @@ def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
             cls = owner(node.value)
             if cls:
                 return f"{cls}.{node.attr}"
-            if isinstance(node.value, ast.Name):  # ``inv.total`` on an object built in the setup
-                return f"{node.value.id}.{node.attr}"
+            if isinstance(node.value, ast.Name) and node.value.id not in imported_modules:
+                return f"{node.value.id}.{node.attr}"  # ``inv.total`` on an object built in the setup
             return visit(node.value) or None
         if isinstance(node, ast.Subscript):
             return visit(node.value)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for gen in node.generators:  # what is iterated over is what is exercised, then the element
+                found = visit(gen.iter)
+                if found:
+                    return found
+            return visit(node.elt if not isinstance(node, ast.DictComp) else node.value)
         for child in ast.iter_child_nodes(node):
             found = visit(child)
             if found:
@@ -368,9 +423,11 @@ def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | No
             left, right = test.left, test.comparators[0]
             if op in ("in", "not in"):
                 return (right, op, left, True) if _has_call(right) or not _has_call(left) else None
-            if _has_call(left) or not _has_call(right):
+            displays = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant)
+            if (_has_call(left) or not _has_call(right)) and not (isinstance(left, displays)
+                                                                 and not isinstance(right, displays)):
                 return left, op, right, False
-            return right, _SWAPPED[op], left, True
+            return right, _SWAPPED[op], left, True  # ``expected == f(x)``
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return test.operand, "falsy", None, False
         if not isinstance(test, (ast.BoolOp, ast.Compare)):
@@ -387,6 +444,13 @@ def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | No
     return None
 
 
+def _used_in_a_loop(expr: ast.expr, name: str) -> bool:
+    """Whether ``name`` is read inside a comprehension or lambda of ``expr`` (folding it in there would
+    build the value again on every round)."""
+    return any(isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda))
+               and name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for node in ast.walk(expr))
+
+
 def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tuple[ast.expr, list[ast.stmt]]:
     """Fold single-use setup variables into ``expr`` (``q = Queue(); q.pop()`` stays two lines: q is
     used twice; ``d = date(2024, 1, 6); is_weekend(d)`` becomes ``is_weekend(date(2024, 1, 6))``)."""
@@ -401,8 +465,8 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
             if any(name in _free_names(o) or _assigns(o, name) for o in others) \
                     or any(name in _free_names(o) for o in later):
                 continue
-            if len(ast.unparse(stmt.value)) > 60:
-                continue
+            if name not in _free_names(expr) or len(ast.unparse(stmt.value)) > 60 or _used_in_a_loop(expr, name):
+                continue  # (unread ones are _drop_unread's business)
             expr = _Fill({name: stmt.value}, set()).visit(expr)
             setup = others
             changed = True
@@ -410,24 +474,142 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
     return expr, setup
 
 
-def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.expr]]:
-    """Small plain functions (at most 4 lines, no decorator) and short literal constants the test
-    module defines at top level."""
+def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.Assign]]:
+    """Small plain functions (at most 8 lines, no decorator), short literal constants and aliases
+    (``D = datetime.date``) the test module defines at top level."""
     helpers, constants = {}, {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.decorator_list and not node.name.startswith("test") \
-                and node.end_lineno - node.lineno <= 3:
+                and node.end_lineno - node.lineno <= 7:
+            helpers[node.name] = node
+        elif isinstance(node, ast.ClassDef) and not node.decorator_list and not node.name.startswith("Test") \
+                and node.end_lineno - node.lineno <= 12:  # a small stand-in (a fake clock) the repro needs
             helpers[node.name] = node
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and _is_literal(node.value) and len(ast.unparse(node.value)) <= 60:
-            constants[node.targets[0].id] = node.value
+                and len(ast.unparse(node.value)) <= 400 and not any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
+            constants[node.targets[0].id] = node
     return helpers, constants
 
 
-def _params(func: ast.FunctionDef) -> set[str]:
+def _is_dotted(node: ast.AST) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _locals(node: ast.AST) -> set[str]:
+    """Names a helper binds itself (its parameters and assignments)."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return names | (_params(node) if isinstance(node, ast.FunctionDef) else set())
+
+
+def _params(func: ast.FunctionDef | ast.Lambda) -> set[str]:
     a = func.args
     return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
                             *([a.kwarg] if a.kwarg else [])]}
+
+
+def _is_fixture(node: ast.AST) -> bool:
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "fixture":
+            return not (isinstance(dec, ast.Call) and any(k.arg == "params" for k in dec.keywords))
+    return False
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node) if node.id == self.old else node
+
+
+def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Module,
+                   depth: int = 0) -> tuple[list[ast.stmt], set[str]]:
+    """Statements building the fixtures ``names`` (from the test module or a ``conftest.py`` above it)
+    and the names those modules import; a fixture that cannot be built this way is left out."""
+    modules = [tree]
+    folder = test_file.parent
+    while True:
+        conf = _parse_file(folder / "conftest.py")
+        if conf is not None:
+            modules.append(conf)
+        if folder == root or root not in folder.parents:
+            break
+        folder = folder.parent
+    stmts: list[ast.stmt] = []
+    imported: set[str] = set()
+    for name in names:
+        found = None
+        for mod in modules:
+            found = next((n for n in mod.body if _is_fixture(n) and n.name == name), None)
+            if found is not None:
+                imported |= _module_names(mod, root)[1]
+                break
+        if found is None or depth > 1 or len(found.body) > 10:
+            continue
+        inner = [a.arg for a in found.args.args if a.arg not in ("self", "request")]
+        if any(a.arg == "request" for a in found.args.args):
+            continue
+        sub, sub_names = _fixture_setup(inner, test_file, root, tree, depth + 1)
+        built: list[ast.stmt] = []
+        for st in found.body:
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) or isinstance(st, ast.Assert):
+                continue
+            value = st.value if isinstance(st, ast.Return) else \
+                st.value.value if isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield) else None
+            if value is None and isinstance(st, (ast.Return, ast.Expr)) and isinstance(getattr(st, "value", None),
+                                                                                     ast.Yield):
+                break
+            if value is not None:
+                if isinstance(value, ast.Name) and value.id != name:  # ``return book``: call it ``ledger``
+                    built = [_Rename(value.id, name).visit(b) for b in built]
+                else:
+                    built.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value, lineno=0))
+                break
+            built.append(st)
+        else:
+            continue  # no return: nothing to build
+        stmts += sub + built
+        imported |= sub_names
+    return [ast.fix_missing_locations(s) for s in stmts], imported
+
+
+def _drop_unread(setup: list[ast.stmt], after: list[ast.AST]) -> list[ast.stmt]:
+    """Leave out ``x = ...`` when nothing after it reads ``x`` (a result an earlier check looked at),
+    unless computing it touches an object of the setup that is used later (``popped = q.pop()``)."""
+    made = {n.id for st in setup for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    kept: list[ast.stmt] = []
+    for i, stmt in enumerate(setup):
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            names = {t.id for t in stmt.targets}
+            readers = [*setup[i + 1:], *after]
+            read_later = set().union(*(_free_names(r) for r in readers))
+            if not names & read_later and not (_free_names(stmt.value) & made & read_later):
+                continue
+        kept.append(stmt)
+    return kept
+
+
+def _drop_dead_stores(setup: list[ast.stmt]) -> list[ast.stmt]:
+    """Leave out ``x = ...`` when ``x`` is assigned again before anything reads it."""
+    kept = []
+    for i, stmt in enumerate(setup):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            for later in setup[i + 1:]:
+                if name in _free_names(later):
+                    break
+                if isinstance(later, ast.Assign) and _assigns(later, name):
+                    stmt = None
+                    break
+        if stmt is not None:
+            kept.append(stmt)
+    return kept
 
 
 def _assigns(node: ast.AST, name: str) -> bool:
@@ -447,7 +629,9 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     if root is None or path is None:
         return failure
     tree = _parse_file(root / path)
-    loc = _location(message, path)
+    _, classes, test_func, _ = split_test_id(test)
+    own = find_test_function(tree, classes, test_func) if tree is not None else None
+    loc = _location(message, path, (own.lineno, own.end_lineno) if own is not None else None)
     if tree is None or loc is None:
         return failure
     line, loc_offset = loc
@@ -461,20 +645,33 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     params = [a.arg for a in func.args.args + func.args.kwonlyargs if a.arg not in ("self", "cls")]
     values: dict[str, ast.expr] = {}
     for name, text in _frame_args(message, loc_offset, params).items():
-        lit = _literal_repr(text)
+        lit = _literal_repr(text) or _value_repr(text)
         if lit is not None and len(lit) <= _MAX_VALUE:
-            values[name] = ast.parse(lit, mode="eval").body
+            node = ast.parse(lit, mode="eval").body
+            # a constructor repr (``Money('1.00', 'USD')``) counts when the test module imports its class
+            if _is_literal(node) or _free_names(node) <= module_level:
+                values[name] = node
     top = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), stmt)
-    body = [s for s in func.body if s.end_lineno < top.lineno
-            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    # checks that passed before the failing one are not part of a repro (nor is a docstring)
+    body = [s for s in func.body if s.end_lineno < top.lineno and not isinstance(s, ast.Assert)
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) and not _raises_name(s)]
+    # fixtures the test asks for are built as the fixture builds them, as a user would in their code
+    fixtures, fixture_names = _fixture_setup([p for p in params if p not in values], root / path, root, tree)
+    body = fixtures + body
+    module_level |= fixture_names
     fill = _Fill(values, modules)
     expr = fill.visit(ast.parse(ast.unparse(expr), mode="eval").body)
     expected_node = fill.visit(ast.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
     setup = [fill.visit(ast.parse(ast.unparse(s)).body[0]) for s in body]
     later = [expected_node] if expected_node is not None else []
+    setup = _drop_dead_stores(setup)
     expr, setup = _inline(expr, setup, later)
+    setup = _drop_unread(setup, [expr, *later])
     types = _constructed(setup)
-    failure.behaviour = _behaviour(expr, types)
+    origins = {s.targets[0].id: s.value for s in setup if isinstance(s, ast.Assign) and len(s.targets) == 1
+               and isinstance(s.targets[0], ast.Name)}
+    all_modules = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    failure.behaviour = _behaviour(expr, types, origins, _module_helpers(tree)[0], all_modules | modules)
     if relation == "raises":
         if failure.relation != "raises" and failure.error is None:
             return failure  # it raised, but not the message the test wanted: nothing a user would phrase
@@ -486,25 +683,39 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     defined = set()
     for s in setup:
         defined |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    free = set().union(_free_names(expr), *(_free_names(s) for s in setup))
-    consts = {n: constants[n] for n in free - defined if n in constants}
-    if consts:
+    free = set().union(_free_names(expr), *(_free_names(s) for s in setup)) - defined
+    consts = {n: constants[n].value for n in free if n in constants and _is_literal(constants[n].value)
+              and len(ast.unparse(constants[n].value)) <= 60}
+    if consts:  # literal constants go into the call itself
         expr = _Fill(consts, set()).visit(expr)
         setup = [_Fill(consts, set()).visit(s) for s in setup]
         free -= set(consts)
-    defs = [helpers[n] for n in sorted(free - defined) if n in helpers]
-    free -= {d.name for d in defs}
+    # helper functions and aliases of the test module go in front, with what they use in turn
+    prelude: set[str] = set()
+    queue = [n for n in free if n in helpers or n in constants]
+    while queue:
+        name = queue.pop()
+        if name in prelude:
+            continue
+        prelude.add(name)
+        node = helpers.get(name) or constants[name]
+        free |= _free_names(node) - _locals(node)
+        queue += [n for n in _free_names(node) if (n in helpers or n in constants) and n not in prelude]
+    free -= prelude
+    defs = [n for n in tree.body if (helpers.get(getattr(n, "name", None)) is n)
+            or any(constants.get(t.id) is n for t in getattr(n, "targets", []) if isinstance(t, ast.Name))]
+    defs = [d for d in defs if getattr(d, "name", None) in prelude
+            or any(isinstance(t, ast.Name) and t.id in prelude for t in getattr(d, "targets", []))]
     local = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | set(constants)
     failure.self_contained = (all(n in defined or (n in module_level and n not in local) or n in dir(builtins)
                                   for n in free)
-                              and all(not (_free_names(d) - module_level - set(dir(builtins)) - _params(d))
-                                      for d in defs)
                               and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign))
-                                      for s in setup) and len(setup) <= 6)
+                                      or isinstance(s, ast.FunctionDef) and not s.decorator_list
+                                      and s.end_lineno - s.lineno <= 5 for s in setup) and len(setup) <= 10)
     setup = [*defs, *setup]
     failure.call = ast.unparse(expr)
     failure.setup = [ast.unparse(s) for s in setup]
-    if len(failure.call) > _MAX_CALL or any(len(s) > _MAX_CALL for s in failure.setup):
+    if len(failure.call) > _MAX_CALL or any(len(s) > 3 * _MAX_CALL for s in failure.setup):
         failure.call = None
         return failure
     failure.names = set()
@@ -557,8 +768,43 @@ def _read_values(failure: Failure, message: str, relation: str, expected_node: a
     op = _SWAPPED[relation] if expected_first and relation not in ("in", "not in") else relation
     parts = _split_compare(summary, op, known, expected_first)
     if parts is None:
+        if relation == "==":
+            _read_first_difference(failure, message, expected_first)
         return
     exp_text, obs_text = (parts[0], parts[1]) if expected_first else (parts[1], parts[0])
     failure.observed = _value_repr(obs_text)
     failure.expected = known or _value_repr(exp_text)
+    if relation == "==" and (failure.observed is None or failure.expected is None):
+        _read_first_difference(failure, message, expected_first)
+
+
+def _read_first_difference(failure: Failure, message: str, expected_first: bool) -> None:
+    """When pytest cut the values short, report the first differing item in full: pytest's
+    ``At index 2 diff: A != B`` (sequences) or ``Differing items: {k: A} != {k: B}`` (dicts)."""
+    key = left = right = None
+    m = re.search(r"^\s*At index (\d+) diff: (.+)$", message, re.M)
+    if m:
+        parts = _split_compare(m.group(2).strip(), "!=", None, False)
+        if parts:
+            key, (left, right) = m.group(1), parts
+    else:
+        m = re.search(r"^\s*Differing items:\s*\n\s*(\{.+\}) != (\{.+\})\s*$", message, re.M)
+        if m:
+            try:
+                a, b = ast.parse(m.group(1), mode="eval").body, ast.parse(m.group(2), mode="eval").body
+            except SyntaxError:
+                return
+            if isinstance(a, ast.Dict) and isinstance(b, ast.Dict) and len(a.keys) == len(b.keys) == 1 \
+                    and a.keys[0] is not None and ast.unparse(a.keys[0]) == ast.unparse(b.keys[0]):
+                key, left, right = ast.unparse(a.keys[0]), ast.unparse(a.values[0]), ast.unparse(b.values[0])
+    if key is None or failure.call is None:
+        return
+    exp_text, obs_text = (left, right) if expected_first else (right, left)
+    observed, expected = _value_repr(obs_text), _value_repr(exp_text)
+    if observed is None or expected is None:
+        return
+    node = ast.parse(failure.call, mode="eval").body
+    base = failure.call if isinstance(node, (ast.Call, ast.Attribute, ast.Name, ast.Subscript)) else f"({failure.call})"
+    failure.call = f"{base}[{key}]"
+    failure.observed, failure.expected = observed, expected
 

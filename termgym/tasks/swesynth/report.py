@@ -74,7 +74,7 @@ def _observed(f: Failure, style: int) -> str:
         # one style in four leaves the message out (it may name internals the checker refuses)
         detail = (f" with the message \u201c{msg}\u201d"
                   if msg and style % 4 != 3 and not re.search(r"[`\u201c\u201d]", msg) else "")
-        return [f"it raises `{kind}`{detail}", f"I get a `{kind}`{detail}"][style % 2]
+        return [f"it raises `{kind}`{detail}", f"I get {_article(kind)} `{kind}`{detail}"][style % 2]
     if f.relation == "raises":
         return ["it returns normally without raising an error", "it goes through without complaint"][style % 2]
     return [f"I get `{f.observed}`", f"it returns `{f.observed}`", f"the result comes back as `{f.observed}`"][style % 3]
@@ -83,7 +83,7 @@ def _observed(f: Failure, style: int) -> str:
 def _expected_np(f: Failure) -> str:
     """What should have happened, as a noun phrase (`` `'credit'` ``, ``a value below `3` ``)."""
     if f.relation == "raises":
-        return f"a `{f.expected_error}`"
+        return f"{_article(f.expected_error or '')} `{f.expected_error}`"
     if f.error is not None and f.expected is None:
         return f"a normal result, not `{f.error[0]}`"
     exp = f.expected
@@ -100,9 +100,15 @@ def _expected_np(f: Failure) -> str:
     }.get(f.relation or "==", f"`{exp}`")
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def _expected(f: Failure, style: int) -> str:
     """What should have happened, as a sentence."""
     np = _expected_np(f)
+    if np.startswith("a normal result"):
+        return f"I expected {np}."
     if f.relation == "raises":
         return [f"It should raise {np} instead.", f"I expected it to refuse the input with {np}."][style % 2]
     return [f"I expected {np}.", f"It should give {np}.", f"The expected result is {np}."][style % 3]
@@ -120,7 +126,8 @@ def _session_lines(f: Failure) -> list[str]:
         first, *rest = stmt.splitlines()
         out.append(f">>> {first}")
         if rest:
-            out += [f"... {line}" for line in rest] + ["..."]
+            # no blank line inside the block: the interpreter would end it there
+            out += [f"... {line}" for line in rest if line.strip()] + ["..."]
     return out
 
 
@@ -202,7 +209,8 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
     for test in list(target_tests)[:limit]:
         f = read_failure(test, messages.get(test, ""), repo)
         key = (f.call, f.observed, f.error)
-        uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""])
+        uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""]
+                        if not line.startswith(("class ", "def ")))  # a helper class may use self
         if f.usable and f.self_contained and not uses_self and key not in seen:
             seen.add(key)
             found.append(f)
@@ -228,7 +236,7 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
     last: list[str] = []
     for n in range(tries):
         f = primaries[(n // 3) % len(primaries)]  # three wordings, then the next failing test
-        others = [g for g in failures if g is not f and not g.setup and g.self_contained and g.call != f.call
+        others = [g for g in failures if g is not f and not g.setup and g.call != f.call and _kind(g) == _kind(f)
                   and len(g.call or "") <= 80]
         second = others[0] if others and rng.random() < 0.5 else None
         draft = render(f, structure=rng.choice(_STRUCTURES), opening=rng.randrange(60), closing=rng.randrange(60),

@@ -172,6 +172,10 @@ def _unbalanced(code: str) -> str | None:
                 return f"an unterminated {quote} string in `{code[:50]}`"
             i = j + len(quote)
             continue
+        if c == "#":  # a comment runs to the end of the line
+            j = code.find("\n", i)
+            i = n if j < 0 else j
+            continue
         if c in "([{":
             stack.append(c)
         elif c in ")]}":
@@ -230,7 +234,7 @@ def check_report(text: str, *, target_tests: Sequence[str] = (), patch: str | No
         problems.append(f"param-id: shows what looks like a pytest parameter id {m.group(0)!r}")
     if re.search(r"\b[\w./-]*\btests?/[\w./-]+|\b(?:test_\w+|\w+_test|conftest)\.py\b", text):
         problems.append("test-path: names a test file or folder")
-    m = _BOILERPLATE.search(text)
+    m = _BOILERPLATE.search(_SPAN.sub("", _FENCE.sub("", text)))  # values in code may say anything
     if m:
         problems.append(f"boilerplate: talks about the test run ({m.group(0)!r}) instead of the behaviour")
     m = _TRACEBACK.search(text)
@@ -272,13 +276,11 @@ def _garbled(text: str) -> list[str]:
         if problem:
             found.append(problem)
             break
-    for block in blocks:
-        for line in block.splitlines():
-            line = re.sub(r"^(?:>>>|\.\.\.) ?", "", line)
-            problem = None if _is_error_text(line) else _unbalanced(re.sub(r"#.*$", "", line))
-            if problem:
-                found.append(problem)
-                break
+    for block in blocks:  # checked whole: a string or bracket may span lines
+        lines = [re.sub(r"^(?:>>>|\.\.\.) ?", "", line) for line in block.splitlines()]
+        problem = _unbalanced("\n".join(line for line in lines if not _is_error_text(line)))
+        if problem:
+            found.append(problem)
     if re.search(r"\.\.\.['\"\])}]|\u2026|\.\.\.`", text) or any("..." in s for s in spans):
         found.append("a value cut short ('...')")
     if "object at 0x" in text:
