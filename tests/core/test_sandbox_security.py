@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import socket
@@ -34,6 +35,22 @@ def _processes_in_pidns(pidns: str) -> list[int]:
             except OSError:
                 pass
     return pids
+
+
+@contextlib.contextmanager
+def _pinned_pidns(pid: int):
+    """The pid namespace of ``pid`` by name, kept allocated while the block runs.
+
+    The kernel hands a freed namespace's number to the next namespace made anywhere on the
+    machine (parallel jobs make sandboxes all the time), so a check after close could find a
+    stranger's processes under the old name. An open handle on the namespace keeps its number
+    taken without keeping any process alive.
+    """
+    fd = os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY)
+    try:
+        yield os.readlink(f"/proc/{pid}/ns/pid")
+    finally:
+        os.close(fd)
 
 
 def test_outbound_network_is_refused(box):
@@ -151,11 +168,12 @@ def test_no_process_is_left_after_close():
     box = make_sandbox("local", SandboxSpec())
     box.start()
     box.exec("sleep 600 & (setsid sleep 601 &) ; nohup sleep 602 >/dev/null 2>&1 &")
-    pidns = box._pidns
-    assert len(_processes_in_pidns(pidns)) >= 4
-    host_dir = box.host_dir
-    box.close()
-    assert _processes_in_pidns(pidns) == []
+    with _pinned_pidns(box._init_pid) as pidns:
+        assert pidns == box._pidns
+        assert len(_processes_in_pidns(pidns)) >= 4
+        host_dir = box.host_dir
+        box.close()
+        assert _processes_in_pidns(pidns) == []
     assert not host_dir.exists()
 
 
@@ -163,10 +181,11 @@ def test_garbage_collected_env_leaves_nothing_running(hello_suite):
     env = TerminalEnv(hello_suite)
     env.reset(seed=1)
     env.step("```bash\nsleep 700 &\n```")
-    pidns = env.sandbox._pidns
-    del env
-    gc.collect()
-    assert _processes_in_pidns(pidns) == []
+    with _pinned_pidns(env.sandbox._init_pid) as pidns:
+        assert pidns == env.sandbox._pidns
+        del env
+        gc.collect()
+        assert _processes_in_pidns(pidns) == []
 
 
 def test_exception_mid_episode_leaves_nothing_running(tmp_path):
@@ -175,20 +194,25 @@ def test_exception_mid_episode_leaves_nothing_running(tmp_path):
         "from termgym import CommandTask, ListSuite\nfrom termgym.env import TerminalEnv\n"
         "env = TerminalEnv(ListSuite([CommandTask('t', 'x', grade_command='true')]))\n"
         "env.reset(seed=0)\nenv.step('```bash\\nsleep 703 &\\n```')\n"
-        "print(env.sandbox._pidns, flush=True)\nraise RuntimeError('boom')\n"
+        "import sys\nprint(env.sandbox._init_pid, flush=True)\nsys.stdin.readline()\n"
+        "raise RuntimeError('boom')\n"
     )
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
-    assert "boom" in proc.stderr
-    pidns = proc.stdout.strip()
-    # The sandbox dies with its parent process (the kernel tears the pid namespace down after the
-    # interpreter is gone): give that a moment on a loaded machine, but it must happen.
-    deadline = time.monotonic() + 10
-    while _processes_in_pidns(pidns) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _processes_in_pidns(pidns) == []
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    init_pid = int(proc.stdout.readline())
+    # Pin the namespace while the crashing program still holds it open, then let it crash.
+    with _pinned_pidns(init_pid) as pidns:
+        _, stderr = proc.communicate("go\n", timeout=60)
+        assert "boom" in stderr
+        # The sandbox dies with its parent process (the kernel tears the pid namespace down after the
+        # interpreter is gone): give that a moment on a loaded machine, but it must happen.
+        deadline = time.monotonic() + 10
+        while _processes_in_pidns(pidns) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_in_pidns(pidns) == []
 
 
 def test_invalid_utf8_is_decoded_safely(box):
