@@ -18,16 +18,16 @@ from termgym.wrappers.recording import RecordEpisodes, read_episodes
 from termgym.wrappers.rewards import ProcessReward
 
 
-def record(env_id, path, plays, **make_kwargs):
-    """Record one episode per (task_id, actions-or-'oracle') in ``plays``."""
-    env = RecordEpisodes(ProcessReward(gym.make(env_id, **make_kwargs)), path)
+def record(env_id, out, plays, **make_kwargs):
+    """Record one episode per (task_id, actions-or-'oracle') in ``plays`` into ``out``."""
+    env = RecordEpisodes(ProcessReward(gym.make(env_id, **make_kwargs)), out)
     for task_id, actions in plays:
         env.reset(seed=0, options={"task_id": task_id})
         for action in (oracle_actions(env.unwrapped) if actions == "oracle" else actions):
             *_, terminated, truncated, _ = env.step(action)
         assert terminated or truncated
     env.close()
-    return read_episodes(path)
+    return read_episodes(out)
 
 
 @pytest.fixture(scope="module")

@@ -47,6 +47,9 @@ def test_manifest_is_complete_and_its_files_match(name):
     assert all("==" in line for line in project.test_requirements)
     assert {k for k, _ in project.test_hashes} == {P._norm(r.split("==")[0]) for r in project.test_requirements}
     assert project.test_command.startswith("python3 -m pytest ")
+    # the test environment never holds the project under repair (an installed copy would show the fix)
+    from termgym.sandbox.runtime import normalise, project_distributions
+    assert not {normalise(k) for k, _ in project.test_hashes} & project_distributions(project_tree(name))
     for entry in project.deselect:  # every deselected test is left out by the command itself
         needle = entry.test.split("::")[-1].strip("*") if "*" in entry.test else entry.test
         assert needle in project.test_command, entry

@@ -1,0 +1,42 @@
+"""`termgym swesynth provision/projects`, the doctor row, and the toy suite asked for by name."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+import termgym  # noqa: F401  (registers the ids)
+from termgym.cli import main
+from termgym.commands.doctor import check_testenvs
+from termgym.tasks.swesynth import TOY_DIR, SweSynthSuite, default_suite
+from termgym.tasks.swesynth.projects import load_projects
+
+
+def test_toy_suite_by_name():
+    suite = SweSynthSuite("toy")
+    ids = suite.task_ids("all")
+    assert ids and {i.split("-")[0] for i in ids} <= {"ledgerly", "planwise", "textkit"}
+    assert default_suite("toy").task_ids("all") == ids
+    env = gym.make("termgym/SweSynth-v0", path="toy")
+    try:
+        assert list(env.unwrapped.suite.task_ids("all")) == ids
+    finally:
+        env.close()
+    assert (TOY_DIR / "suite.json").is_file()
+
+
+def test_provision_command_names_a_bad_project(capsys):
+    assert main(["swesynth", "provision", "--project", "nosuchproject"]) == 1
+    err = capsys.readouterr().err
+    assert "no SWE-SYNTH project 'nosuchproject'" in err and "tinydb" in err
+
+
+def test_projects_command_and_doctor_row(capsys, tmp_path, monkeypatch):
+    assert main(["swesynth", "projects"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in load_projects()) and "NOT provisioned" not in out
+    ok, detail = check_testenvs()
+    assert ok, detail
+    monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path))
+    ok, detail = check_testenvs()
+    assert not ok and "run `termgym swesynth provision`" in detail
+    assert main(["swesynth", "projects"]) == 0 and "NOT provisioned" in capsys.readouterr().out
