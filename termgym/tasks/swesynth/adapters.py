@@ -43,7 +43,7 @@ def module_stems(paths: Sequence[str]) -> set[str]:
     return {s.strip("_").lower() for s in out if s}
 
 
-def test_file_stem(test_id: str) -> str:
+def stem_of_test_file(test_id: str) -> str:
     """``tests/test_money.py::test_x`` -> ``money`` (also ``money_test.py``, ``test_money_extra.py``)."""
     name = PurePosixPath(test_id.split("::", 1)[0]).stem.lower()
     name = re.sub(r"^tests?_", "", name)
@@ -54,7 +54,7 @@ def names_module(target_tests: Sequence[str], touched: Sequence[str]) -> bool:
     """Whether a failing test's file is named after a module the bug touches."""
     stems = module_stems(touched)
     for test in target_tests:
-        stem = test_file_stem(test)
+        stem = stem_of_test_file(test)
         if stem and any(stem == s or stem.startswith(s + "_") or s.startswith(stem + "_") for s in stems):
             return True
     return False
