@@ -9,6 +9,8 @@ import sys
 from typing import Any
 
 EXIT_INFRA = 3
+#: Every episode ended in an agent error: the agent never ran properly (endpoint down, bad model name…).
+EXIT_AGENT = 4
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "summary to --output-dir. Rerunning with the same --output-dir resumes: finished "
                     "episodes are skipped, infrastructure failures retried. Exit status: 0 when every "
                     f"episode was scored, {EXIT_INFRA} when some still ended in an infrastructure failure, "
-                    "2 on bad arguments.")
+                    f"{EXIT_AGENT} when every episode ended in an agent error, 2 on bad arguments.")
     p.add_argument("env_id", help="environment id (termgym/SweSynth-v0, a registered id) or alias (swe-synth)")
     g = p.add_argument_group("agent")
     g.add_argument("-a", "--agent", default="openai",
@@ -139,4 +141,12 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(outcome.summary, outcome.run_seconds))
         print(f"ran {outcome.ran} episode(s), skipped {outcome.skipped} already finished; results in "
               f"{outcome.run_dir.path} (termgym view {outcome.run_dir.path} for the report)")
-    return EXIT_INFRA if outcome.summary["infra_errors"] else 0
+    summary = outcome.summary
+    if summary["infra_errors"]:
+        return EXIT_INFRA
+    if summary["episodes"] and summary["agent_errors"] == summary["episodes"]:
+        print(f"termgym eval: every episode ({summary['episodes']}) ended in an agent error, so the scores say "
+              f"nothing about the model: check the agent's endpoint and options (errors in {outcome.run_dir.path})",
+              file=sys.stderr)
+        return EXIT_AGENT
+    return 0

@@ -62,6 +62,8 @@ echo $sentinel
 After that you cannot continue working on this task.
 </instructions>"""
 
+_PR_OPEN, _PR_CLOSE = "<pr_description>", "</pr_description>"
+
 OBSERVATION_TEMPLATE = "<returncode>$returncode</returncode>\n$note<output>\n$output</output>"
 
 FORMAT_ERROR_TEMPLATE = """Please always provide EXACTLY ONE action in triple backticks, found $count actions.
@@ -109,10 +111,16 @@ class MiniSweAgentProtocol(Protocol):
         shell_note = ("that keeps its state (working directory, variables) between commands"
                       if self.mode == "persistent"
                       else "started fresh in that directory (cd and variables do not carry over)")
-        return self.task_template.safe_substitute(
+        text = self.task_template.safe_substitute(
             instruction=task.instruction, workdir=task.sandbox_spec().workdir, sentinel=SENTINEL,
             shell_note=shell_note, task_id=task.task_id,
         )
+        if _PR_OPEN in task.instruction and text.count(_PR_OPEN) > 1:
+            # the task wraps its report itself (SWE-SYNTH): keep that one wrapper, drop the template's
+            head, _, tail = text.partition(_PR_OPEN + "\n")
+            body, _, rest = tail.rpartition(_PR_CLOSE)
+            text = head + body.rstrip("\n") + rest
+        return text
 
     def parse(self, message: str | dict[str, Any]) -> Action:
         text = message.get("content") or "" if isinstance(message, dict) else message

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import os
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -92,7 +93,9 @@ class SandboxSpec:
 
     ``files`` maps paths (relative to ``workdir``, or absolute inside the sandbox) to contents.
     ``copy_dirs`` maps host directories to sandbox paths whose contents are copied in (never bound:
-    the agent works on its own copy). ``setup_commands`` run in ``workdir`` after the files are in
+    the agent works on its own copy). ``ro_binds`` maps host directories to absolute sandbox paths
+    that are mounted read-only instead (shared, never copied: e.g. a project's provisioned test
+    dependencies); a write there fails with "Read-only file system". ``setup_commands`` run in ``workdir`` after the files are in
     place, before the agent's first step, and must succeed.
     """
 
@@ -100,6 +103,7 @@ class SandboxSpec:
     image: str | None = None  # a Docker image; the local backend runs on the pinned task runtime
     files: dict[str, str | bytes] = field(default_factory=dict)
     copy_dirs: dict[str, str] = field(default_factory=dict)  # host dir -> sandbox dir
+    ro_binds: dict[str, str] = field(default_factory=dict)  # host dir -> absolute sandbox dir, read-only
     setup_commands: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     network: bool = False
@@ -108,6 +112,26 @@ class SandboxSpec:
     # Python distributions the system must not show (besides termgym and the projects in
     # ``copy_dirs``, which are always hidden): installed copies of what the agent is asked to fix.
     hidden_packages: tuple[str, ...] = ()
+
+
+def read_only_binds(spec: SandboxSpec) -> list[tuple[str, str]]:
+    """``spec.ro_binds`` checked: ``(absolute host dir, absolute sandbox dir)`` pairs, sorted.
+
+    Raises :class:`SandboxError` naming the entry when a host directory does not exist or a
+    sandbox path is relative or would cover a system directory.
+    """
+    out = []
+    for host_dir, dest in sorted(spec.ro_binds.items()):
+        if not os.path.isdir(host_dir):
+            raise SandboxError(f"ro_binds: host directory {host_dir!r} (for {dest!r}) does not exist")
+        if not dest.startswith("/") or os.path.normpath(dest) in _SYSTEM_DIRS:
+            raise SandboxError(f"ro_binds: sandbox path {dest!r} (for {host_dir!r}) must be an absolute path "
+                               f"outside {', '.join(sorted(_SYSTEM_DIRS))}")
+        out.append((os.path.abspath(host_dir), os.path.normpath(dest)))
+    return out
+
+
+_SYSTEM_DIRS = frozenset({"/", "/usr", "/etc", "/proc", "/dev", "/bin", "/lib", "/lib64", "/sbin", "/tmp"})
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from termgym.sandbox.base import (
     SandboxError,
     SandboxSpec,
     check_on_timeout,
+    read_only_binds,
 )
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
 from termgym.sandbox.output import OutputBuffer
@@ -188,7 +189,8 @@ def container_labels(*, pool: bool = False) -> dict[str, str]:
 
 def pool_key(spec: SandboxSpec) -> tuple:
     """What makes two specs' containers interchangeable before start: image, limits, network."""
-    return (spec.image or DEFAULT_BASE_IMAGE, spec.limits, bool(spec.network))
+    binds = tuple(read_only_binds(spec))  # mounts are fixed when a container is created
+    return (spec.image or DEFAULT_BASE_IMAGE, spec.limits, bool(spec.network), binds)
 
 
 def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
@@ -224,6 +226,9 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
     )
     if not pool:
         kwargs["working_dir"] = spec.workdir
+    binds = read_only_binds(spec)
+    if binds:
+        kwargs["volumes"] = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in binds}
     if lim.memory_mb:
         kwargs["mem_limit"] = f"{int(lim.memory_mb)}m"
         kwargs["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed

@@ -55,6 +55,7 @@ from termgym.sandbox.base import (
     SandboxError,
     SandboxSpec,
     check_on_timeout,
+    read_only_binds,
 )
 from termgym.sandbox.output import OutputBuffer
 
@@ -551,6 +552,8 @@ class BubblewrapSandbox(Sandbox):
             args += ["--tmpfs", str(own), "--remount-ro", str(own)]  # an install outside the site dirs
         if self.spec.network and os.path.exists("/etc/resolv.conf"):
             args += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
+        for host_dir, dest in read_only_binds(self.spec):
+            args += ["--ro-bind", host_dir, dest]
         args += ["--proc", "/proc", "--dev", "/dev",
                  "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                  "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",

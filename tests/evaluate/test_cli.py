@@ -27,6 +27,17 @@ def test_bad_arguments_exit_2_with_a_message(argv, message, tmp_path, capsys, sc
     assert message in capsys.readouterr().err
 
 
+def test_a_run_where_every_episode_is_an_agent_error_exits_4(tmp_path, capsys, scripted):
+    run = tmp_path / "run"
+    argv = ["eval", scripted.ENV_ID, "--agent", "custom_agents:CrashingAgent", "--task-ids", "right-1,right-2",
+            "-o", str(run), "--quiet"]
+    assert cli_main(argv) == 4
+    assert "every episode (2) ended in an agent error" in capsys.readouterr().err
+    # the same tasks with an agent that runs: an ordinary exit
+    assert cli_main(["eval", scripted.ENV_ID, "--agent", "oracle", "--task-ids", "right-1", "-o",
+                     str(tmp_path / "oracle"), "--quiet"]) == 0
+
+
 def test_eval_and_compare_on_the_command_line(tmp_path, capsys, scripted):
     a, b = tmp_path / "oracle", tmp_path / "nop"
     assert cli_main(["eval", scripted.ENV_ID, "--agent", "oracle", "--task-ids", "right-1,explore,wrong-answer",

@@ -113,6 +113,25 @@ def test_workdir_and_env_from_spec(make):
     assert sb.exec("touch made-here && ls /app").output == "made-here\n"
 
 
+def test_read_only_binds_are_shared_and_cannot_be_written(make, tmp_path):
+    shared = tmp_path / "deps"
+    (shared / "pkg").mkdir(parents=True)
+    (shared / "pkg" / "__init__.py").write_text("VALUE = 42\n")
+    os.chmod(tmp_path, 0o755)
+    box = make(SandboxSpec(ro_binds={str(shared): "/opt/deps"}, env={"PYTHONPATH": "/opt/deps"}))
+    out = box.exec("python3 -c 'import pkg; print(pkg.VALUE)'; touch /opt/deps/x; echo rc=$?")
+    assert "42" in out.output and "rc=1" in out.output, out.output
+    assert not (shared / "x").exists()
+
+
+@pytest.mark.parametrize("binds, problem", [({"/no/such/dir": "/opt/x"}, "does not exist"),
+                                            ({"/tmp": "relative/x"}, "absolute"),
+                                            ({"/tmp": "/usr"}, "outside")])
+def test_bad_read_only_binds_are_refused_by_name(make, binds, problem):
+    with pytest.raises(SandboxError, match=problem):
+        make(SandboxSpec(ro_binds=binds))
+
+
 def test_persistent_mode_keeps_cwd_and_variables(make):
     sb = make()
     sb.exec("mkdir -p sub && cd sub && export EXPORTED=1 && PLAIN=2 && f() { echo fn; }")

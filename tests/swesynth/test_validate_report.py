@@ -14,6 +14,7 @@ from termgym.tasks.swesynth.report import (
     LeakError,
     banned_identifiers,
     check_no_leak,
+    check_report,
     find_leaks,
     write_report,
     write_report_llm,
@@ -107,12 +108,12 @@ def test_report_tells_what_happened_without_naming_code(repo_copy):
     run = run_tests(mini_repo, PYTEST)
     verdict = judge(required, run, run, touched=["minilib/stock.py"])
     report = write_report(verdict.target_tests, run.messages, patch, repo=mini_repo)
-    assert "What I tried" in report and "What happened" in report and "What I expected" in report
-    assert "`-6`" in report and "`6`" in report  # the observed and the expected value
-    assert "{'a': 1, 'b': 2, 'c': 3}" in report  # the input the failing check used
-    for word in ("total", "result", "level", "stock", "minilib", ".py"):
+    assert "`total()`" in report  # the behaviour, named as the user calls it
+    assert "total({'a': 1, 'b': 2, 'c': 3})" in report  # the call the failing check made
+    assert "-6" in report and "`6`" in report  # the observed and the expected value
+    for word in ("result", "level", "stock", "minilib", ".py", "test_total"):
         assert not re.search(rf"\b{re.escape(word)}\b", report.lower())
-    check_no_leak(report, patch)
+    assert check_report(report, target_tests=verdict.target_tests, patch=patch, repo=mini_repo) == []
 
 
 def test_report_for_a_missing_error(repo_copy):
@@ -121,9 +122,10 @@ def test_report_for_a_missing_error(repo_copy):
     run = run_tests(mini_repo, PYTEST)
     verdict = judge(required, run, run, touched=["minilib/stock.py"])
     report = write_report(verdict.target_tests, run.messages, patch, repo=mini_repo)
-    assert "without any complaint" in report and "'-2'" in report
-    assert "StockError" not in report  # a project class named by the patch
-    check_no_leak(report, patch)
+    assert "parse_quantity('-2')" in report and "`StockError`" in report  # the test shows the error class
+    assert re.search(r"without (raising|complaint)|goes through|accepts", report)
+    assert check_report(report, target_tests=verdict.target_tests, patch=patch, repo=mini_repo) == []
+    assert "StockError" in banned_identifiers(patch)  # without the tests at hand it would be a leak
 
 
 def test_no_leak_rule_catches_each_kind_of_leak():
@@ -152,19 +154,23 @@ def test_llm_writer_retries_leaks_then_falls_back(repo_copy, scripted_model):
     _, _, patch = _mutate(mini_repo, "result += level", "result -= level")
     run = run_tests(mini_repo, PYTEST)
     targets = judge(required, run, run).target_tests
-    answers = iter(["The total() function in stock.py is broken.",
-                    "What I tried: summing three shelves.\nWhat happened: -6.\nWhat I expected: 6."])
+    good = ("Summing shelves with `total()` gives a negative number.\n\nCalling `total({'a': 1, 'b': 2})` "
+            "returns `-3`, but it should return `3`.")
+    answers = iter(["The total() function in stock.py is broken.", good])
     server = scripted_model(lambda messages: next(answers))
     client = ChatClient(server.base_url, "scripted")
     report = write_report_llm(client, targets, run.messages, patch, repo=mini_repo)
-    assert report.startswith("What I tried: summing three shelves.")
+    assert report == good + "\n"
     assert len(server.requests) == 2
-    assert "names 'total'" in server.requests[1]["messages"][-1]["content"]  # told what leaked
-    assert "total" in server.requests[0]["messages"][-1]["content"]  # the forbidden words are spelled out
+    retry = server.requests[1]["messages"][-1]["content"]
+    assert "names a Python file" in retry and "no-observed" in retry  # told what the checker refused
+    facts = server.requests[0]["messages"][-1]["content"]
+    assert "total({'a': 1, 'b': 2, 'c': 3})" in facts and "-6" in facts  # what the user saw
+    assert "result" in facts.split("must not use:")[1]  # the forbidden words are spelled out
     always_leaks = scripted_model(lambda messages: "Look at total() in stock.py")
     report = write_report_llm(ChatClient(always_leaks.base_url, "m"), targets, run.messages, patch, repo=mini_repo)
-    assert "What I tried" in report
-    check_no_leak(report, patch)
+    assert "total({'a': 1, 'b': 2, 'c': 3})" in report  # the procedural report instead
+    assert check_report(report, target_tests=targets, patch=patch, repo=mini_repo) == []
 
 
 def test_llm_client_errors_are_clear(scripted_model):

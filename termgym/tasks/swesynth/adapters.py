@@ -3,35 +3,42 @@
 * :func:`task_signals` / :func:`difficulty_tier` — the per-task signals that make a bug easy and
   the tier they give (the bug operators' module provides them; the fallback here computes the same
   signals from the patch, the failing tests and their tracebacks);
-* :func:`report_problems` — the report checker (``check_report``) when it is there;
 * :func:`attach_project` — makes a record name its bundled project.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from termgym.tasks.swesynth.patches import patch_files
 
-#: Where the bug operators' signals may live (first module that has them wins).
-_SIGNAL_MODULES = ("termgym.tasks.swesynth.difficulty", "termgym.tasks.swesynth.signals",
-                   "termgym.tasks.swesynth.inject")
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\S")
+_module_maps: dict[str, Any] = {}
+_maps_lock = threading.Lock()
 
 
-def _provided(name: str):
-    for module in _SIGNAL_MODULES:
-        try:
-            found = getattr(importlib.import_module(module), name, None)
-        except ImportError:
-            continue
-        if found is not None:
-            return found
-    return None
+def _bug_signals():
+    """The bug operators' ``(task_signals, difficulty_tier, ModuleMap)``, or ``None`` without them."""
+    try:
+        from termgym.tasks.swesynth.bugs.callgraph import ModuleMap
+        from termgym.tasks.swesynth.bugs.signals import difficulty_tier as tier
+        from termgym.tasks.swesynth.bugs.signals import task_signals as signals
+    except ImportError:
+        return None
+    return signals, tier, ModuleMap
+
+
+def _module_map(repo: Path, module_map_class) -> Any:
+    """One call-graph module map per clean tree (built once, shared by the workers)."""
+    key = str(repo)
+    with _maps_lock:
+        if key not in _module_maps:
+            _module_maps[key] = module_map_class.of_directory(repo)
+        return _module_maps[key]
 
 
 def module_stems(paths: Sequence[str]) -> set[str]:
@@ -86,28 +93,26 @@ def fallback_signals(*, bug_patch: str, target_tests: Sequence[str], messages: d
             "cross_module": not named, "failing_tests": len(target_tests), "failing_test_files": len(test_files)}
 
 
-def task_signals(**facts: Any) -> dict[str, Any]:
-    """The task's signals: the bug operators' ``task_signals`` when present (completed by the
-    fallback's keys it lacks), else :func:`fallback_signals`."""
-    base = fallback_signals(**{k: facts[k] for k in ("bug_patch", "target_tests", "messages", "mutations", "repo")
-                               if k in facts})
-    provided = _provided("task_signals")
+def task_signals(*, bug_patch: str, target_tests: Sequence[str], messages: dict[str, str],
+                 mutations: Sequence[dict[str, Any]] = (), repo: Path | None = None) -> dict[str, Any]:
+    """The task's signals: the bug operators' ``task_signals``
+    (:mod:`termgym.tasks.swesynth.bugs.signals`) over the fallback's extra keys; the fallback alone
+    when those operators are not installed."""
+    base = fallback_signals(bug_patch=bug_patch, target_tests=target_tests, messages=messages,
+                            mutations=mutations, repo=repo)
+    provided = _bug_signals()
     if provided is not None:
-        try:
-            theirs = dict(provided(**facts))
-        except TypeError:
-            theirs = {}
-        base.update(theirs)
+        signals, _tier, module_map_class = provided
+        modules = _module_map(Path(repo), module_map_class) if repo is not None else None
+        base.update(signals(bug_patch, list(target_tests), messages, repo=repo, modules=modules))
     return base
 
 
 def difficulty_tier(signals: dict[str, Any]) -> str:
-    """``easy``, ``medium`` or ``hard`` (the bug operators' rule when present)."""
-    provided = _provided("difficulty_tier")
-    if provided is not None and provided is not difficulty_tier:
-        tier = provided(signals)
-        if tier in ("easy", "medium", "hard"):
-            return tier
+    """``easy``, ``medium`` or ``hard``: the bug operators' rule, or the fallback's."""
+    provided = _bug_signals()
+    if provided is not None:
+        return provided[1](signals)
     easy_marks = sum([bool(signals.get("traceback_shows_line")), bool(signals.get("test_file_names_module")),
                       int(signals.get("tokens_changed", 0)) <= 2, int(signals.get("files_touched", 1)) <= 1
                       and int(signals.get("edits", 1)) <= 1])
@@ -116,20 +121,6 @@ def difficulty_tier(signals: dict[str, Any]) -> str:
     if easy_marks <= 1:
         return "hard"
     return "medium"
-
-
-def report_problems(report: str, bug_patch: str, target_tests: Sequence[str]) -> list[str]:
-    """What the report checker finds wrong with ``report`` (empty when it is fine or absent)."""
-    try:
-        check = getattr(importlib.import_module("termgym.tasks.swesynth.report"), "check_report", None)
-    except ImportError:
-        check = None
-    if check is None:
-        return []
-    try:
-        return list(check(report, patch=bug_patch, target_tests=list(target_tests)))
-    except TypeError:
-        return list(check(report))
 
 
 def attach_project(record, project: str | None) -> None:

@@ -36,7 +36,6 @@ from termgym.tasks.swesynth.adapters import (
     attach_project,
     difficulty_tier,
     names_module,
-    report_problems,
     task_signals,
 )
 from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
@@ -51,7 +50,7 @@ from termgym.tasks.swesynth.inject import (
 )
 from termgym.tasks.swesynth.patches import make_patch, patch_files
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
-from termgym.tasks.swesynth.report import check_no_leak, write_report, write_report_llm
+from termgym.tasks.swesynth.report import check_report, write_report, write_report_llm
 from termgym.tasks.swesynth.screen import (
     Baseline,
     ProjectEnv,
@@ -325,15 +324,15 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             fix_patch = make_patch(mutated, originals)
             try:
                 if writer is not None:
-                    statement = write_report_llm(writer, target_tests, messages, bug_patch, repo=pristine)
+                    statement = write_report_llm(writer, target_tests, messages, bug_patch, repo=pristine,
+                                                 seed=seed)
                 else:
-                    statement = write_report(target_tests, messages, bug_patch, repo=pristine)
-                check_no_leak(statement, bug_patch)
-                problems = report_problems(statement, bug_patch, target_tests)
-                if problems:
-                    return f"no clean bug report: {problems[0]}"
-            except ValueError as exc:
+                    statement = write_report(target_tests, messages, bug_patch, repo=pristine, seed=seed)
+            except ValueError as exc:  # ReportError: no wording of any failing test passed check_report
                 return f"no clean bug report: {exc}"
+            problems = check_report(statement, target_tests=target_tests, patch=bug_patch, repo=pristine)
+            if problems:
+                return "no clean bug report: " + "; ".join(problems)
             task_id = f"{name}-{hashlib.sha256(bug_patch.encode()).hexdigest()[:10]}"
             mutations = [_mutation_summary(m) for m in attempt.mutations]
             signals = task_signals(bug_patch=bug_patch, target_tests=target_tests, messages=messages,

@@ -275,40 +275,43 @@ def _install():
         baseline["signals"] = {s: getsignal(s) for s in signal.valid_signals()
                                if s not in (signal.SIGKILL, signal.SIGSTOP)}
 
+    def replaced(accept=None):
+        """The first baseline entry replaced since it was taken (described), or ``None``.
+
+        ``accept(attr, now)`` may excuse a replaced module attribute."""
+        for namespace, attr, value in baseline["modules"]:
+            now = namespace.get(attr)
+            if now is not value and not (accept is not None and accept(attr, now)):
+                return describe(namespace, attr)
+        names = vars(builtins)
+        for attr, value in baseline["builtins"]:
+            if names.get(attr) is not value:
+                return f"builtins.{attr}"
+        for sig, value in baseline["signals"].items():
+            if getsignal(sig) is not value:
+                return f"the handler of signal {sig}"
+        return None
+
+    def toolchain_patch(attr, now):
+        code = getattr(now, "__code__", None) or getattr(getattr(now, "fget", None), "__code__", None)
+        return code is not None and classify(code.co_filename) == "toolchain" and attr.strip("_") in code.co_name
+
     def rebase_after_configure():
         """pytest's own ``pytest_configure`` hooks patch some classes (``_pytest.legacypath`` adds
         ``Config.inifile``...): accept replacements that are tool-chain functions named after what
         they replace, and refuse any other change made before the tests start."""
-        for namespace, attr, value in baseline["modules"]:
-            now = namespace.get(attr)
-            if now is value:
-                continue
-            code = getattr(now, "__code__", None) or getattr(getattr(now, "fget", None), "__code__", None)
-            if code is None or classify(code.co_filename) != "toolchain" or attr.strip("_") not in code.co_name:
-                return f"{describe(namespace, attr)} was replaced before the tests started"
-        names = vars(builtins)
-        for attr, value in baseline["builtins"]:
-            if names.get(attr) is not value:
-                return f"builtins.{attr} was replaced before the tests started"
-        for sig, value in baseline["signals"].items():
-            if getsignal(sig) is not value:
-                return f"the handler of signal {sig} was replaced before the tests started"
+        what = replaced(accept=toolchain_patch)
+        if what is not None:
+            return f"{what} was replaced before the tests started"
         take_baseline()
         return None
 
     def integrity(item, full):
         """What was replaced since pytest started, or ``None`` when nothing was."""
         if full:
-            for namespace, attr, value in baseline["modules"]:
-                if namespace.get(attr) is not value:
-                    return f"{describe(namespace, attr)} was replaced"
-            names = vars(builtins)
-            for attr, value in baseline["builtins"]:
-                if names.get(attr) is not value:
-                    return f"builtins.{attr} was replaced"
-            for sig, value in baseline["signals"].items():
-                if getsignal(sig) is not value:
-                    return f"the handler of signal {sig} was replaced"
+            what = replaced()
+            if what is not None:
+                return f"{what} was replaced"
         if item is not None:
             record = state["items"].get(id(item))
             if record is None or record[0] is not item:

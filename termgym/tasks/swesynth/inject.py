@@ -19,8 +19,41 @@ import ast
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+
+# The mutation machinery lives in bugs.source; its names stay importable from here.
+from termgym.tasks.swesynth.bugs.callgraph import RepoIndex
+from termgym.tasks.swesynth.bugs.coordinated import REPO_DESCRIPTIONS, find_cross_module_helper
+from termgym.tasks.swesynth.bugs.coordinated import REPO_FINDERS as _COORDINATED
+from termgym.tasks.swesynth.bugs.flow import FLOW_DESCRIPTIONS, FLOW_FINDERS
+from termgym.tasks.swesynth.bugs.source import (  # noqa: F401  (re-exported for callers of inject)
+    _ATOMIC,
+    _BINOP_SYMBOLS,
+    _CMP_PATTERNS,
+    _SEPARATOR_SWAPS,
+    Builder,
+    InjectionError,
+    ModuleIndex,
+    Mutation,
+    Site,
+    SourceText,
+    _binop_pattern,
+    _Builder,
+    _constant_replacement,
+    _delete_statement,
+    _find_operator,
+    _function_names,
+    _is_block_list,
+    _mutate_number,
+    _mutate_string,
+    _paren,
+    _stable_pick,
+    _string_literal,
+    check_mutation,
+    check_unit,
+    units,
+)
 
 #: Every bug type of the reference taxonomy, with the sentence the LLM breaker is given.
 BUG_TYPE_DESCRIPTIONS: dict[str, str] = {
@@ -46,313 +79,6 @@ BUG_TYPE_DESCRIPTIONS: dict[str, str] = {
     "resource-leak": "a resource is opened but not closed or released on some path",
     "timing-error": "an operation happens at the wrong time relative to another",
 }
-
-
-@dataclass(frozen=True)
-class Mutation:
-    """One injectable bug: replace ``source[start:end]`` of ``path`` with ``replacement``.
-
-    ``start``/``end`` are character offsets into the original file text. ``line`` is the first
-    changed line (1-based) and ``function`` the qualified name of the enclosing function; both are
-    for the task record and debugging, never shown to the agent.
-    """
-
-    bug_type: str
-    path: str
-    start: int
-    end: int
-    replacement: str
-    line: int
-    function: str | None
-    description: str
-
-    @property
-    def key(self) -> tuple[str, int, int]:
-        return (self.path, self.start, self.end)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class InjectionError(ValueError):
-    """Mutations could not be applied (overlapping spans, or the result does not parse)."""
-
-
-# -- source text helpers -----------------------------------------------------------------------
-
-
-class SourceText:
-    """A module's text with conversions from AST positions (UTF-8 byte columns) to offsets."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lines = text.splitlines(keepends=True)
-        self.starts: list[int] = []
-        pos = 0
-        for line in self.lines:
-            self.starts.append(pos)
-            pos += len(line)
-        self.starts.append(pos)
-
-    def offset(self, lineno: int, col_byte: int) -> int:
-        line = self.lines[lineno - 1] if lineno - 1 < len(self.lines) else ""
-        return self.starts[lineno - 1] + len(line.encode("utf-8")[:col_byte].decode("utf-8", "ignore"))
-
-    def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset))
-
-    def segment(self, node: ast.AST) -> str:
-        start, end = self.span(node)
-        return self.text[start:end]
-
-    def line_span(self, first: int, last: int) -> tuple[int, int]:
-        """Offsets covering whole lines ``first..last`` (1-based, inclusive, with the newline)."""
-        return (self.starts[first - 1], self.starts[last])
-
-    def owns_lines(self, node: ast.stmt) -> bool:
-        """True when the statement alone occupies its lines (nothing else before or after it)."""
-        start, end = self.span(node)
-        line_start, line_end = self.line_span(node.lineno, node.end_lineno)
-        before = self.text[line_start:start]
-        after = self.text[end:line_end]
-        return before.strip() == "" and (after.strip() == "" or after.strip().startswith("#"))
-
-    def indent_of(self, lineno: int) -> str:
-        line = self.lines[lineno - 1]
-        return line[: len(line) - len(line.lstrip())]
-
-
-# -- the module index shared by all finders ----------------------------------------------------
-
-
-@dataclass
-class Site:
-    """A node inside a function body, with its parent and the enclosing function."""
-
-    node: ast.AST
-    parent: ast.AST
-    func: ast.FunctionDef | ast.AsyncFunctionDef
-    qualname: str
-
-
-class ModuleIndex:
-    """Parsed module plus every node that lives inside a function body."""
-
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        self.src = SourceText(text)
-        self.tree = ast.parse(text)
-        self.sites: list[Site] = []
-        self.functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = []
-        self.docstrings: set[int] = set()
-        self.in_fstring: set[int] = set()
-        self._visit(self.tree, None, None, "")
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                body = node.body
-                if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                        and isinstance(body[0].value.value, str):
-                    self.docstrings.add(id(body[0].value))
-            if isinstance(node, ast.JoinedStr):
-                # Positions of the pieces inside an f-string are unreliable before Python 3.12.
-                for inner in ast.walk(node):
-                    if inner is not node:
-                        self.in_fstring.add(id(inner))
-
-    def _visit(self, node: ast.AST, parent: ast.AST | None, func, qual: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = f"{qual}.{child.name}" if qual else child.name
-                self.functions.append((child, name))
-                for stmt in child.body:
-                    self._record(stmt, child, child, name)
-                    self._visit(stmt, child, child, name)
-            elif isinstance(child, ast.ClassDef):
-                name = f"{qual}.{child.name}" if qual else child.name
-                for stmt in child.body:
-                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        self._visit(ast.Module(body=[stmt], type_ignores=[]), child, func, name)
-            elif isinstance(child, ast.Lambda):
-                continue
-            else:
-                if func is not None:
-                    self._record(child, node, func, qual)
-                self._visit(child, node, func, qual)
-
-    def _record(self, node, parent, func, qual) -> None:
-        self.sites.append(Site(node, parent, func, qual))
-
-    def nodes(self, *types: type) -> Iterable[Site]:
-        for site in self.sites:
-            if isinstance(site.node, types) and id(site.node) not in self.in_fstring:
-                yield site
-
-
-# -- small building blocks ---------------------------------------------------------------------
-
-_ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple, ast.Dict,
-           ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp)
-
-_BINOP_SYMBOLS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
-    ast.MatMult: "@",
-}
-_CMP_PATTERNS = {
-    ast.Lt: r"<(?!=)", ast.LtE: r"<=", ast.Gt: r">(?!=)", ast.GtE: r">=", ast.Eq: r"==", ast.NotEq: r"!=",
-    ast.In: r"(?<!not )\bin\b", ast.NotIn: r"\bnot\s+in\b", ast.Is: r"\bis\b(?!\s+not\b)",
-    ast.IsNot: r"\bis\s+not\b",
-}
-
-
-def _paren(text: str, node: ast.AST) -> str:
-    return text if isinstance(node, _ATOMIC) else f"({text})"
-
-
-def _find_operator(gap: str, pattern: str) -> re.Match | None:
-    """Find an operator token in the text between two operands (parens and comments allowed)."""
-    code = re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), gap)
-    matches = list(re.finditer(pattern, code))
-    return matches[0] if len(matches) == 1 else None
-
-
-def _binop_pattern(symbol: str) -> str:
-    # An operator symbol not glued to another operator character (so * is not part of ** or *=).
-    return rf"(?<![*/<>=!&|^%@+\-]){re.escape(symbol)}(?![*/<>=&|^%@])"
-
-
-class _Builder:
-    """Collects mutations for one module, dropping those that do not parse or change nothing."""
-
-    def __init__(self, index: ModuleIndex, bug_type: str) -> None:
-        self.index = index
-        self.bug_type = bug_type
-        self.out: list[Mutation] = []
-        self._seen: set[tuple[int, int, str]] = set()
-
-    def add(self, start: int, end: int, replacement: str, site: Site | None, description: str) -> None:
-        # Parsing the mutated module is left to check_mutation, when a candidate is actually
-        # drawn: most candidates are never tried, and parsing each one made scans 100x slower.
-        text = self.index.src.text
-        if text[start:end] == replacement or (start, end, replacement) in self._seen:
-            return
-        self._seen.add((start, end, replacement))
-        line = text.count("\n", 0, start) + 1
-        self.out.append(Mutation(
-            bug_type=self.bug_type, path=self.index.path, start=start, end=end, replacement=replacement,
-            line=line, function=site.qualname if site else None, description=description,
-        ))
-
-
-def check_mutation(text: str, mutation: Mutation, original_dump: str | None = None) -> bool:
-    """True when applying ``mutation`` to ``text`` parses and changes the module's AST.
-
-    ``original_dump`` (``ast.dump`` of the unmodified module) saves re-parsing it per call.
-    """
-    new_text = text[: mutation.start] + mutation.replacement + text[mutation.end:]
-    try:
-        return ast.dump(ast.parse(new_text)) != (original_dump or ast.dump(ast.parse(text)))
-    except SyntaxError:
-        return False
-
-
-def _stable_pick(options: Sequence, salt: int):
-    return options[salt % len(options)]
-
-
-def _function_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
-    """Local variable names of a function and the line where each is first bound."""
-    names: dict[str, int] = {}
-    args = func.args
-    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-        if arg is not None:
-            names.setdefault(arg.arg, func.lineno)
-    for node in ast.walk(func):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.setdefault(node.id, node.lineno)
-            names[node.id] = min(names[node.id], node.lineno)
-    names.pop("self", None)
-    names.pop("cls", None)
-    return names
-
-
-def _is_block_list(parent: ast.AST, stmt: ast.stmt) -> list[ast.stmt] | None:
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            return block
-    if isinstance(parent, ast.ExceptHandler) and stmt in parent.body:
-        return parent.body
-    return None
-
-
-def _delete_statement(b: _Builder, site: Site, description: str) -> None:
-    """Remove a statement that owns its lines, if its block keeps at least one other statement."""
-    stmt = site.node
-    block = _is_block_list(site.parent, stmt)
-    if block is None or len(block) < 2 or not b.index.src.owns_lines(stmt):
-        return
-    start, end = b.index.src.line_span(stmt.lineno, stmt.end_lineno)
-    b.add(start, end, "", site, description)
-
-
-def _string_literal(src: SourceText, node: ast.Constant) -> tuple[str, str, str] | None:
-    """(prefix+quote, body, quote) of a simple one-token string literal, else None."""
-    seg = src.segment(node)
-    m = re.fullmatch(r"([rRuU]?)('''|\"\"\"|'|\")(.*)\2", seg, re.S)
-    if not m or "\\" in m.group(3):
-        return None
-    return m.group(1) + m.group(2), m.group(3), m.group(2)
-
-
-_SEPARATOR_SWAPS = {" ": "", "-": "_", "_": "-", ",": ";", ";": ",", ".": ",", ":": ";", "/": "\\\\",
-                    ", ": ",", "\n": " ", "": " ", "=": ":", "|": ",", "+": "-"}
-
-
-def _mutate_string(body: str, salt: int) -> str | None:
-    if body in _SEPARATOR_SWAPS:
-        return _SEPARATOR_SWAPS[body]
-    if len(body) > 40 or "\n" in body:
-        return None
-    options = []
-    if body[:1].isalpha():
-        options.append(body[0].swapcase() + body[1:])
-    if len(body) > 1:
-        options.append(body[:-1])
-    if body.strip() != body:
-        options.append(body.strip())
-    return _stable_pick(options, salt) if options else None
-
-
-def _mutate_number(value: int | float, salt: int) -> int | float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        if value in (0, 1):
-            return value + 2
-        return _stable_pick([value * 2, value // 2 if value // 2 != value else value * 10, value * 10], salt)
-    if value == 0:
-        return 1.0
-    return _stable_pick([value * 2, value / 2, value * 10], salt)
-
-
-def _constant_replacement(src: SourceText, node: ast.Constant, salt: int) -> str | None:
-    value = node.value
-    if isinstance(value, bool):
-        return "False" if value else "True"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        new = _mutate_number(value, salt)
-        return None if new is None else repr(new)
-    if isinstance(value, str):
-        lit = _string_literal(src, node)
-        if lit is None:
-            return None
-        opening, body, quote = lit
-        new = _mutate_string(body, salt)
-        if new is None or quote in new:
-            return None
-        return f"{opening}{new}{quote}"
-    return None
 
 
 # -- the finders, one per bug type -------------------------------------------------------------
@@ -832,10 +558,27 @@ FINDERS: dict[str, Callable[[ModuleIndex], list[Mutation]]] = {
     "missing-edge-case": find_missing_edge_case,
     "incomplete-update": find_incomplete_update,
     "state-corruption": find_state_corruption,
+    # Value-flow operators (bugs/flow.py): the wrong value surfaces away from the changed line.
+    **FLOW_FINDERS,
 }
-PROCEDURAL_TYPES: tuple[str, ...] = tuple(FINDERS)
+#: Repository-level operators (bugs/coordinated.py): coordinated 2-3-edit bugs and value bugs in
+#: helpers other modules call. Each takes the whole repository's :class:`RepoIndex`.
+REPO_FINDERS: dict[str, Callable[[RepoIndex], list[Mutation]]] = {
+    **_COORDINATED,
+    "cross-module-helper": lambda repo: find_cross_module_helper(repo, FINDERS),
+}
+for _types in (FLOW_DESCRIPTIONS, REPO_DESCRIPTIONS):
+    for _t, _text in _types.items():
+        BUG_TYPE_DESCRIPTIONS.setdefault(_t, _text)
+PROCEDURAL_TYPES: tuple[str, ...] = (*FINDERS, *REPO_FINDERS)
+#: The operators made to be harder (multi-edit, cross-module, wrong value surfacing elsewhere).
+HARD_TYPES: tuple[str, ...] = (*REPO_FINDERS, *FLOW_FINDERS)
 #: Types only the LLM breaker produces.
-LLM_ONLY_TYPES: tuple[str, ...] = tuple(t for t in BUG_TYPE_DESCRIPTIONS if t not in FINDERS)
+LLM_ONLY_TYPES: tuple[str, ...] = tuple(t for t in BUG_TYPE_DESCRIPTIONS if t not in PROCEDURAL_TYPES)
+
+
+class NoCandidatesError(ValueError):
+    """No place in the given source files admits any of the requested bug types."""
 
 
 def check_bug_types(bug_types: Iterable[str] | None, *, allow_llm: bool = False) -> list[str]:
@@ -859,15 +602,57 @@ def find_mutations(path: str, text: str, bug_types: Iterable[str] | None = None)
     """Every candidate mutation of one module, for the given bug types (default: all procedural).
 
     ``path`` is the file's path relative to the repository root (it is recorded in each mutation).
-    Files that do not parse yield nothing.
+    Files that do not parse yield nothing (:func:`find_bugs` names them instead). Repository-level
+    types see this one module as the whole repository.
     """
     try:
         index = ModuleIndex(path, text)
     except SyntaxError:
         return []
+    types = check_bug_types(bug_types)
     out: list[Mutation] = []
-    for bug_type in check_bug_types(bug_types):
-        out.extend(FINDERS[bug_type](index))
+    for bug_type in types:
+        if bug_type in FINDERS:
+            out.extend(FINDERS[bug_type](index))
+    repo_types = [t for t in types if t in REPO_FINDERS]
+    if repo_types:
+        repo = RepoIndex({path: text})
+        for bug_type in repo_types:
+            out.extend(REPO_FINDERS[bug_type](repo))
+    return out
+
+
+def find_bugs(files: dict[str, str], bug_types: Iterable[str] | None = None, *,
+              strict: bool = True, test_texts: dict[str, str] | None = None) -> list[Mutation]:
+    """Every candidate of a repository's source files (path -> text), module and repository operators.
+
+    With ``strict`` (the default) a file that does not parse raises :class:`SyntaxError` naming the
+    file and line, and finding no candidate at all raises :class:`NoCandidatesError` naming the
+    types and files; without it unparsable files are skipped (real sdists ship Python-2 leftovers).
+    ``test_texts`` (test file -> text) steers the cross-module operator away from helpers the tests
+    call by name.
+    """
+    types = check_bug_types(bug_types)
+    repo = RepoIndex(files, test_texts)
+    if strict and repo.unparsable:
+        path = repo.unparsable[0]
+        try:
+            ast.parse(files[path])
+        except SyntaxError as exc:
+            raise SyntaxError(f"cannot scan {path} for bugs: it does not parse "
+                              f"(line {exc.lineno}: {exc.msg})") from None
+    out: list[Mutation] = []
+    for index in repo.modules.values():
+        for bug_type in types:
+            if bug_type in FINDERS:
+                out.extend(FINDERS[bug_type](index))
+    for bug_type in types:
+        if bug_type in REPO_FINDERS:
+            out.extend(REPO_FINDERS[bug_type](repo))
+    if strict and not out:
+        shown = ", ".join(sorted(files)[:5]) + (" ..." if len(files) > 5 else "")
+        raise NoCandidatesError(f"no candidate site for bug types {', '.join(types)} in "
+                                f"{len(files)} file(s): {shown or '(none)'}")
     return out
 
 
@@ -922,8 +707,9 @@ def plan_attempts(candidates: Sequence[Mutation], seed: int, *, files: dict[str,
     """Yield attempts deterministically from ``seed``, cycling through the bug types.
 
     Bug types take turns (in a seeded order) so a suite covers every type that has candidates;
-    within a type the candidate is drawn at random without replacement. With ``max_bugs > 1`` an
-    attempt combines 1..max_bugs mutations of distinct types in distinct functions. The plan never
+    within a type the candidate is drawn at random without replacement. A coordinated bug (mutations
+    sharing a ``group``) is one candidate: its edits are always drawn together. With ``max_bugs > 1``
+    an attempt combines 1..max_bugs candidates of distinct types in distinct functions. The plan never
     looks at validation results, so it is the same whatever the number of workers. With ``files``
     (path -> original text) a drawn candidate that does not parse or changes nothing is skipped.
     """
@@ -931,20 +717,23 @@ def plan_attempts(candidates: Sequence[Mutation], seed: int, *, files: dict[str,
         raise ValueError(f"max_bugs must be between 1 and 3, got {max_bugs}")
     rng = random.Random(f"swesynth:{seed}")
     dumps: dict[str, str] = {}
-    verdicts: dict[Mutation, bool] = {}
+    verdicts: dict[tuple[Mutation, ...], bool] = {}
 
-    def usable(m: Mutation) -> bool:
+    def usable(unit: tuple[Mutation, ...]) -> bool:
         if files is None:
             return True
-        if m not in verdicts:
-            if m.path not in dumps:
-                dumps[m.path] = ast.dump(ast.parse(files[m.path]))
-            verdicts[m] = check_mutation(files[m.path], m, dumps[m.path])
-        return verdicts[m]
+        if unit not in verdicts:
+            verdicts[unit] = check_unit(files, unit, dumps)
+        return verdicts[unit]
 
-    pools: dict[str, list[Mutation]] = {}
-    for m in sorted(candidates, key=lambda m: (m.bug_type, m.path, m.start, m.end, m.replacement)):
-        pools.setdefault(m.bug_type, []).append(m)
+    def compatible(unit: tuple[Mutation, ...], chosen: list[Mutation]) -> bool:
+        return all(m.path != c.path or (m.function != c.function and (m.end <= c.start or c.end <= m.start))
+                   for m in unit for c in chosen)
+
+    pools: dict[str, list[tuple[Mutation, ...]]] = {}
+    ordered = sorted(candidates, key=lambda m: (m.bug_type, m.group, m.path, m.start, m.end, m.replacement))
+    for unit in units(ordered):
+        pools.setdefault(unit[0].bug_type, []).append(unit)
     order = [t for t in (bug_types or PROCEDURAL_TYPES) if pools.get(t)]
     rng.shuffle(order)
     for pool in pools.values():
@@ -961,12 +750,11 @@ def plan_attempts(candidates: Sequence[Mutation], seed: int, *, files: dict[str,
             pool = pools[t]
             while pool and not usable(pool[0]):
                 pool.pop(0)
-            for j, m in enumerate(pool):
-                if not usable(m):
+            for j, unit in enumerate(pool):
+                if not usable(unit):
                     continue
-                if all(m.path != c.path or (m.function != c.function and (m.end <= c.start or c.end <= m.start))
-                       for c in chosen):
-                    chosen.append(pool.pop(j))
+                if compatible(unit, chosen):
+                    chosen.extend(pool.pop(j))
                     break
         # Types whose pool ran dry leave the rotation; the cursor then already points at the next.
         order = [t for t in order if t == primary or pools.get(t)]
@@ -979,12 +767,26 @@ def plan_attempts(candidates: Sequence[Mutation], seed: int, *, files: dict[str,
         i += 1
 
 
+def _test_texts(root: Path, sources: dict[str, str]) -> dict[str, str]:
+    """The repository's test files (``test_*.py``, ``*_test.py``), read as text for the call graph."""
+    out: dict[str, str] = {}
+    for path in sorted([*root.rglob("test_*.py"), *root.rglob("*_test.py")]):
+        rel = path.relative_to(root).as_posix()
+        if rel in sources or any(p.startswith(".") or p in {"venv", "site-packages", "node_modules"}
+                                 for p in path.relative_to(root).parts[:-1]):
+            continue
+        try:
+            out[rel] = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+    return out
+
+
 def scan_repository(root: str | Path, source_files: Sequence[str], bug_types: Iterable[str] | None = None
                     ) -> tuple[dict[str, str], list[Mutation]]:
     """Read the source files of a repository and find every candidate mutation in them."""
     root = Path(root)
     files: dict[str, str] = {}
-    mutations: list[Mutation] = []
     # An empty list reads the files without scanning (the LLM breaker brings its own candidates).
     types = check_bug_types(bug_types) if bug_types is None or list(bug_types) else []
     for rel in source_files:
@@ -993,6 +795,6 @@ def scan_repository(root: str | Path, source_files: Sequence[str], bug_types: It
         except (UnicodeDecodeError, OSError):
             continue
         files[rel] = text
-        if types:
-            mutations.extend(find_mutations(rel, text, types))
+    # Lenient: a repository may ship files that do not parse, and a type may have no site in it.
+    mutations = find_bugs(files, types, strict=False, test_texts=_test_texts(root, files)) if types else []
     return files, mutations

@@ -1,333 +1,285 @@
-"""User-style bug reports written from failing behaviour, and the no-leak rule.
+"""User-style bug reports written from failing behaviour.
 
-:func:`write_report` turns the broken tests into what a user would file: per case, *what I tried*
-(the literal inputs of the failing call), *what happened* (the value or error observed) and *what I
-expected*. It reads only test-side facts (failure messages and the test source), and every sentence
-is checked against the bug's patch: a sentence that would name a file, function, variable or class
-the patch touches is dropped, so the report never points at the code.
+:func:`write_report` turns a broken test into what a user would file: the public function or method
+that misbehaves, a concrete call (the test's call with its parameters filled in, or a few lines to
+reproduce it), what came back and what was expected, read from pytest's own output
+(:mod:`~termgym.tasks.swesynth.failures`). The wording varies: the structure (a paragraph, titled
+sections, an interpreter session, a short list), the opening and the closing are chosen from the task's
+seed. Every draft goes through :func:`~termgym.tasks.swesynth.report_check.check_report`; a draft that
+fails is replaced by another wording or another failing test, and when none passes
+:class:`ReportError` says why (the generator then drops the task).
 
-:func:`check_no_leak` enforces the rule on any report (the LLM writer's too): no identifier of the
-patch, no file name, no line number, no diff fragment.
+:func:`write_report_llm` asks a model through an OpenAI-compatible endpoint instead; its answer must
+pass the same checker.
 """
 
 from __future__ import annotations
 
-import ast
-import builtins
 import hashlib
-import keyword
+import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from termgym.tasks.swesynth.patches import changed_lines, hunk_contexts, patch_files
+from termgym.tasks.swesynth.failures import Failure, read_failure, test_names
+from termgym.tasks.swesynth.report_check import (
+    RULES,
+    LeakError,
+    ReportError,
+    banned_identifiers,
+    check_no_leak,
+    check_report,
+    find_leaks,
+)
 
-_ALLOWED = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls", "args", "kwargs", "test", "tests"}
+__all__ = ["RULES", "LeakError", "ReportError", "banned_identifiers", "check_no_leak", "check_report", "find_leaks",
+           "write_report", "write_report_llm"]
 
+# -- the wording ----------------------------------------------------------------------------------------
 
-class LeakError(ValueError):
-    """A bug report names something it must not (the message lists what)."""
-
-
-# -- the no-leak rule ----------------------------------------------------------------------------
-
-
-def _split_camel(word: str) -> list[str]:
-    return [p.lower() for p in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", word)]
-
-
-def banned_identifiers(patch: str) -> set[str]:
-    """Identifiers a report must not mention: names in the patch's changed code, its function
-    contexts and its file paths (Python keywords, builtins and names shorter than 3 are exempt)."""
-    names: set[str] = set()
-    for line in changed_lines(patch) + hunk_contexts(patch):
-        code = re.sub(r"#.*$", "", line)
-        code = re.sub(r"""(?:[rbuf]{0,2})('''|\"\"\"|'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*")""", " ", code)
-        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
-    for path in patch_files(patch):
-        for part in Path(path).parts:
-            names.add(part)
-            names.add(Path(part).stem)
-    return {n for n in names if len(n.strip("_")) >= 3 and n not in _ALLOWED and not n.isdigit()}
-
-
-def _forms(identifier: str) -> list[list[str]]:
-    snake = [p.lower() for p in identifier.split("_") if p]
-    forms = [snake]
-    camel = [q for p in identifier.split("_") if p for q in _split_camel(p)]
-    if camel != snake:
-        forms.append(camel)
-    return [f for f in forms if f and not (len(f) == 1 and len(f[0]) < 3)]
-
-
-def _contains(tokens: list[str], seq: list[str]) -> bool:
-    n = len(seq)
-    return any(tokens[i:i + n] == seq for i in range(len(tokens) - n + 1))
-
-
-def find_leaks(report: str, patch: str) -> list[str]:
-    """Everything in ``report`` that breaks the no-leak rule for ``patch`` (empty: clean)."""
-    tokens = [t.lower() for t in re.findall(r"[A-Za-z0-9]+", report)]
-    leaks = []
-    for name in sorted(banned_identifiers(patch)):
-        if any(_contains(tokens, form) for form in _forms(name)):
-            leaks.append(f"names {name!r} from the patch")
-    if re.search(r"\b[\w/.-]+\.py\b", report):
-        leaks.append("names a Python file")
-    if re.search(r"\blines?\s+\d+\b", report, re.I):
-        leaks.append("gives a line number")
-    if re.search(r"^(diff --git|@@ |\+\+\+ |--- a/)", report, re.M):
-        leaks.append("contains diff syntax")
-    for line in changed_lines(patch):
-        fragment = line.strip()
-        if len(fragment) >= 12 and fragment in report:
-            leaks.append(f"quotes a changed line: {fragment[:40]!r}")
-    return leaks
-
-
-def check_no_leak(report: str, patch: str) -> None:
-    """Raise :class:`LeakError` if ``report`` names files, functions, variables or line numbers of
-    ``patch``, or quotes the diff; return ``None`` when it is clean."""
-    leaks = find_leaks(report, patch)
-    if leaks:
-        raise LeakError("the bug report leaks the fix: " + "; ".join(leaks))
-
-
-# -- facts about one failing test ------------------------------------------------------------------
-
-
-def _literal(node: ast.AST) -> str | None:
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    text = repr(value)
-    return text if len(text) <= 80 else None
-
-
-def _failure_location(message: str, test_file: str) -> int | None:
-    """The line of the test file where the failure surfaced (from the traceback text)."""
-    name = Path(test_file).name
-    lines = [int(m.group(1)) for m in re.finditer(rf"(?:^|[\s/]){re.escape(name)}:(\d+):", message, re.M)]
-    return lines[-1] if lines else None
-
-
-def _statement_at(tree: ast.AST, line: int) -> ast.stmt | None:
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if best is None or (node.end_lineno - node.lineno) <= (best.end_lineno - best.lineno):
-                best = node
-    return best
-
-
-class Case:
-    """What the report says about one failing test."""
-
-    def __init__(self, test: str, message: str, repo: Path | None) -> None:
-        self.test = test
-        self.message = message or ""
-        parts = test.split("::")
-        self.file = parts[0] if parts and parts[0].endswith(".py") else None
-        self.name = re.sub(r"\[.*\]$", "", parts[-1])
-        self.params = re.search(r"\[(.*)\]$", parts[-1])
-        self.inputs: list[str] = []
-        self.actual: str | None = None
-        self.expected: str | None = None
-        self.error: tuple[str, str] | None = None  # (exception type, message)
-        self.no_raise: str | None = None
-        self.statement: ast.stmt | None = None
-        if repo is not None and self.file:
-            self._read_test_source(repo / self.file)
-        self._read_message()
-
-    def _read_test_source(self, path: Path) -> None:
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            return
-        line = _failure_location(self.message, self.file or "")
-        if line is None:
-            return
-        stmt = _statement_at(tree, line)
-        if stmt is None:
-            return
-        self.statement = stmt
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call):
-                for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    lit = _literal(arg)
-                    if lit is not None and lit not in self.inputs:
-                        self.inputs.append(lit)
-        self.inputs = self.inputs[:4]
-
-    def _read_message(self) -> None:
-        first = self.message.strip().splitlines()[0] if self.message.strip() else ""
-        # pytest < 9.2 writes "DID NOT RAISE <class 'pkg.Error'>", 9.2 and later "DID NOT RAISE Error"
-        m = re.match(r"^Failed: DID NOT RAISE (?:<class ')?(?:[\w.]*\.)?(\w+)'?>?", first)
-        if m:
-            self.no_raise = m.group(1)
-            return
-        m = re.match(r"^(?:AssertionError: )?assert (.+?) (==|!=) (.+)$", first)
-        if m:
-            left, right = m.group(1), m.group(3)
-            if self._expected_on_left():
-                left, right = right, left
-            self.actual, self.expected = _clean_repr(left), _clean_repr(right)
-            return
-        m = re.match(r"^(?:AssertionError: )?assert (?:not )?(True|False|None|\d+|'[^']*')$", first)
-        if m:
-            self.actual = m.group(1)
-            return
-        m = re.match(r"^(?:[\w.]*\.)?(\w+(?:Error|Exception|Warning)|StopIteration|KeyError): ?(.*)$", first)
-        if m and m.group(1) != "AssertionError":
-            self.error = (m.group(1), m.group(2).strip()[:160])
-
-    def _expected_on_left(self) -> bool:
-        stmt = self.statement
-        if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1:
-            left_call = any(isinstance(n, ast.Call) for n in ast.walk(stmt.test.left))
-            right_call = any(isinstance(n, ast.Call) for n in ast.walk(stmt.test.comparators[0]))
-            return right_call and not left_call
-        return False
-
-    def topic(self) -> str:
-        words = [w for w in re.sub(r"^test_?", "", self.name).split("_") if w]
-        return " ".join(words)
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
-def _clean_repr(text: str) -> str | None:
-    text = text.strip()
-    if not text or len(text) > 120 or "<" in text and "object at 0x" in text:
-        return None
-    return text
-
-
-# -- the procedural writer ----------------------------------------------------------------------------
-
-_OPENINGS = [
-    "Since I picked up the current version, a few things that used to work behave differently.",
-    "I think something regressed: some calls no longer give the answers they gave before.",
-    "I ran into wrong results while using the library and narrowed them down to the cases below.",
-    "Some of the documented behaviour seems broken right now. Here is what I see.",
-    "A couple of operations I rely on started misbehaving. Details below.",
+_OPEN_WRONG = [
+    "`{b}` returns the wrong result for some inputs.",
+    "I think `{b}` is broken.",
+    "Hi! I ran into a problem with `{b}`.",
+    "Something looks off in `{b}`.",
+    "`{b}` does not behave the way its documentation describes.",
+    "I'm getting an unexpected result from `{b}`.",
 ]
-_CLOSINGS = [
-    "Running the project's own test suite shows {n} failing test(s) that pass on the previous release.",
-    "The project's test suite agrees: {n} test(s) fail with the current code.",
-    "I also ran the bundled tests: {n} of them fail now.",
+_OPEN_ERROR = [
+    "`{b}` crashes with `{e}` on input that looks valid to me.",
+    "I hit an unexpected `{e}` from `{b}`.",
+    "Hi, `{b}` raises `{e}` where I expected a result.",
+    "`{b}` fails with `{e}` for me.",
 ]
+_OPEN_NO_RAISE = [
+    "`{b}` accepts input it should refuse.",
+    "`{b}` silently accepts bad input.",
+    "I expected `{b}` to reject some input, but it goes through.",
+]
+_CLOSINGS = ["", "Thanks for taking a look!", "Let me know if you need more details.", "Could you take a look?",
+             "Happy to test a fix."]
+_STRUCTURES = ("paragraph", "sections", "session", "list")
 
 
-def _pick(options: Sequence[str], salt: str) -> list[str]:
-    start = int(hashlib.sha256(salt.encode()).hexdigest(), 16) % len(options)
-    return list(options[start:]) + list(options[:start])
+def _kind(f: Failure) -> str:
+    if f.error is not None:
+        return "error"
+    return "no-raise" if f.relation == "raises" else "wrong"
 
 
-def _scrub_topic(topic: str, patch: str) -> str:
-    """The topic words that survive the no-leak rule (whole words dropped, order kept)."""
-    words = topic.split()
-    kept = [w for w in words if not find_leaks(w, patch)]
-    text = " ".join(kept)
-    return text if text and not find_leaks(text, patch) else ""
+def _observed(f: Failure, style: int) -> str:
+    """What happened, as a clause (``I get `'Credit'```)."""
+    if f.error is not None:
+        kind, msg = f.error
+        # one style in four leaves the message out (it may name internals the checker refuses)
+        detail = (f" with the message \u201c{msg}\u201d"
+                  if msg and style % 4 != 3 and not re.search(r"[`\u201c\u201d]", msg) else "")
+        return [f"it raises `{kind}`{detail}", f"I get a `{kind}`{detail}"][style % 2]
+    if f.relation == "raises":
+        return ["it returns normally without raising an error", "it goes through without complaint"][style % 2]
+    return [f"I get `{f.observed}`", f"it returns `{f.observed}`", f"the result comes back as `{f.observed}`"][style % 3]
 
 
-def _case_lines(case: Case, patch: str) -> tuple[list[str], list[str], list[str]]:
-    tried, happened, expected = [], [], []
-    topic = _scrub_topic(case.topic(), patch)
-    intro = f"I exercised the “{topic}” behaviour" if topic else "I exercised one of the documented behaviours"
-    if case.inputs:
-        tried.append(f"{intro} with the input {', '.join(f'`{v}`' for v in case.inputs)}.")
-    elif case.params:
-        tried.append(f"{intro} with the parameters `{case.params.group(1)[:80]}`.")
-    else:
-        tried.append(f"{intro}.")
-    if case.no_raise:
-        happened.append("The call went through without any complaint.")
-        expected.append(f"It should have refused the input with {_article(case.no_raise)} {case.no_raise}.")
-    elif case.actual is not None and case.expected is not None:
-        happened.append(f"I got `{case.actual}`.")
-        expected.append(f"`{case.expected}`.")
-    elif case.actual is not None:
-        happened.append(f"The check came out as `{case.actual}`.")
-        expected.append("The opposite outcome, as documented and as in the previous release.")
-    elif case.error:
-        kind, msg = case.error
-        happened.append(f"It raised {kind}: “{msg}”." if msg else f"It raised {kind}.")
-        happened.append(f"It crashed with {_article(kind)} {kind}.")
-        expected.append("No error: a normal result, as in the previous release.")
-    else:
-        happened.append("The result did not match what the documentation describes.")
-        expected.append("The documented result, as in the previous release.")
-    return ([s for s in tried if not find_leaks(s, patch)] or ["I exercised one of the documented behaviours."],
-            [s for s in happened if not find_leaks(s, patch)][:1] or ["The outcome was wrong."],
-            [s for s in expected if not find_leaks(s, patch)] or ["The behaviour of the previous release."])
+def _expected_np(f: Failure) -> str:
+    """What should have happened, as a noun phrase (`` `'credit'` ``, ``a value below `3` ``)."""
+    if f.relation == "raises":
+        return f"a `{f.expected_error}`"
+    if f.error is not None and f.expected is None:
+        return f"a normal result, not `{f.error[0]}`"
+    exp = f.expected
+    if f.relation in ("truthy", "falsy"):
+        want = f.relation == "truthy"
+        if f.observed in ("True", "False"):
+            return f"`{want}`"
+        return "a true value" + f" rather than `{f.observed}`" if want else f"an empty or false result, not `{f.observed}`"
+    return {
+        "==": f"`{exp}`", "is": f"`{exp}`", "!=": f"anything but `{exp}`", "is not": f"anything but `{exp}`",
+        "<": f"a value below `{exp}`", "<=": f"a value of at most `{exp}`", ">": f"a value above `{exp}`",
+        ">=": f"a value of at least `{exp}`", "in": f"a result that contains `{exp}`",
+        "not in": f"a result without `{exp}`", "returns": f"`{exp}`",
+    }.get(f.relation or "==", f"`{exp}`")
+
+
+def _expected(f: Failure, style: int) -> str:
+    """What should have happened, as a sentence."""
+    np = _expected_np(f)
+    if f.relation == "raises":
+        return [f"It should raise {np} instead.", f"I expected it to refuse the input with {np}."][style % 2]
+    return [f"I expected {np}.", f"It should give {np}.", f"The expected result is {np}."][style % 3]
+
+
+def _lines(f: Failure) -> list[str]:
+    return [*f.setup, f.call or ""]
+
+
+def _session_lines(f: Failure) -> list[str]:
+    """The repro as typed at the interpreter: ``>>>`` for each statement, ``...`` for the lines of a
+    block and an empty ``...`` closing it."""
+    out = []
+    for stmt in _lines(f):
+        first, *rest = stmt.splitlines()
+        out.append(f">>> {first}")
+        if rest:
+            out += [f"... {line}" for line in rest] + ["..."]
+    return out
+
+
+def _repro(f: Failure, session: bool = False) -> str:
+    if session:
+        body = "\n".join(_session_lines(f))
+        if _kind(f) == "wrong":
+            body += f"\n{f.observed}"
+        return f"```python\n{body}\n```"
+    # a blank line after a block (a helper function), as it would be written in a file
+    return "```python\n" + "\n".join(line + "\n" if "\n" in line else line for line in _lines(f)) + "\n```"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _second(g: Failure, style: int) -> str:
+    """One more example in a sentence (only for one-line calls)."""
+    if _kind(g) == "wrong":
+        return [f"The same happens with `{g.call}`: I get `{g.observed}` instead of {_expected_np(g)}.",
+                f"Another example: `{g.call}` gives `{g.observed}`, where I expected {_expected_np(g)}."][style % 2]
+    return f"The same happens with `{g.call}`: {_observed(g, style)}, where I expected {_expected_np(g)}."
+
+
+def render(f: Failure, *, structure: str, opening: int, closing: int, style: int,
+           second: Failure | None = None) -> str:
+    """One wording of a report about ``f`` (and one more example ``second``)."""
+    kind = _kind(f)
+    opens = {"wrong": _OPEN_WRONG, "error": _OPEN_ERROR, "no-raise": _OPEN_NO_RAISE}[kind]
+    first = opens[opening % len(opens)].format(b=f.behaviour, e=f.error[0] if f.error else "")
+    inline = not f.setup and len(f.call or "") <= 80
+    parts = [first]
+    if structure == "paragraph":
+        if inline:
+            lead = ["When I call", "Calling", "If I run", "With"][style % 4]
+            parts.append(f"{lead} `{f.call}`, {_observed(f, style)}. {_expected(f, style)}")
+        else:
+            parts.append("Here is a short example:\n\n" + _repro(f))
+            parts.append(f"{_capital(_observed(f, style))}. {_expected(f, style)}")
+    elif structure == "sections":
+        parts += ["**Steps to reproduce**\n\n" + _repro(f), f"**Actual behaviour**\n\n{_capital(_observed(f, style))}.",
+                  f"**Expected behaviour**\n\n{_expected(f, style)}"]
+    elif structure == "session":
+        parts.append(["To reproduce:", "A minimal example:", "Here is what I see in the interpreter:"][style % 3]
+                     + "\n\n" + _repro(f, session=True))
+        if kind == "wrong":
+            parts.append(_expected(f, style))
+        else:
+            parts.append(f"{_capital(_observed(f, style))}. {_expected(f, style)}")
+    else:  # list
+        result = f"`{f.observed}`" if kind == "wrong" else _observed(f, style)
+        head = ["Details:", "What I see:", "Reproduction:"][style % 3]
+        if inline:
+            parts.append(f"{head}\n\n- Input: `{f.call}`\n- Actual: {result}\n- Expected: {_expected_np(f)}")
+        else:
+            parts.append(f"{head}\n\n{_repro(f)}\n\n- Actual: {result}\n- Expected: {_expected_np(f)}")
+    if second is not None:
+        parts.append(_second(second, style))
+    if _CLOSINGS[closing % len(_CLOSINGS)]:
+        parts.append(_CLOSINGS[closing % len(_CLOSINGS)])
+    return "\n\n".join(p.strip() for p in parts) + "\n"
+
+
+# -- choosing what to report ------------------------------------------------------------------------------
+
+
+def _rng(patch: str, seed: int | str | None) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\0{patch}".encode()).hexdigest()
+    return random.Random(int(digest[:16], 16))
+
+
+def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo: str | Path | None,
+                    limit: int = 40) -> list[Failure]:
+    """The failing tests that give a report its facts (call, behaviour, outcome), best first:
+    one-liners before repros with setup; one per distinct call and outcome. A test whose call needs
+    something a user would not have (a fixture, ``self``, a loop variable) is left out."""
+    seen, found = set(), []
+    for test in list(target_tests)[:limit]:
+        f = read_failure(test, messages.get(test, ""), repo)
+        key = (f.call, f.observed, f.error)
+        uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""])
+        if f.usable and f.self_contained and not uses_self and key not in seen:
+            seen.add(key)
+            found.append(f)
+    return sorted(found, key=lambda f: (len(f.setup), len(f.call or "")))
 
 
 def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
-                 repo: str | Path | None = None, max_cases: int = 3) -> str:
-    """A user-style bug report for a bug whose patch is ``patch``.
+                 repo: str | Path | None = None, seed: int | str | None = None, tries: int = 24) -> str:
+    """A user-style bug report for a bug whose patch is ``patch``, passing :func:`check_report`.
 
     ``target_tests`` are the broken tests' ids, ``messages`` their failure texts (from the junit
-    report) and ``repo`` the repository root, used to read the failing tests' inputs. The result
-    always passes :func:`check_no_leak` (sentences that would leak are dropped or replaced).
+    report), ``repo`` the repository root (to read the tests' source) and ``seed`` picks the wording
+    (with the patch). Drafts are tried over failing tests and wordings, at most ``tries`` of them;
+    :class:`ReportError` (a ``ValueError``) when none passes.
     """
     if not target_tests:
         raise ValueError("write_report needs at least one failing test")
-    root = Path(repo) if repo is not None else None
-    salt = hashlib.sha256(patch.encode()).hexdigest()
-    cases = [Case(t, messages.get(t, ""), root) for t in list(target_tests)[:max_cases]]
-    opening = next((s for s in _pick(_OPENINGS, salt) if not find_leaks(s, patch)), "")
-    parts = [opening, ""] if opening else []
-    for i, case in enumerate(cases, 1):
-        tried, happened, expected = _case_lines(case, patch)
-        title = f"**Case {i}**" if len(cases) > 1 else "**Details**"
-        parts += [title, f"- What I tried: {' '.join(tried)}", f"- What happened: {' '.join(happened)}",
-                  f"- What I expected: {' '.join(expected)}", ""]
-    closing = _pick(_CLOSINGS, salt)[0].format(n=len(target_tests))
-    if not find_leaks(closing, patch):
-        parts.append(closing)
-    report = "\n".join(parts).strip() + "\n"
-    check_no_leak(report, patch)
-    return report
+    failures = usable_failures(target_tests, messages, repo)
+    if not failures:
+        raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
+    rng = _rng(patch, seed)
+    primaries = failures[:4]
+    last: list[str] = []
+    for n in range(tries):
+        f = primaries[(n // 3) % len(primaries)]  # three wordings, then the next failing test
+        others = [g for g in failures if g is not f and not g.setup and g.self_contained and g.call != f.call
+                  and len(g.call or "") <= 80]
+        second = others[0] if others and rng.random() < 0.5 else None
+        draft = render(f, structure=rng.choice(_STRUCTURES), opening=rng.randrange(60), closing=rng.randrange(60),
+                       style=rng.randrange(60), second=second)
+        problems = check_report(draft, target_tests=target_tests, patch=patch, repo=repo)
+        if not problems:
+            return draft
+        last = problems
+    raise ReportError("no report passed the checker: " + "; ".join(last))
 
 
 # -- the optional LLM writer -----------------------------------------------------------------------------
 
 _LLM_SYSTEM = (
     "You write bug reports the way a user of a Python library would file them. You only know what the "
-    "user saw: the failing checks below. Write three short sections titled 'What I tried', 'What "
-    "happened' and 'What I expected'. Never name source files, functions, classes, variables or line "
-    "numbers, and never include code diffs or tracebacks."
+    "user saw, given below. Name the function or method in backticks, show the call with its input in "
+    "backticks or a ```python block, say what came back and what you expected (values in backticks). "
+    "Write it in your own words, a few sentences. Never mention tests, test files, test names, pytest, "
+    "file names, line numbers or tracebacks, and never guess at the cause or the fix."
 )
 
 
+def _facts(f: Failure) -> str:
+    what = (f"raises {f.error[0]}" + (f": {f.error[1]}" if f.error[1] else "") if f.error
+            else "returns normally, no error" if f.relation == "raises" else f"returns {f.observed}")
+    setup = "; ".join(f.setup)
+    return (f"- function or method: {f.behaviour}\n  call: {f.call}" + (f"\n  after: {setup}" if setup else "")
+            + f"\n  observed: {what}\n  expected: {_expected_np(f).replace('`', '')}")
+
+
 def write_report_llm(client, target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
-                     repo: str | Path | None = None, attempts: int = 2) -> str:
+                     repo: str | Path | None = None, seed: int | str | None = None, attempts: int = 2) -> str:
     """Ask an OpenAI-compatible model (``client``: :class:`~termgym.tasks.swesynth.llm.ChatClient`)
-    for the report; a leaking answer is retried with the forbidden words spelled out, and after
-    ``attempts`` leaking answers the procedural report is returned instead."""
-    root = Path(repo) if repo is not None else None
-    facts = []
-    for t in list(target_tests)[:5]:
-        case = Case(t, messages.get(t, ""), root)
-        facts.append(f"- inputs: {', '.join(case.inputs) or 'n/a'}; observed: "
-                     f"{case.actual or (case.error and ' '.join(case.error)) or case.no_raise and 'no error' or 'wrong result'}"
-                     f"; expected: {case.expected or case.no_raise or 'the documented behaviour'}")
-    banned = sorted(banned_identifiers(patch))
-    user = (f"{len(target_tests)} checks fail. Observations:\n" + "\n".join(facts)
-            + f"\nWords you must not use: {', '.join(banned)}.")
-    messages_ = [{"role": "system", "content": _LLM_SYSTEM}, {"role": "user", "content": user}]
+    for the report; an answer failing :func:`check_report` is retried with the problems spelled out,
+    and after ``attempts`` failing answers the procedural report is returned instead."""
+    failures = usable_failures(target_tests, messages, repo)
+    if not failures:
+        raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
+    shown = failures[:2]
+    visible = set().union(*(f.names for f in shown))
+    seen = visible.union(*(test_names(t, Path(repo) if repo is not None else None) for t in target_tests))
+    banned = sorted(banned_identifiers(patch, seen))
+    user = "What the user saw:\n" + "\n".join(_facts(f) for f in shown)
+    if banned:
+        user += f"\nWords you must not use: {', '.join(banned)}."
+    chat = [{"role": "system", "content": _LLM_SYSTEM}, {"role": "user", "content": user}]
     for _ in range(attempts):
-        answer = client.complete(messages_).strip()
-        leaks = find_leaks(answer, patch)
-        if answer and not leaks:
+        answer = client.complete(chat).strip()
+        problems = check_report(answer, target_tests=target_tests, patch=patch, repo=repo)
+        if answer and not problems:
             return answer + "\n"
-        messages_ += [{"role": "assistant", "content": answer},
-                      {"role": "user", "content": "Rewrite it: it " + "; ".join(leaks) + "."}]
-    return write_report(target_tests, messages, patch, repo=repo)
+        chat += [{"role": "assistant", "content": answer},
+                 {"role": "user", "content": "Rewrite it. Problems: " + "; ".join(problems) + "."}]
+    return write_report(target_tests, messages, patch, repo=repo, seed=seed)

@@ -1,0 +1,564 @@
+"""What a user would have seen of one failing test: the call, its concrete input, the outcome.
+
+:func:`read_failure` reads a pytest failure (the junit text of the long traceback) together with the
+test's source and returns a :class:`Failure`: the expression the test evaluated with its parameters
+filled in (``Account('2000', 'x').normal_side``), the public function or method it exercises, what came
+back (the value from pytest's assertion introspection, or the exception raised) and what the test
+expected. Only test-side facts are read, never the code under test, so nothing here can point at a fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Builtins a behaviour is never named after (``len(parse(x))`` is about ``parse``).
+_PLAIN_BUILTINS = {n for n in dir(builtins) if not n[:1].isupper()}
+#: Comparison operators and how the report states the expectation.
+_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+        ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+_SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!=", "is": "is", "is not": "is not"}
+_EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Warning|Exit)|StopIteration|"
+                       r"KeyboardInterrupt|GeneratorExit)(?::\s?(.*))?$")
+_MAX_VALUE = 100  # longest repr quoted in a report
+_MAX_CALL = 160
+
+
+@dataclass
+class Failure:
+    """One failing test, in the terms a user would use (see the module docstring)."""
+
+    test: str
+    call: str | None = None            # the evaluated expression, parameters filled in
+    setup: list[str] = field(default_factory=list)  # statements needed before ``call`` (a repro)
+    behaviour: str | None = None       # ``Account.normal_side`` / ``slugify()``
+    relation: str | None = None        # "==", "!=", "<", "in", "truthy", "falsy", "raises", "returns"
+    observed: str | None = None        # repr of what came back
+    expected: str | None = None        # repr of what should have come back (or the relation's operand)
+    error: tuple[str, str] | None = None   # exception raised instead: (type, first message line)
+    expected_error: str | None = None  # exception the call should have raised
+    self_contained: bool = True        # every name in call/setup is importable or built in the repro
+    names: set[str] = field(default_factory=set)  # identifiers a user sees in the repro
+
+    @property
+    def usable(self) -> bool:
+        """Enough for a report: a call, a behaviour, what happened and what was expected."""
+        if not self.call or not self.behaviour:
+            return False
+        if self.error is not None:
+            return True
+        if self.relation == "raises":
+            return self.expected_error is not None
+        if self.observed is None or self.observed == self.expected:  # equal reprs explain nothing
+            return False
+        return self.expected is not None or self.relation in ("truthy", "falsy")
+
+
+# -- reading the test source -------------------------------------------------------------------------
+
+_trees: dict[tuple[Path, int, int], ast.Module | None] = {}
+
+
+def _parse_file(path: Path) -> ast.Module | None:
+    """The test file's syntax tree (cached per path and version), ``None`` if unreadable."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (path.resolve(), st.st_mtime_ns, st.st_size)
+    if key not in _trees:
+        try:
+            _trees[key] = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            _trees[key] = None
+    return _trees[key]
+
+
+def split_test_id(test: str) -> tuple[str | None, list[str], str, str | None]:
+    """``path::Class::name[params]`` as (path, classes, function name, parameter id)."""
+    params = None
+    m = re.search(r"\[(.*)\]$", test)
+    if m:
+        params, test = m.group(1), test[:m.start()]
+    parts = test.split("::")
+    path = parts[0] if parts[0].endswith(".py") else None
+    rest = parts[1:] if path else parts
+    return path, rest[:-1], (rest[-1] if rest else ""), params
+
+
+def find_test_function(tree: ast.Module, classes: list[str], name: str) -> ast.FunctionDef | None:
+    """The test's function node (inside its classes), or ``None``."""
+    body: list[ast.stmt] = tree.body
+    for cls in classes:
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == cls), None)
+        if node is None:
+            return None
+        body = node.body
+    return next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
+                None)
+
+
+def test_names(test: str, repo: Path | None) -> set[str]:
+    """Identifiers written in the test function (what a user reading the test sees)."""
+    path, classes, name, _ = split_test_id(test)
+    if repo is None or path is None:
+        return set()
+    tree = _parse_file(repo / path)
+    func = find_test_function(tree, classes, name) if tree else None
+    if func is None:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+    names.discard(func.name)
+    return names
+
+
+def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[str]]:
+    """(names bound to modules by imports, all names imported or defined at module level)."""
+    modules, known = set(), set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                modules.add(bound)
+                known.add(bound)
+        elif isinstance(node, ast.ImportFrom):
+            base = (node.module or "").replace(".", "/")
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                known.add(bound)
+                if repo is not None and base and ((repo / base / f"{alias.name}.py").is_file()
+                                                  or (repo / base / alias.name / "__init__.py").is_file()):
+                    modules.add(bound)
+    return modules, known
+
+
+def _innermost_function(tree: ast.Module, line: int) -> ast.FunctionDef | None:
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno:
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    return best
+
+
+def _statement_at(func: ast.FunctionDef, line: int) -> ast.stmt | None:
+    """The smallest statement of ``func`` spanning ``line`` (a ``with pytest.raises`` block counts)."""
+    best = None
+    for node in ast.walk(func):
+        if isinstance(node, ast.stmt) and node is not func and not isinstance(node, (ast.FunctionDef, ast.ClassDef)) \
+                and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or (node.end_lineno - node.lineno) <= (best.end_lineno - best.lineno):
+                best = node
+    return best
+
+
+# -- reading the pytest output ------------------------------------------------------------------------
+
+
+def _location(message: str, test_file: str) -> tuple[int, int] | None:
+    """(line number, offset of the location line) of the last frame in ``test_file``."""
+    name = re.escape(Path(test_file).name)
+    found = list(re.finditer(rf"^(?:.*[\s/])?{name}:(\d+):", message, re.M))
+    return (int(found[-1].group(1)), found[-1].start()) if found else None
+
+
+def _frame_args(message: str, end: int, params: list[str]) -> dict[str, str]:
+    """The ``name = repr`` arguments pytest prints atop a long traceback frame ending at ``end``."""
+    if not params:
+        return {}
+    start = max(message.rfind("\n_ _", 0, end), message.rfind("\n____", 0, end), 0)
+    chunk = message[start:end]
+    m = re.search(rf"^{re.escape(params[0])} = .*(?:\n(?!\s*$)(?!    ).*)*", chunk, re.M)
+    if not m:
+        return {}
+    text = ", ".join(line.strip() for line in m.group(0).splitlines())
+    marks = []
+    pos = 0
+    for p in params:
+        head = f"{p} = " if not marks else f", {p} = "
+        i = text.find(head, pos)
+        if i < 0:
+            break
+        marks.append((p, i, i + len(head)))
+        pos = i + len(head)
+    values = {}
+    for k, (p, _, vstart) in enumerate(marks):
+        vend = marks[k + 1][1] if k + 1 < len(marks) else len(text)
+        values[p] = text[vstart:vend]
+    return values
+
+
+def _literal_repr(text: str) -> str | None:
+    """``text`` if it is a complete Python literal (not truncated, not an object address)."""
+    text = text.strip()
+    if not text or "..." in text or "object at 0x" in text:
+        return None
+    try:
+        return repr(ast.literal_eval(text))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _value_repr(text: str) -> str | None:
+    """``text`` as a value a report may quote: a literal or a constructor-like expression, complete."""
+    text = text.strip()
+    lit = _literal_repr(text)
+    if lit is not None:
+        return lit if len(lit) <= _MAX_VALUE else None
+    if not text or len(text) > _MAX_VALUE or "..." in text or "\u2026" in text or "object at 0x" in text \
+            or text.startswith("<"):
+        return None
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    return text
+
+
+def _split_compare(line: str, op: str, known: str | None, known_left: bool) -> tuple[str, str] | None:
+    """Split pytest's ``assert LEFT op RIGHT`` summary; ``known`` is one side's repr if known."""
+    sep = f" {op} "
+    if known is not None:
+        if known_left and line.startswith(known + sep):
+            return known, line[len(known) + len(sep):]
+        if not known_left and line.endswith(sep + known):
+            return line[:-len(known) - len(sep)], known
+    for m in re.finditer(re.escape(sep), line):
+        left, right = line[:m.start()], line[m.end():]
+        if _value_repr(left) is not None and _value_repr(right) is not None:
+            return left, right
+    return None
+
+
+# -- rewriting the failing expression ------------------------------------------------------------------
+
+
+class _Fill(ast.NodeTransformer):
+    """Replace parameter names by their values and drop module prefixes (``slug.slugify`` -> ``slugify``)."""
+
+    def __init__(self, values: dict[str, ast.expr], modules: set[str]) -> None:
+        self.values, self.modules = values, modules
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return ast.copy_location(self.values[node.id], node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        root = node.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in self.modules and root.id not in self.values:
+            return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
+        self.generic_visit(node)
+        return node
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def _has_call(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Call, ast.Attribute, ast.Subscript)) for n in ast.walk(node))
+
+
+def _constructed(setup: list[ast.stmt]) -> dict[str, str]:
+    """Variables assigned from a class call in the setup (``q = PriorityQueue()`` -> PriorityQueue)."""
+    types = {}
+    for stmt in setup:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
+                and stmt.value.func.id[:1].isupper():
+            types[stmt.targets[0].id] = stmt.value.func.id
+    return types
+
+
+def _behaviour(expr: ast.AST, types: dict[str, str]) -> str | None:
+    """The public function or method ``expr`` exercises, outermost first, builtins skipped."""
+
+    def owner(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id[:1].isupper():
+            return node.func.id
+        if isinstance(node, ast.Name):
+            return types.get(node.id)
+        return None
+
+    def visit(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Call):  # merge_with(sum)(a, b): curried
+                return visit(func)
+            if isinstance(func, ast.Name):
+                if func.id not in _PLAIN_BUILTINS and not func.id.startswith("_"):
+                    return f"{func.id}()"
+            elif isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
+                cls = owner(func.value)
+                inner = visit(func.value)
+                if cls:
+                    return f"{cls}.{func.attr}()"
+                if isinstance(func.value, ast.Name) and func.value.id in types.values():
+                    return f"{func.value.id}.{func.attr}()"
+                return inner if inner and not isinstance(func.value, ast.Name) else f"{func.attr}()"
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                found = visit(arg)
+                if found:
+                    return found
+            return None
+        if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+            cls = owner(node.value)
+            if cls:
+                return f"{cls}.{node.attr}"
+            if isinstance(node.value, ast.Name):  # ``inv.total`` on an object built in the setup
+                return f"{node.value.id}.{node.attr}"
+            return visit(node.value) or None
+        if isinstance(node, ast.Subscript):
+            return visit(node.value)
+        for child in ast.iter_child_nodes(node):
+            found = visit(child)
+            if found:
+                return found
+        return None
+
+    return visit(expr)
+
+
+def _raises_name(stmt: ast.stmt) -> str | None:
+    """``E`` for ``with pytest.raises(E[, ...]):`` (or ``raises((E, F))``: the first)."""
+    if not isinstance(stmt, ast.With):
+        return None
+    for item in stmt.items:
+        call = item.context_expr
+        if isinstance(call, ast.Call) and (getattr(call.func, "attr", None) == "raises"
+                                           or getattr(call.func, "id", None) == "raises") and call.args:
+            target = call.args[0]
+            if isinstance(target, ast.Tuple) and target.elts:
+                target = target.elts[0]
+            if isinstance(target, ast.Attribute):
+                return target.attr
+            if isinstance(target, ast.Name):
+                return target.id
+    return None
+
+
+def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | None:
+    """(the evaluated expression, relation, the expected operand, whether that operand comes first in
+    the source, as pytest's summary prints it) of the failing statement."""
+    if isinstance(stmt, ast.Assert):
+        test = stmt.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPS:
+            op = _OPS[type(test.ops[0])]
+            left, right = test.left, test.comparators[0]
+            if op in ("in", "not in"):
+                return (right, op, left, True) if _has_call(right) or not _has_call(left) else None
+            if _has_call(left) or not _has_call(right):
+                return left, op, right, False
+            return right, _SWAPPED[op], left, True
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return test.operand, "falsy", None, False
+        if not isinstance(test, (ast.BoolOp, ast.Compare)):
+            return test, "truthy", None, False
+        return None
+    if isinstance(stmt, ast.With) and _raises_name(stmt):
+        for inner in reversed(stmt.body):
+            value = getattr(inner, "value", None)
+            if isinstance(inner, (ast.Expr, ast.Assign, ast.AnnAssign)) and value is not None and _has_call(value):
+                return value, "raises", None, False
+        return None
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)) and stmt.value is not None:
+        return stmt.value, "returns", None, False
+    return None
+
+
+def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tuple[ast.expr, list[ast.stmt]]:
+    """Fold single-use setup variables into ``expr`` (``q = Queue(); q.pop()`` stays two lines: q is
+    used twice; ``d = date(2024, 1, 6); is_weekend(d)`` becomes ``is_weekend(date(2024, 1, 6))``)."""
+    changed = True
+    while changed:
+        changed = False
+        for i, stmt in enumerate(setup):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            name = stmt.targets[0].id
+            others = setup[:i] + setup[i + 1:]
+            if any(name in _free_names(o) or _assigns(o, name) for o in others) \
+                    or any(name in _free_names(o) for o in later):
+                continue
+            if len(ast.unparse(stmt.value)) > 60:
+                continue
+            expr = _Fill({name: stmt.value}, set()).visit(expr)
+            setup = others
+            changed = True
+            break
+    return expr, setup
+
+
+def _module_helpers(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.expr]]:
+    """Small plain functions (at most 4 lines, no decorator) and short literal constants the test
+    module defines at top level."""
+    helpers, constants = {}, {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list and not node.name.startswith("test") \
+                and node.end_lineno - node.lineno <= 3:
+            helpers[node.name] = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and _is_literal(node.value) and len(ast.unparse(node.value)) <= 60:
+            constants[node.targets[0].id] = node.value
+    return helpers, constants
+
+
+def _params(func: ast.FunctionDef) -> set[str]:
+    a = func.args
+    return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
+                            *([a.kwarg] if a.kwarg else [])]}
+
+
+def _assigns(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
+
+
+# -- putting it together -------------------------------------------------------------------------------
+
+
+def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
+    """What a user would have seen of ``test`` failing with ``message`` (junit failure text)."""
+    failure = Failure(test=test)
+    message = message or ""
+    _read_outcome_kind(failure, message)
+    path, _, _, _ = split_test_id(test)
+    root = Path(repo) if repo is not None else None
+    if root is None or path is None:
+        return failure
+    tree = _parse_file(root / path)
+    loc = _location(message, path)
+    if tree is None or loc is None:
+        return failure
+    line, loc_offset = loc
+    func = _innermost_function(tree, line)
+    stmt = _statement_at(func, line) if func else None
+    subject = _subject(stmt) if stmt else None
+    if func is None or stmt is None or subject is None:
+        return failure
+    expr, relation, expected_node, expected_first = subject
+    modules, module_level = _module_names(tree, root)
+    params = [a.arg for a in func.args.args + func.args.kwonlyargs if a.arg not in ("self", "cls")]
+    values: dict[str, ast.expr] = {}
+    for name, text in _frame_args(message, loc_offset, params).items():
+        lit = _literal_repr(text)
+        if lit is not None and len(lit) <= _MAX_VALUE:
+            values[name] = ast.parse(lit, mode="eval").body
+    top = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), stmt)
+    body = [s for s in func.body if s.end_lineno < top.lineno
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    fill = _Fill(values, modules)
+    expr = fill.visit(ast.parse(ast.unparse(expr), mode="eval").body)
+    expected_node = fill.visit(ast.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
+    setup = [fill.visit(ast.parse(ast.unparse(s)).body[0]) for s in body]
+    later = [expected_node] if expected_node is not None else []
+    expr, setup = _inline(expr, setup, later)
+    types = _constructed(setup)
+    failure.behaviour = _behaviour(expr, types)
+    if relation == "raises":
+        if failure.relation != "raises" and failure.error is None:
+            return failure  # it raised, but not the message the test wanted: nothing a user would phrase
+        failure.expected_error = _raises_name(stmt)
+    failure.relation = relation if failure.relation != "raises" else "raises"
+    # the names the repro relies on must be importable, built in, made in the setup or a small helper
+    # the test module defines (copied into the repro, as a user pastes one)
+    helpers, constants = _module_helpers(tree)
+    defined = set()
+    for s in setup:
+        defined |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    free = set().union(_free_names(expr), *(_free_names(s) for s in setup))
+    consts = {n: constants[n] for n in free - defined if n in constants}
+    if consts:
+        expr = _Fill(consts, set()).visit(expr)
+        setup = [_Fill(consts, set()).visit(s) for s in setup]
+        free -= set(consts)
+    defs = [helpers[n] for n in sorted(free - defined) if n in helpers]
+    free -= {d.name for d in defs}
+    local = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | set(constants)
+    failure.self_contained = (all(n in defined or (n in module_level and n not in local) or n in dir(builtins)
+                                  for n in free)
+                              and all(not (_free_names(d) - module_level - set(dir(builtins)) - _params(d))
+                                      for d in defs)
+                              and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign))
+                                      for s in setup) and len(setup) <= 6)
+    setup = [*defs, *setup]
+    failure.call = ast.unparse(expr)
+    failure.setup = [ast.unparse(s) for s in setup]
+    if len(failure.call) > _MAX_CALL or any(len(s) > _MAX_CALL for s in failure.setup):
+        failure.call = None
+        return failure
+    failure.names = set()
+    for node in [expr, *setup]:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                failure.names.add(n.id)
+            elif isinstance(n, ast.Attribute):
+                failure.names.add(n.attr)
+    _read_values(failure, message, relation, expected_node, expected_first)
+    return failure
+
+
+def _first_line(message: str) -> str:
+    return message.strip().splitlines()[0].strip() if message.strip() else ""
+
+
+def _read_outcome_kind(failure: Failure, message: str) -> None:
+    """Errors and missing errors, read from the first line of the failure text."""
+    first = _first_line(message)
+    if re.match(r"^(?:Failed: )?DID NOT RAISE\b", first):
+        failure.relation = "raises"
+        return
+    m = _EXC_LINE.match(first)
+    if m and m.group(1) != "AssertionError":
+        text = (m.group(2) or "").strip()
+        if len(text) > 120 or "object at 0x" in text or "\u2026" in text or "..." in text:
+            text = ""
+        failure.error = (m.group(1), text)
+
+
+def _read_values(failure: Failure, message: str, relation: str, expected_node: ast.expr | None,
+                 expected_first: bool) -> None:
+    if failure.error is not None or relation == "raises":
+        if expected_node is not None and relation == "==":
+            failure.expected = _value_repr(ast.unparse(expected_node))
+        return
+    first = re.sub(r"^AssertionError: ", "", _first_line(message))
+    m = re.match(r"^assert (.*)$", first)
+    if not m:
+        return
+    summary = m.group(1)
+    if relation in ("truthy", "falsy"):
+        summary = re.sub(r"^not ", "", summary) if relation == "falsy" else summary
+        failure.observed = _value_repr(summary)
+        return
+    known = _value_repr(ast.unparse(expected_node)) if expected_node is not None and _is_literal(expected_node) \
+        else None
+    # pytest prints the sides in source order, so the operator is the one written in the test
+    op = _SWAPPED[relation] if expected_first and relation not in ("in", "not in") else relation
+    parts = _split_compare(summary, op, known, expected_first)
+    if parts is None:
+        return
+    exp_text, obs_text = (parts[0], parts[1]) if expected_first else (parts[1], parts[0])
+    failure.observed = _value_repr(obs_text)
+    failure.expected = known or _value_repr(exp_text)
+
