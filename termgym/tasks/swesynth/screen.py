@@ -43,7 +43,7 @@ from termgym.sandbox.base import Limits, Sandbox, SandboxSpec
 from termgym.tasks.swesynth.grading import run_graded_tests
 
 #: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
-SCREEN_VERSION = 1
+SCREEN_VERSION = 2
 PLUGIN_SOURCE = Path(__file__).with_name("screen_plugin.py")
 PLUGIN_MODULE = "termgym_screen"
 PLUGIN_DIR = "/tmp/.termgym-screen"

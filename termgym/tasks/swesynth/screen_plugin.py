@@ -83,8 +83,12 @@ def pytest_runtest_logreport(report):
     entry = _phases.setdefault(report.nodeid, {})
     entry[report.when] = report.outcome
     if report.failed and report.nodeid not in _messages:
+        # The same text pytest's junit report gives a failure: the crash line, then the traceback.
         try:
-            _messages[report.nodeid] = str(report.longreprtext)[-6000:]
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = crash.message if crash is not None else str(report.longrepr)
+            text = str(report.longreprtext)
+            _messages[report.nodeid] = (message + "\n" + text[-8000:]).strip()
         except Exception:  # a longrepr that cannot render still leaves the outcome
             _messages[report.nodeid] = ""
 
