@@ -60,14 +60,16 @@ def held_out_projects(names: Sequence[str], fraction: float = HELD_OUT_FRACTION)
 def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None = None,
                 per_project: int = SUITE_TASKS_PER_PROJECT, seed: int = DEFAULT_SEED, jobs: int = 2,
                 held_out: Sequence[str] | None = None, time_budget: float | None = None,
-                clean: bool = False, backend: str = "local", max_bugs: int = 2,
+                clean: bool = False, backend: str = "local", max_bugs: int = 2, import_time: str = "skip",
                 progress: Callable[[str, Stats], None] | None = None,
                 log: Callable[[str], None] | None = None) -> dict[str, GenerationResult | str]:
     """Generate up to ``per_project`` tasks from each bundled project into the compact suite ``out``.
 
     ``jobs`` projects run at once (each with one screening sandbox). ``held_out`` names the
     ``test`` projects (default: :func:`held_out_projects` of all bundled projects).
-    ``time_budget`` (seconds, per project) keeps what validated by then. A project that fails
+    ``time_budget`` (seconds, per project) keeps what validated by then. ``import_time`` is
+    :func:`generate`'s choice for changes to import-time code (default ``"skip"``: a full run per
+    such candidate costs more than the tasks it adds). A project that fails
     (no provisioned test environment, no passing test) is reported by its error and skipped.
     Returns each project's result, or its error message.
     """
@@ -100,7 +102,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
                 source_dirs=list(project.source_dirs), test_dirs=list(project.test_dirs), project_env=env,
                 project=name, storage="compact", max_named_share=MAX_NAMED_SHARE, max_bugs=max_bugs,
                 exclude_tests=[d.test for d in project.deselect], time_budget=time_budget, split=splitter,
-                suite_name=SUITE_NAME, backend=backend,
+                suite_name=SUITE_NAME, backend=backend, import_time=import_time,
                 progress=(lambda s: progress(name, s)) if progress else None)
             with lock:
                 results[name] = result
