@@ -50,7 +50,8 @@ def register(subparsers) -> None:
     show = sub.add_parser("show", help="print one task: a bundled task id or a task folder")
     show.add_argument("task", help="task id of the bundled suite, or a path to a task folder / task.json")
     show.add_argument("--json", action="store_true", help="print the raw record")
-    show.add_argument("--suite", default=None, help="suite directory to look the id up in (default: bundled)")
+    show.add_argument("--suite", default=None,
+                      help="suite to look the id up in: a directory or a name (toy, projects; default: the default suite)")
     show.set_defaults(func=cmd_show)
 
     bundle = sub.add_parser("bundle", help="regenerate a bundled suite: the real-project suite (default) or --toy")
@@ -164,15 +165,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from termgym.tasks.swesynth import default_suite
     from termgym.tasks.swesynth.records import RecordError, read_task
-    from termgym.tasks.swesynth.suite import SweSynthSuite
 
     path = Path(args.task)
     try:
         if path.exists():
             record = read_task(path)
         else:
-            suite = SweSynthSuite(args.suite) if args.suite else SweSynthSuite()
+            suite = default_suite(args.suite)
             record = suite.record(args.task)
     except (KeyError, RecordError, FileNotFoundError) as exc:
         print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)

@@ -17,7 +17,7 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def task(cache):
-    return default_suite(cache_dir=cache).load(TASK)
+    return default_suite("toy", cache_dir=cache).load(TASK)
 
 
 @pytest.fixture(scope="module")

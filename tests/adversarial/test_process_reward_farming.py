@@ -106,7 +106,7 @@ def play(env: ProcessReward, task_id: str, script: Callable | None) -> tuple[flo
 
 @pytest.fixture(scope="module")
 def task_ids() -> list[str]:
-    env = gym.make("termgym/SweSynth-v0")
+    env = gym.make("termgym/SweSynth-v0", path="toy")
     ids = env.unwrapped.suite.task_ids("all")
     env.close()
     return [TASKS[0], next(t for t in ids if t.startswith(TASKS[1]))]
@@ -115,7 +115,7 @@ def task_ids() -> list[str]:
 @pytest.fixture(scope="module")
 def returns(task_ids) -> dict[tuple[str, str], tuple[float, dict]]:
     """Every script (and the oracle, ``"oracle"``; the broken attempt) on every task, played once."""
-    env = ProcessReward(gym.make("termgym/SweSynth-v0", max_steps=40))
+    env = ProcessReward(gym.make("termgym/SweSynth-v0", path="toy", max_steps=40))
     out = {}
     try:
         for task_id in task_ids:
@@ -174,7 +174,7 @@ def test_an_honest_broken_attempt_is_not_beaten_by_farming(returns, task_ids):
 
 def test_seed000_table_is_farmable_on_the_same_script(task_ids):
     """What the default replaced: under seed 000's table the issue's script nearly matches the oracle."""
-    env = ProcessReward(gym.make("termgym/SweSynth-v0", max_steps=40), table="seed000")
+    env = ProcessReward(gym.make("termgym/SweSynth-v0", path="toy", max_steps=40), table="seed000")
     try:
         farm, _ = play(env, task_ids[0], issue_farm)
         oracle, _ = play(env, task_ids[0], None)

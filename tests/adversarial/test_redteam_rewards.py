@@ -70,7 +70,7 @@ def play(env: ProcessReward, script) -> tuple[float, dict]:
 
 @pytest.fixture(scope="module")
 def returns() -> dict[str, tuple[float, dict]]:
-    env = ProcessReward(gym.make("termgym/SweSynth-v0", max_steps=MAX_STEPS))
+    env = ProcessReward(gym.make("termgym/SweSynth-v0", path="toy", max_steps=MAX_STEPS))
     try:
         out = {"oracle": play(env, None)}
         for name, script in SCRIPTS.items():

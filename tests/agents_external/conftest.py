@@ -43,6 +43,6 @@ def swesynth_task():
     """The first bundled SWE-SYNTH task (id and the loaded task, with its oracle fix)."""
     from termgym.tasks.swesynth import default_suite
 
-    suite = default_suite()
+    suite = default_suite("toy")
     task_id = suite.task_ids("all")[0]
     return suite.load(task_id)

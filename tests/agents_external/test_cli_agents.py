@@ -28,7 +28,7 @@ def _run(tmp_path, task, commands, name, **options):
     with CommandScripted(commands) as server:
         agent_options = {"command": COMMAND, "files": {"/opt/standin/agent.py": STANDIN}, "model": "scripted-1",
                          "base_url": server.base_url, "log_path": "/tmp/agent.jsonl", **options}
-        outcome = evaluate(SWESYNTH, agent="cli", output_dir=tmp_path / name, task_ids=task.task_id, split="all",
+        outcome = evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent="cli", output_dir=tmp_path / name, task_ids=task.task_id, split="all",
                            progress="off", infra_retries=0, agent_options=agent_options)
     episode = json.loads((tmp_path / name / "episodes" / f"{task.task_id}__a0.json").read_text())
     return outcome, server, episode

@@ -36,7 +36,7 @@ def _episode(tmp_path, name, task):
 def _terminus(tmp_path, task, commands, name, backend="local"):
     with TerminusScripted(commands) as server:
         outcome = evaluate(SWESYNTH, agent="harbor", output_dir=tmp_path / name, task_ids=task.task_id,
-                           split="all", progress="off", infra_retries=0, env_kwargs={"backend": backend},
+                           split="all", progress="off", infra_retries=0, env_kwargs={"backend": backend, "path": "toy"},
                            agent_options={"harbor_agent": "terminus-2", "model": "scripted-1",
                                           "base_url": server.base_url, "logs_dir": str(tmp_path / "logs"),
                                           "agent_kwargs": QUIET})

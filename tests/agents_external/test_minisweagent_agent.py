@@ -31,7 +31,7 @@ def _outputs(*commands: str) -> list[dict]:
 
 
 def _run(tmp_path, task, outputs, name, **options):
-    return evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / name, task_ids=task.task_id,
+    return evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent="minisweagent", output_dir=tmp_path / name, task_ids=task.task_id,
                     split="all", progress="off", record=True,
                     agent_options={"model_class": "deterministic", "model_config": {"outputs": outputs},
                                    **options})
@@ -86,7 +86,7 @@ def test_mini_swe_agents_own_step_limit_ends_the_episode_with_a_grade(tmp_path, 
 def test_termgym_step_limit_stops_mini_swe_agent(tmp_path, swesynth_task):
     task = swesynth_task
     outcome = evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "cut", task_ids=task.task_id,
-                       split="all", progress="off", env_kwargs={"max_steps": 2},
+                       split="all", progress="off", env_kwargs={"max_steps": 2, "path": "toy"},
                        agent_options={"model_class": "deterministic",
                                       "model_config": {"outputs": _outputs("ls", "ls", "ls", "ls")}})
     episode = _episode(tmp_path, "cut", task)
@@ -123,7 +123,7 @@ def test_bad_options_are_named(options, message):
 
 
 def test_a_bad_model_class_is_an_agent_error_naming_it(tmp_path, swesynth_task):
-    outcome = evaluate(SWESYNTH, agent=MiniSweAgent(model="m", model_class="no.such.ModelQ"),
+    outcome = evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent=MiniSweAgent(model="m", model_class="no.such.ModelQ"),
                        output_dir=tmp_path / "bad", task_ids=swesynth_task.task_id, split="all", progress="off")
     episode = _episode(tmp_path, "bad", swesynth_task)
     assert outcome.summary["agent_errors"] == 1
@@ -135,7 +135,7 @@ def test_the_episode_timeout_stops_mini_swe_agents_thread(tmp_path, swesynth_tas
 
     # The model "thinks" for 3 s (the deterministic model's /sleep action), past the 1 s episode cap.
     outputs = [make_output("", [{"command": "/sleep 3"}]), *_outputs("ls", "ls")]
-    outcome = evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "t", task_ids=swesynth_task.task_id,
+    outcome = evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent="minisweagent", output_dir=tmp_path / "t", task_ids=swesynth_task.task_id,
                        split="all", progress="off", episode_timeout=1,
                        agent_options={"model_class": "deterministic", "model_config": {"outputs": outputs}})
     episode = _episode(tmp_path, "t", swesynth_task)
@@ -147,7 +147,7 @@ def test_the_toolcall_protocol_submits_through_mini_swe_agents_own_sentinel(tmp_
     # toolcall has no output sentinel: mini-swe-agent's environment sees it and the adapter submits.
     task = swesynth_task
     evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "tc", task_ids=task.task_id, split="all",
-             progress="off", env_kwargs={"protocol": "toolcall"},
+             progress="off", env_kwargs={"protocol": "toolcall", "path": "toy"},
              agent_options={"model_class": "deterministic",
                             "model_config": {"outputs": _outputs(*task.oracle_commands(), SUBMIT)}})
     episode = _episode(tmp_path, "tc", task)
@@ -158,7 +158,7 @@ def test_the_toolcall_protocol_submits_through_mini_swe_agents_own_sentinel(tmp_
 
 def test_the_terminus_protocol_is_refused_with_the_reason(tmp_path, swesynth_task):
     evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "tm", task_ids=swesynth_task.task_id,
-             split="all", progress="off", env_kwargs={"protocol": "terminus"},
+             split="all", progress="off", env_kwargs={"protocol": "terminus", "path": "toy"},
              agent_options={"model_class": "deterministic", "model_config": {"outputs": _outputs("ls")}})
     episode = _episode(tmp_path, "tm", swesynth_task)
     assert episode["status"] == "agent_error" and "not keystrokes" in episode["error"]["message"]

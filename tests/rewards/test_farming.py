@@ -74,7 +74,7 @@ def test_on_swesynth_ls_for_the_whole_budget_earns_less_than_the_oracle():
 
     import termgym  # noqa: F401
 
-    env = ProcessReward(gym.make("termgym/SweSynth-v0"), table=SEED000)
+    env = ProcessReward(gym.make("termgym/SweSynth-v0", path="toy"), table=SEED000)
     try:
         task_id = env.unwrapped.suite.task_ids()[0]
         env.reset(seed=0, options={"task_id": task_id})

@@ -35,7 +35,7 @@ _PLAY = textwrap.dedent('''
     from termgym.tasks.swesynth import default_suite
     out = {"host_pytest_rc": host.returncode}
     for runtime in sys.argv[3:]:
-        env = TerminalEnv(default_suite(), sandbox_options={"runtime": runtime})
+        env = TerminalEnv(default_suite("toy"), sandbox_options={"runtime": runtime})
         try:
             _, info = env.reset(options={"task_id": sys.argv[2]})
             for action in oracle_actions(env):

@@ -16,7 +16,7 @@ from termgym.tasks.swesynth.report import find_leaks
 
 @pytest.fixture(scope="module")
 def suite():
-    return default_suite()
+    return default_suite("toy")
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_oracle_scores_one_on_every_bundled_task(records, tmp_path_factory, monk
     """The reverse patch, graded exactly as an agent's diff is: applied to a fresh copy of the buggy
     repository in a new local sandbox, with the required tests run there."""
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    suite = default_suite()
+    suite = default_suite("toy")
 
     def grade(record):
         with FreshSandboxes("local") as new_sandbox:  # this grade's sandboxes, closed when it is done

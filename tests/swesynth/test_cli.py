@@ -17,16 +17,16 @@ from termgym.tasks.swesynth.generate import Stats, generate
 
 
 def test_show_a_bundled_task_by_id_and_by_path(capsys):
-    suite = default_suite()
+    suite = default_suite("toy")
     task_id = suite.task_ids()[0]
-    assert main(["swesynth", "show", task_id]) == 0
+    assert main(["swesynth", "show", task_id, "--suite", "toy"]) == 0
     out = capsys.readouterr().out
     record = suite.record(task_id)
     assert task_id in out and record.problem_statement.strip()[:30] in out and "--- fix patch (oracle) ---" in out
     folder = suite._folders[task_id]
     assert main(["swesynth", "show", str(folder), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["task_id"] == task_id
-    assert main(["swesynth", "show", "no-such-task-0"]) == 1
+    assert main(["swesynth", "show", "no-such-task-0", "--suite", "toy"]) == 1
     assert "no task 'no-such-task-0'" in capsys.readouterr().err
 
 

@@ -211,7 +211,7 @@ def test_suite_errors_name_what_is_missing(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(RecordError, match="no suite.json"):
         SweSynthSuite(tmp_path / "empty")
-    suite = default_suite()
+    suite = default_suite("toy")
     with pytest.raises(KeyError, match="no task 'missing-1'"):
         suite.load("missing-1")
     with pytest.raises(KeyError, match="no split 'dev'"):

@@ -30,16 +30,14 @@ from typing import Any
 
 from termgym.tasks.swesynth.generate import GenerationResult, Stats, generate
 from termgym.tasks.swesynth.store import locked_index, split_for
-from termgym.tasks.swesynth.suite import BUNDLED_DIR
-from termgym_data import SWESYNTH_DIR
+from termgym.tasks.swesynth.suite import BUNDLED_DIR, SUITE_DIR
 
 #: Tasks per toy project and the seed of each (task ids are stable while the corpus is).
 DEFAULT_TASKS_PER_PROJECT = 150
 DEFAULT_SEED = 2024
 #: The toy projects the toy suite is generated from.
 DEFAULT_PROJECTS: tuple[str, ...] = ("ledgerly", "planwise")
-#: Where the real-project suite lives, and how it is made.
-SUITE_DIR = SWESYNTH_DIR / "suite"
+#: How the real-project suite (``SUITE_DIR``) is made.
 SUITE_NAME = "swesynth-projects"
 SUITE_TASKS_PER_PROJECT = 100
 #: Share of the training projects' tasks in ``test_id``; share of projects held out for ``test``.

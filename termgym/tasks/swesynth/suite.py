@@ -408,7 +408,10 @@ def _difficulties(value: str | Sequence[str] | None) -> set[str] | None:
     return wanted
 
 
+#: The toy suite (task folders from the small projects written for termgym).
 BUNDLED_DIR = SWESYNTH_DIR / "tasks"
+#: The real-project suite (compact storage), the default of ``termgym/SweSynth-v0`` once bundled.
+SUITE_DIR = SWESYNTH_DIR / "suite"
 
 
 class SweSynthSuite(TaskSuite):
