@@ -64,6 +64,10 @@ def register(subparsers) -> None:
     bundle.add_argument("--held-out", action="append", default=None,
                         help="projects whose tasks form the 'test' split (default: a fixed hash pick of 1/4)")
     bundle.add_argument("--time-budget", type=float, default=None, help="seconds per project; keeps what validated")
+    bundle.add_argument("--deadline", type=float, default=None,
+                        help="seconds for the whole build: each project gets an equal share of the time left")
+    bundle.add_argument("--stall-limit", type=int, default=60,
+                        help="stop a project after this many candidates in a row without a task")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
     bundle.add_argument("--out", default=None, help="write elsewhere than the package's suite folder")
     bundle.add_argument("--docs", default=None, help="also rewrite the summary table in this Markdown file")
@@ -215,7 +219,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                   f"{s.tasks_per_minute:.1f} tasks/min")
         return 0
     kwargs = {"jobs": args.workers, "projects": args.project, "progress": progress, "held_out": args.held_out,
-              "time_budget": args.time_budget, "clean": args.clean,
+              "time_budget": args.time_budget, "clean": args.clean, "deadline": args.deadline,
+              "stall_limit": args.stall_limit,
               "log": lambda line: print(line, file=sys.stderr, flush=True)}
     if args.per_project is not None:
         kwargs["per_project"] = args.per_project

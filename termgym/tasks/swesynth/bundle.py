@@ -58,6 +58,7 @@ def held_out_projects(names: Sequence[str], fraction: float = HELD_OUT_FRACTION)
 def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None = None,
                 per_project: int = SUITE_TASKS_PER_PROJECT, seed: int = DEFAULT_SEED, jobs: int = 2,
                 held_out: Sequence[str] | None = None, time_budget: float | None = None,
+                deadline: float | None = None, stall_limit: int | None = 60,
                 clean: bool = False, backend: str = "local", max_bugs: int = 2, import_time: str = "skip",
                 progress: Callable[[str, Stats], None] | None = None,
                 log: Callable[[str], None] | None = None) -> dict[str, GenerationResult | str]:
@@ -65,7 +66,10 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
 
     ``jobs`` projects run at once (each with one screening sandbox). ``held_out`` names the
     ``test`` projects (default: :func:`held_out_projects` of all bundled projects).
-    ``time_budget`` (seconds, per project) keeps what validated by then. ``import_time`` is
+    ``time_budget`` (seconds, per project) keeps what validated by then; ``deadline`` (seconds
+    from now, for the whole build) gives each project, when it starts, an equal share of the time
+    left (a project that stops early — enough tasks, or ``stall_limit`` candidates in a row
+    without a task — leaves its time to the later ones). ``import_time`` is
     :func:`generate`'s choice for changes to import-time code (default ``"skip"``: a full run per
     such candidate costs more than the tasks it adds). A project that fails
     (no provisioned test environment, no passing test) is reported by its error and skipped.
@@ -86,10 +90,23 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, GenerationResult | str] = {}
     lock = threading.Lock()
+    t0 = time.monotonic()
+    waiting = list(chosen)
+
+    def budget_for(name: str) -> float | None:
+        with lock:
+            waiting.remove(name)
+            left = len(waiting) + 1  # this one and those not started yet
+        if deadline is None:
+            return time_budget
+        rounds = -(-left // max(1, jobs))
+        share = max(30.0, (deadline - (time.monotonic() - t0)) / rounds)
+        return min(share, time_budget) if time_budget is not None else share
 
     def one(name: str) -> None:
         project = available[name]
         started = time.monotonic()
+        budget = budget_for(name)
         try:
             tree = project_tree(name)
             env = ProjectEnv.for_project(name, backend=backend)
@@ -99,7 +116,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
                 tree, project.test_command, n=per_project, seed=seed, out=out, name=name, workers=1,
                 source_dirs=list(project.source_dirs), test_dirs=list(project.test_dirs), project_env=env,
                 project=name, storage="compact", max_named_share=MAX_NAMED_SHARE, max_bugs=max_bugs,
-                exclude_tests=[d.test for d in project.deselect], time_budget=time_budget, split=splitter,
+                exclude_tests=[d.test for d in project.deselect], time_budget=budget, split=splitter,
+                stall_limit=stall_limit,
                 suite_name=SUITE_NAME, backend=backend, import_time=import_time,
                 progress=(lambda s: progress(name, s)) if progress else None)
             with lock:

@@ -179,7 +179,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              sandbox_check: bool = True, backend: str = "local", project_env: ProjectEnv | None = None,
              project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
-             split: str | None = None) -> GenerationResult:
+             split: str | None = None, stall_limit: int | None = None) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -356,7 +356,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         order: list[int] = []
         next_pos = 0
         seen_ids: set[str] = set()
-        counts = {"named": 0}
+        counts = {"named": 0, "since_kept": 0}
         try:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swesynth") as pool:
                 in_flight: dict[Future, int] = {}
@@ -364,6 +364,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 attempt_iter = iter(attempts)
                 while True:
                     out_of_time = time_budget is not None and stats.elapsed > time_budget
+                    stalled = stall_limit is not None and counts["since_kept"] >= stall_limit
+                    out_of_time = out_of_time or stalled
                     while (not exhausted and not out_of_time and len(in_flight) < 2 * workers
                            and len(kept) + len(in_flight) < n + workers):
                         try:
@@ -374,7 +376,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                         order.append(attempt.index)
                         in_flight[pool.submit(evaluate, attempt)] = attempt.index
                     if not in_flight:
-                        stats.stopped = "time budget" if out_of_time else "candidates exhausted"
+                        stats.stopped = ("stalled: no task in the last candidates" if stalled else
+                                         "time budget" if out_of_time else "candidates exhausted")
                         break
                     done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                     for fut in done:
@@ -394,9 +397,11 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                             seen_ids.add(outcome.task_id)
                             kept.append(outcome)
                             counts["named"] += bool(outcome.signals.get("test_file_names_module"))
+                            counts["since_kept"] = 0
                             stats.kept += 1
                         else:
                             stats.reject(outcome)
+                            counts["since_kept"] += 1
                         if progress:
                             progress(stats)
                     if len(kept) >= n:
