@@ -110,8 +110,8 @@ def run(ctx: Context) -> Section:
             warnings.simplefilter("ignore", RuntimeWarning)
             env_method("local on the host's /usr (runtime='host')", "local", runtime="host")
         if docker_ok:
+            from termgym.sandbox.docker.pool import WarmPool
             from termgym.sandbox.images import DEFAULT_BASE_IMAGE
-            from termgym.sandbox.pool import WarmPool
 
             env_method("termgym docker", "docker")
             pool = WarmPool(size=2)
@@ -223,8 +223,8 @@ def _container_starts(ctx: Context, section: Section, stack: contextlib.ExitStac
     stack.callback(close_opened)
     methods["termgym local"] = (close_opened, sandbox_start("local"))
     if docker_ok:
+        from termgym.sandbox.docker.pool import WarmPool
         from termgym.sandbox.images import DEFAULT_BASE_IMAGE
-        from termgym.sandbox.pool import WarmPool
 
         made: list[str] = []
 

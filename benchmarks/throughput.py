@@ -1,6 +1,6 @@
 """Benchmark 4: completed oracle episodes per second and memory per episode under concurrency.
 
-Episodes run in one asyncio event loop through ``TerminalEnv.areset`` / ``astep`` (the path veRL
+Episodes run in one asyncio event loop through ``termgym.areset`` / ``astep`` (the path veRL
 agent loops use): reset, the task's oracle actions, submit, grade. At each concurrency level that
 many episodes start at once (level 1 runs two, one after the other; quick mode runs one); the level's throughput is
 episodes whose grade passed divided by the wall time of the level. Levels rise (1, 8, 32, 64,
@@ -124,16 +124,16 @@ class _suppress:
 
 async def one_episode(make_env, task_id: str) -> None:
     """Play the oracle of ``task_id`` to its grade; raise if anything fails or the grade does not pass."""
-    from termgym.env import oracle_actions
+    from termgym.env import aclose, areset, astep, oracle_actions, terminal_env
     from termgym.sandbox import run_blocking
 
     env = make_env()
     try:
-        await env.areset(options={"task_id": task_id})
-        actions = await run_blocking(oracle_actions, env)
+        await areset(env, options={"task_id": task_id})
+        actions = await run_blocking(oracle_actions, terminal_env(env))
         info: dict = {}
         for action in actions:
-            _, _, terminated, truncated, info = await env.astep(action)
+            _, _, terminated, truncated, info = await astep(env, action)
             if terminated or truncated:
                 break
         grade = info.get("grade")
@@ -143,7 +143,7 @@ async def one_episode(make_env, task_id: str) -> None:
             raise RuntimeError(f"task {task_id}: oracle graded as failing ({grade.get('all_result', '')} "
                                f"{grade.get('error') or ''})".strip())
     finally:
-        await env.aclose()
+        await aclose(env)
 
 
 async def run_level(make_env, task_ids: list[str], concurrency: int, budget: float, quick: bool = False) -> dict:

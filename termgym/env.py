@@ -2,24 +2,37 @@
 
 It composes a task suite (what to do), a sandbox backend (where commands run), a protocol (how
 assistant messages become commands and results become text) and limits (steps, wall clock,
-context). Observations and actions are text; the reward is the grade's score on the last step and
-0 before it (process rewards are a wrapper: :class:`termgym.wrappers.rewards.ProcessReward`).
+context). Observations are text and actions are assistant messages (text or an OpenAI message
+dict); the reward is the grade's score on the last step and 0 before it (process rewards are a
+wrapper: :class:`termgym.wrappers.rewards.ProcessReward`).
+
+Everything goes through ``reset`` and ``step``, so every wrapper sees every episode end:
+
+* an episode cut from outside (a trainer's token budget, a cut turn, a driver's own limit) ends
+  with ``env.step(Truncate(reason))``, a last step that grades the episode (:class:`Truncate`);
+* token data (ids, log-probabilities, usage) rides on the action message under ``"extra"`` and
+  comes back in the step's ``info["extra"]``; the env keeps it out of the chat history;
+* async code awaits :func:`areset` / :func:`astep` / :func:`aclose` on the *wrapped* env;
+* code that must read the running task, sandbox or history uses ``env.get_wrapper_attr(name)``
+  or :func:`terminal_env` (read only: driving the base env would skip the wrappers).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import utils as vector_utils
 
-from termgym.protocols import Protocol, make_protocol
-from termgym.sandbox import ExecResult, FreshSandboxes, Mode, Sandbox, make_sandbox, run_blocking
-from termgym.tasks.base import Grade, GradingContext, Task, TaskSuite
+from termgym.config import EnvConfig, resolve_suite, split_options
+from termgym.protocols import make_protocol
+from termgym.sandbox import ExecResult, FreshSandboxes, Sandbox, make_sandbox, run_blocking
+from termgym.tasks.base import Grade, GradingContext, Task
 
 
 class TextSpace(gym.Space[str]):
@@ -79,23 +92,80 @@ def _write_text(space: TextSpace, index: int, value: str, shared_memory: Any) ->
     row[: len(codes)] = codes
 
 
-def resolve_suite(suite: Any, **options: Any) -> TaskSuite:
-    """A suite from an instance, a factory, or an import path ``"module:attr"`` to either."""
-    if isinstance(suite, str):
-        if ":" not in suite:
-            raise ValueError(f"suite must be a TaskSuite, a callable or 'module:attr', not {suite!r}")
-        module, attr = suite.split(":", 1)
-        suite = getattr(importlib.import_module(module), attr)
-    if isinstance(suite, TaskSuite):
-        if options:
-            raise TypeError(f"suite options {sorted(options)} given, but the suite is already built")
-        return suite
-    if callable(suite):
-        built = suite(**options)
-        if not isinstance(built, TaskSuite):
-            raise TypeError(f"suite factory {suite!r} returned {type(built).__name__}, not a TaskSuite")
-        return built
-    raise TypeError(f"cannot make a task suite from {suite!r}")
+#: The key of an action message that carries token data (``token_ids``, ``logprobs``, ``usage``...)
+#: past the env: it is taken off the message and returned as the step's ``info["extra"]``.
+EXTRA_KEY = "extra"
+
+
+@dataclass(frozen=True)
+class Truncate:
+    """The action that ends the running episode from outside: ``env.step(Truncate("context_limit"))``.
+
+    For a driver that stops at a limit the env does not know (a trainer's token budget, a turn cut
+    by ``max_tokens``, a loop's turn cap). The step records ``message`` (the cut turn's text; ``""``
+    between turns records nothing) as the assistant's last turn without acting on it
+    (``info["action"]["kind"]`` is ``"cut"``), grades the episode and returns ``truncated=True``
+    with ``info["end_reason"] == reason``. It is an ordinary action, so every wrapper sees it and
+    settles the episode as it settles any last step (process rewards' outcome, the recorder's record).
+    ``message`` may be a message dict carrying token data under ``"extra"``, as any action.
+    """
+
+    reason: str
+    message: str | dict[str, Any] = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str) or not self.reason:
+            raise ValueError(f"Truncate needs a non-empty reason string, got {self.reason!r}")
+        if not isinstance(self.message, (str, dict)):
+            raise TypeError(f"Truncate.message must be text or a message dict, not {type(self.message).__name__}")
+
+
+def split_extra(action: Any) -> tuple[Any, dict[str, Any]]:
+    """``(message, extra)``: an action message without its ``"extra"`` token data, and that data.
+
+    A :class:`Truncate` keeps its reason; its message is split the same way.
+    """
+    if isinstance(action, Truncate):
+        message, extra = split_extra(action.message)
+        return Truncate(action.reason, message), extra
+    if isinstance(action, Mapping) and EXTRA_KEY in action:
+        extra = action[EXTRA_KEY]
+        if extra is not None and not isinstance(extra, Mapping):
+            raise TypeError(f"an action's {EXTRA_KEY!r} must be a dict of token data, not {type(extra).__name__}")
+        message = {k: v for k, v in action.items() if k != EXTRA_KEY}
+        if set(message) <= {"role", "content"} and isinstance(message.get("content"), str):
+            # A plain text reply wrapped only to carry its token data: step on the text itself.
+            return message["content"], dict(extra or {})
+        return message, dict(extra or {})
+    return action, {}
+
+
+def terminal_env(env: gym.Env) -> TerminalEnv:
+    """The :class:`TerminalEnv` at the bottom of a wrapper stack, to *read* (task, protocol, history).
+
+    The documented accessor for code that needs the running task or sandbox (an agent reading its
+    task, the oracle). Never drive it (``step``/``reset``/``close`` on it skip every wrapper): act
+    through the wrapped env. Raises ``TypeError`` when ``env`` is not a termgym env.
+    """
+    base = env.unwrapped
+    if not isinstance(base, TerminalEnv):
+        raise TypeError(f"expected a termgym env (TerminalEnv under its wrappers), got {type(base).__name__}")
+    return base
+
+
+async def areset(env: gym.Env, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    """``env.reset(...)`` run off the event loop (termgym's I/O thread pool), through all of ``env``'s wrappers."""
+    return await run_blocking(env.reset, seed=seed, options=options)
+
+
+async def astep(env: gym.Env, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+    """``env.step(action)`` run off the event loop, through all of ``env``'s wrappers."""
+    return await run_blocking(env.step, action)
+
+
+async def aclose(env: gym.Env) -> None:
+    """``env.close()`` run off the event loop."""
+    await run_blocking(env.close)
 
 
 class TerminalEnv(gym.Env[str, str]):
@@ -103,58 +173,50 @@ class TerminalEnv(gym.Env[str, str]):
 
     Args:
         suite: a :class:`TaskSuite`, a factory, or ``"module:attr"``; ``suite_options`` go to the factory.
-        backend: ``"local"`` (bubblewrap) or ``"docker"``.
-        protocol: ``"minisweagent"``, ``"toolcall"``, ``"terminus"``, a ``"module:Class"`` or an instance.
-        max_steps: steps (assistant messages) before the episode is truncated.
-        time_limit: wall-clock seconds for the agent phase before it is truncated (``None``: none).
-        command_timeout: per-command timeout in seconds (default: the task's ``Limits``).
-        max_context_chars: truncate once the chat history exceeds this many characters.
-        mode: ``"persistent"`` shell or ``"stateless"`` (a fresh subshell per command).
-        split: which split of the suite ``reset`` draws from (``None``: the suite's default).
-        sandbox_options / protocol_options: extra constructor arguments for the backend / protocol.
+        config: how episodes run (:class:`~termgym.config.EnvConfig`: backend, protocol, limits,
+            mode, split, sandbox and protocol options); default ``EnvConfig()``.
+        suite_options: keyword arguments for the suite factory.
+        render_mode: ``"ansi"`` or ``"human"``.
+        **options: ``gym.make`` style keywords, split by :func:`~termgym.config.split_options`:
+            the names of :class:`~termgym.config.EnvConfig` fields (``backend``, ``max_steps``…)
+            override ``config``, the rest are suite options; an option neither takes is an error.
 
     ``reset(seed=..., options={"task_id": ...})`` returns ``(task_prompt, info)`` with
     ``info["system_prompt"]``, ``info["task_id"]``, ``info["messages"]``, ``info["tools"]`` and
     ``info["runtime"]`` (the system the sandbox runs on: the pinned runtime's version, ``"host"`` or
     a Docker image). ``step(message)`` returns ``(observation, reward, terminated, truncated, info)``; on the last step
-    ``info["grade"]`` holds the grade and ``info["messages"]`` the whole chat history.
+    ``info["grade"]`` holds the grade and ``info["messages"]`` the whole chat history. ``step``
+    also takes a :class:`Truncate` (end the episode from outside), and a message dict may carry
+    token data under ``"extra"``, returned as ``info["extra"]`` (see the module docstring).
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
 
+    # The config's fields, read where the env uses them (the config itself is frozen).
+    backend = property(lambda self: self.config.backend, doc="The sandbox backend (``EnvConfig.backend``).")
+    max_steps = property(lambda self: self.config.max_steps, doc="``EnvConfig.max_steps``.")
+    time_limit = property(lambda self: self.config.time_limit, doc="``EnvConfig.time_limit``.")
+    command_timeout = property(lambda self: self.config.command_timeout, doc="``EnvConfig.command_timeout``.")
+    max_context_chars = property(lambda self: self.config.max_context_chars, doc="``EnvConfig.max_context_chars``.")
+    mode = property(lambda self: self.config.mode, doc="``EnvConfig.mode``.")
+    split = property(lambda self: self.config.split, doc="``EnvConfig.split``.")
+    sandbox_options = property(lambda self: dict(self.config.sandbox_options), doc="``EnvConfig.sandbox_options``.")
+
     def __init__(
         self,
         suite: Any,
-        backend: str = "local",
-        protocol: str | Protocol = "minisweagent",
-        max_steps: int = 50,
-        time_limit: float | None = None,
-        command_timeout: float | None = None,
-        max_context_chars: int | None = None,
-        mode: Mode = "persistent",
-        split: str | None = None,
-        sandbox_options: dict[str, Any] | None = None,
-        protocol_options: dict[str, Any] | None = None,
+        config: EnvConfig | None = None,
+        *,
+        suite_options: Mapping[str, Any] | None = None,
         render_mode: str | None = None,
-        **suite_options: Any,
+        **options: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
-        self.suite = resolve_suite(suite, **suite_options)
-        self.backend = backend
-        protocol_options = dict(protocol_options or {})
-        if protocol == "minisweagent":
-            protocol_options.setdefault("mode", mode)
-        self.protocol = make_protocol(protocol, **protocol_options)
-        self.max_steps = max_steps
-        self.time_limit = time_limit
-        self.command_timeout = command_timeout
-        self.max_context_chars = max_context_chars
-        self.mode: Mode = mode
-        self.split = split
-        self.sandbox_options = dict(sandbox_options or {})
+        self.config, self.suite_options = split_options(options, config, suite_options)
+        self.suite = resolve_suite(suite, **self.suite_options)
+        self.protocol = make_protocol(self.config.protocol, **self.config.protocol_options)
+        self.protocol.configure(mode=self.config.mode)
         self.render_mode = render_mode
         self.observation_space = TextSpace()
         self.action_space = TextSpace()
@@ -168,7 +230,6 @@ class TerminalEnv(gym.Env[str, str]):
         self.commands: list[str] = []
         self.last_exec: ExecResult | None = None
         self._started_at = 0.0
-        self._truncation_request: str | None = None
 
     # -- gymnasium API ------------------------------------------------------------------------
 
@@ -194,16 +255,13 @@ class TerminalEnv(gym.Env[str, str]):
         except BaseException:
             self._end_episode()
             raise
-        system_prompt = self.protocol.system_prompt(self.task)
-        prompt = self.protocol.task_prompt(self.task)
-        # A protocol whose prompt is one user message (Terminus-2 with Harbor's template) has no system prompt.
-        self.messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
-            {"role": "user", "content": prompt}]
+        self.messages = self.opening_messages(self.task)
+        system_prompt = self.messages[0]["content"] if self.messages[0]["role"] == "system" else ""
+        prompt = self.messages[-1]["content"]
         self.grade = None
         self.steps = 0
         self.commands = []
         self.done = False
-        self._truncation_request = None
         self._started_at = time.monotonic()
         info = {
             "task_id": self.task.task_id,
@@ -217,17 +275,35 @@ class TerminalEnv(gym.Env[str, str]):
         info.update(getattr(self.protocol, "run_metadata", dict)())  # e.g. terminus: prompt_source
         return prompt, info
 
-    def step(self, action: str | dict[str, Any]) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
-        """Apply one assistant message; see the class docstring for what comes back."""
+    def opening_messages(self, task: Task) -> list[dict[str, Any]]:
+        """The chat an episode of ``task`` opens with: the protocol's system prompt and the task prompt.
+
+        ``reset`` starts the history with it; RL data rows (:mod:`termgym.data.rl`) use it as their
+        ``prompt``. A protocol whose prompt is one user message (Terminus-2 with Harbor's template)
+        has no system message.
+        """
+        system_prompt = self.protocol.system_prompt(task)
+        prompt = self.protocol.task_prompt(task)
+        return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
+            {"role": "user", "content": prompt}]
+
+    def step(self, action: str | dict[str, Any] | Truncate) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Apply one assistant message (or a :class:`Truncate`); see the class docstring for what comes back."""
         if self.done or self.task is None or self.sandbox is None:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        if self._truncation_request is not None:
-            return self._truncating_step(action, self._truncation_request)
+        if not isinstance(action, (str, dict, Truncate)):
+            raise TypeError(f"an action is an assistant message (text or a message dict) or a Truncate, "
+                            f"not {type(action).__name__}")
+        action, extra = split_extra(action)
+        if isinstance(action, Truncate):
+            return self._truncating_step(action.message, action.reason, extra)
         parsed = self.protocol.parse(action)
         self.messages.append(self.protocol.assistant_message(action))
         self.steps += 1
         info: dict[str, Any] = {"step": self.steps, "task_id": self.task.task_id,
                                 "action": {"kind": parsed.kind, "command": parsed.command, "error": parsed.error}}
+        if extra:
+            info["extra"] = extra
         terminated = False
         submission: str | None = None
         result: ExecResult | None = None
@@ -260,7 +336,7 @@ class TerminalEnv(gym.Env[str, str]):
         self.last_exec = result
         if result is not None:
             # Timings stay out of info (they would make info differ between identical runs);
-            # read them from env.unwrapped.last_exec.duration and env.unwrapped.elapsed.
+            # read them from env.get_wrapper_attr("last_exec").duration and ("elapsed").
             info["exec"] = {k: v for k, v in dataclasses.asdict(result).items() if k != "duration"}
         self.messages.append(self.protocol.observation_message(observation, parsed))
 
@@ -285,54 +361,23 @@ class TerminalEnv(gym.Env[str, str]):
             print(self.render_turn(-2) + "\n" + self.render_turn(-1))
         return observation, reward, terminated, truncated, info
 
-    def request_truncation(self, reason: str) -> None:
-        """Make the next :meth:`step` the episode's last: truncated with ``end_reason`` ``reason``.
-
-        For a driver that must stop an episode at a limit the env does not know (a trainer's token
-        budget, a cut turn): the next ``step(message)`` records ``message`` (possibly ``""``: nothing
-        new was said) as the assistant's last turn without acting on it (``info["action"]["kind"]``
-        is ``"cut"``), grades the episode and returns ``truncated=True`` — a last step that
-        wrappers see like any other.
-        """
-        if self.done or self.task is None or self.sandbox is None:
-            raise RuntimeError("no episode is running: call reset() first")
-        if not isinstance(reason, str) or not reason:
-            raise ValueError(f"request_truncation needs a non-empty reason string, got {reason!r}")
-        self._truncation_request = reason
-
-    def _truncating_step(self, action: str | dict[str, Any], reason: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def _truncating_step(self, message: str | dict[str, Any], reason: str,
+                         extra: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """The last step of an episode cut from outside (see :class:`Truncate`)."""
         assert self.task is not None
-        if action not in ("", None):
-            self.messages.append(self.protocol.assistant_message(action))
+        if message not in ("", None):
+            self.messages.append(self.protocol.assistant_message(message))
             self.steps += 1
         info: dict[str, Any] = {"step": self.steps, "task_id": self.task.task_id,
                                 "action": {"kind": "cut", "command": None, "error": None}}
-        self._truncation_request = None
+        if extra:
+            info["extra"] = extra
         grade = self._grade(None, reason)
         info["grade"] = grade.to_dict()
         info["end_reason"] = reason
         info["messages"] = list(self.messages)
         self._end_episode()
         return "", grade.score, False, True, info
-
-    def finish(self, reason: str = "context_limit") -> tuple[float, dict[str, Any]]:
-        """End the running episode from outside (e.g. a trainer ran out of token budget) and grade it.
-
-        Returns ``(reward, info)`` as the last step would: ``info["grade"]``, ``info["end_reason"]``
-        (``reason``) and ``info["messages"]``. The sandbox is closed afterwards. Wrappers do not see
-        this call; to end an episode through them, use :meth:`request_truncation` and step.
-        """
-        if self.done or self.task is None or self.sandbox is None:
-            raise RuntimeError("no episode is running: call reset() first")
-        grade = self._grade(None, reason)
-        info = {"task_id": self.task.task_id, "grade": grade.to_dict(), "end_reason": reason,
-                "messages": list(self.messages)}
-        self._end_episode()
-        return grade.score, info
-
-    async def afinish(self, reason: str = "context_limit") -> tuple[float, dict[str, Any]]:
-        """:meth:`finish` run off the event loop."""
-        return await run_blocking(self.finish, reason)
 
     def render(self) -> str | None:
         """The transcript so far as ANSI-coloured text (``render_mode="ansi"``) or printed (``"human"``)."""
@@ -352,19 +397,6 @@ class TerminalEnv(gym.Env[str, str]):
             self._end_episode()
         except Exception:
             pass
-
-    # -- asyncio --------------------------------------------------------------------------------
-
-    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """:meth:`reset` run off the event loop (in termgym's I/O thread pool)."""
-        return await run_blocking(self.reset, seed=seed, options=options)
-
-    async def astep(self, action: str | dict[str, Any]):
-        """:meth:`step` run off the event loop (in termgym's I/O thread pool)."""
-        return await run_blocking(self.step, action)
-
-    async def aclose(self) -> None:
-        await run_blocking(self.close)
 
     # -- helpers ----------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ envs. ``register_suite`` is how users add their own ids.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -14,19 +15,27 @@ import gymnasium as gym
 #: The built-in ids and the suite factories behind them (called with the suite options).
 BUILTIN_ENVS: dict[str, dict[str, Any]] = {
     "termgym/SweSynth-v0": {"suite": "termgym.tasks.swesynth:default_suite", "max_steps": 50},
-    "termgym/LiveWeb-v0": {"suite": "termgym.tasks.liveweb:default_suite", "max_steps": 30},
-    "termgym/Harbor-v0": {"suite": "termgym.tasks.harbor:HarborSuite", "max_steps": 50},
+    "termgym/LiveWeb-v0": {"suite": "termgym.tasks.liveweb.suite:LiveWebSuite", "max_steps": 30},
+    "termgym/Harbor-v0": {"suite": "termgym.tasks.harbor.suite:HarborSuite", "max_steps": 50},
 }
 
 
 def register_suite(env_id: str, suite: Any, **env_kwargs: Any) -> None:
     """Register ``env_id`` so ``gym.make(env_id)`` builds a TerminalEnv over ``suite``.
 
-    ``suite`` is a :class:`~termgym.tasks.base.TaskSuite`, a zero-argument callable returning one,
-    or an import path ``"module:attr"`` to either. ``env_kwargs`` are TerminalEnv defaults
-    (``max_steps``, ``backend``, ``protocol``…) that ``gym.make`` arguments override.
+    ``suite`` is a :class:`~termgym.tasks.base.TaskSuite`, a callable returning one, or an import
+    path ``"module:attr"`` to either. ``env_kwargs`` are defaults that ``gym.make`` arguments
+    override: :class:`~termgym.config.EnvConfig` fields (``max_steps``, ``backend``,
+    ``protocol``…), ``suite_options`` (a dict for the suite factory), or suite options by name.
+
+    Registering an id that is already registered replaces it with a ``UserWarning`` saying so
+    (re-running a notebook cell is fine; two plugins claiming one id is worth knowing).
     """
     if env_id in gym.registry:
+        previous = gym.registry[env_id]
+        warnings.warn(f"register_suite: replacing the registered environment {env_id!r} "
+                      f"(was {previous.entry_point} with {previous.kwargs.get('suite', '?')!r})",
+                      UserWarning, stacklevel=2)
         del gym.registry[env_id]
     gym.register(id=env_id, entry_point="termgym.env:TerminalEnv", kwargs={"suite": suite, **env_kwargs})
 

@@ -9,11 +9,11 @@ interface.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
 from termgym.agents.base import Agent, Episode, InfraError, Reply
+from termgym.imports import load_object
 
 #: name -> "module:Class"; imported lazily so that an agent's dependencies cost nothing until used.
 AGENTS: dict[str, str] = {
@@ -29,18 +29,7 @@ AGENTS: dict[str, str] = {
 
 def resolve_agent_class(agent: str) -> Any:
     """The class (or factory) behind a registered name or a ``"module:attr"`` path."""
-    path = AGENTS.get(agent, agent)
-    if ":" not in path:
-        raise ValueError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)} or give 'module:Class'")
-    module_name, attr = path.split(":", 1)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"agent {agent!r}: cannot import module {module_name!r}: {exc}") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ValueError(f"agent {agent!r}: module {module_name!r} has no attribute {attr!r}") from None
+    return load_object(agent, what="agent", names=AGENTS)
 
 
 def make_agent(agent: str | Agent, **options: Any) -> Agent:

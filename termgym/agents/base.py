@@ -70,6 +70,18 @@ class Reply:
             return cls(message=value)
         raise TypeError(f"an agent's act() must return a Reply, str or dict, not {type(value).__name__}")
 
+    def action(self) -> str | dict[str, Any]:
+        """What goes to ``env.step``: the message, with the token data of :meth:`record` under ``"extra"``.
+
+        The env takes ``"extra"`` off the message and returns it as the step's ``info["extra"]``
+        (where the recorder finds it); a reply without token data is the bare message.
+        """
+        extra = self.record()
+        if not extra:
+            return self.message
+        message = {"role": "assistant", "content": self.message} if isinstance(self.message, str) else dict(self.message)
+        return {**message, "extra": extra}
+
     def record(self) -> dict[str, Any]:
         """The JSON-able fields worth storing with the step (empty ones left out)."""
         out: dict[str, Any] = {}
@@ -90,8 +102,9 @@ class Episode:
 
     ``messages`` is the env's live chat history in OpenAI form (system prompt first, the task prompt
     next, then alternating assistant messages and observations); do not modify it. ``tools`` are the
-    OpenAI tool schemas for function-calling protocols (``None`` otherwise). ``env`` is the unwrapped
-    :class:`~termgym.env.TerminalEnv` (the oracle agent reads the task from it). ``state`` is the
+    OpenAI tool schemas for function-calling protocols (``None`` otherwise). ``env`` is the
+    :class:`~termgym.env.TerminalEnv` under the wrappers (:func:`termgym.env.terminal_env`), to read
+    only (the oracle agent reads the task from it; stepping it would skip the wrappers). ``state`` is the
     agent's own scratch space for this episode.
     """
 

@@ -11,6 +11,7 @@ or, without the harness, :func:`replay_episode`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,37 +143,66 @@ def replay_episode(env: Any, source: Any, *, task_id: str | None = None, seed: i
     """Replay a sample, record or message list into ``env`` (reset on its task) and return the result.
 
     ``observation_mismatches`` lists the steps whose observation differs from the recorded one
-    (timing-dependent output, a changed sandbox); the grade is what must match.
+    (timing-dependent output, a changed sandbox); the grade is what must match. Played by the one
+    agent loop (:func:`termgym.agents.loop.run_episode`); from async code, await
+    :func:`areplay_episode` instead.
     """
+    return asyncio.run(areplay_episode(env, source, task_id=task_id, seed=seed))
+
+
+async def areplay_episode(env: Any, source: Any, *, task_id: str | None = None, seed: int | None = None) -> ReplayResult:
+    """:func:`replay_episode` for async code."""
+    from termgym.agents.loop import EnvFailure, run_episode
+
     recorded_task, conversation = _conversation_of(source)
     task_id = task_id or recorded_task
     if task_id is None:
         raise ValueError("replay_episode needs a task_id for a bare message list")
-    env.reset(seed=seed, options={"task_id": str(task_id)})
     recorded_observations = []
     for i, message in enumerate(conversation):
         if message.get("role") == "assistant":
             following = conversation[i + 1] if i + 1 < len(conversation) else None
             recorded_observations.append(following.get("content") if following and following.get("role") != "assistant"
                                          else None)
-    actions = assistant_actions(conversation)
-    result = ReplayResult(grade=None, info={}, steps=0)
-    for step, action in enumerate(actions):
-        observation, reward, terminated, truncated, info = env.step(action)
+    policy = _ReplayPolicy(str(task_id), assistant_actions(conversation), recorded_observations)
+    try:
+        outcome = await run_episode(env, policy, seed=seed, options={"task_id": str(task_id)})
+    except EnvFailure as exc:  # a replay reports the env's own error, as env.step raised it
+        raise exc.cause from None
+    if not outcome.done:
+        env.close()
+        raise RuntimeError(f"task {task_id!r}: all {len(policy.actions)} replayed turns were sent but the episode did "
+                           "not end (the recording was cut short, or the env allows more steps than when it was "
+                           "recorded)")
+    return policy.result
+
+
+class _ReplayPolicy:
+    """The agent loop's policy for a replay: the recorded assistant turns, in order, then stop."""
+
+    def __init__(self, task_id: str, actions: list[Any], recorded_observations: list[Any]) -> None:
+        self.task_id = task_id
+        self.actions = actions
+        self.recorded_observations = recorded_observations
+        self.result = ReplayResult(grade=None, info={}, steps=0)
+
+    async def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        index = self.result.steps
+        return self.actions[index] if index < len(self.actions) else None
+
+    async def observe(self, step: Any) -> None:
+        result, index = self.result, step.index - 1
         result.steps += 1
-        result.rewards.append(float(reward))
-        recorded = recorded_observations[step]
-        if recorded is not None and observation != recorded and not (terminated or truncated):
-            result.observation_mismatches.append(step)
-        if terminated or truncated:
-            result.grade, result.info = info.get("grade"), info
-            if step != len(actions) - 1:
-                raise RuntimeError(f"task {task_id!r}: the episode ended after {step + 1} of {len(actions)} replayed "
-                                   f"turns ({info.get('end_reason')}); the env differs from the recorded one")
-            return result
-    env.close()
-    raise RuntimeError(f"task {task_id!r}: all {len(actions)} replayed turns were sent but the episode did not end "
-                       "(the recording was cut short, or the env allows more steps than when it was recorded)")
+        result.rewards.append(step.reward)
+        recorded = self.recorded_observations[index]
+        if recorded is not None and step.observation != recorded and not step.done:
+            result.observation_mismatches.append(index)
+        if step.done:
+            result.grade, result.info = step.info.get("grade"), step.info
+            if index != len(self.actions) - 1:
+                raise RuntimeError(f"task {self.task_id!r}: the episode ended after {index + 1} of {len(self.actions)} "
+                                   f"replayed turns ({step.info.get('end_reason')}); the env differs from the "
+                                   "recorded one")
 
 
-__all__ = ["OUTCOME_KEYS", "ReplayAgent", "ReplayResult", "assistant_actions", "grades_match", "replay_episode"]
+__all__ = ["OUTCOME_KEYS", "ReplayAgent", "ReplayResult", "assistant_actions", "areplay_episode", "grades_match", "replay_episode"]

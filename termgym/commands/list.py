@@ -14,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
-    from termgym.env import resolve_suite
+    from termgym.config import resolve_suite, split_options
     from termgym.registration import termgym_env_ids
 
     print(f"{'environment id':28} {'suite':20} {'tasks':>8}  splits")
@@ -23,8 +23,9 @@ def run(args: argparse.Namespace) -> int:
         suite_ref = kwargs.pop("suite")
         name, count, splits, projects = str(suite_ref).rsplit(":", 1)[-1], "-", "", ""
         if not args.no_counts:
-            suite_opts = {k: v for k, v in kwargs.items() if k not in _ENV_ARGS}
             try:
+                kwargs.pop("render_mode", None)  # the one TerminalEnv argument that is neither
+                _, suite_opts = split_options(kwargs)
                 suite = resolve_suite(suite_ref, **suite_opts)
                 name = suite.name
                 split_names = list(suite.splits())
@@ -41,6 +42,3 @@ def run(args: argparse.Namespace) -> int:
             print(f"{'':28} {'':20} {'':>8}  {projects}")
     return 0
 
-
-_ENV_ARGS = {"backend", "protocol", "max_steps", "time_limit", "command_timeout", "max_context_chars", "mode",
-             "split", "sandbox_options", "protocol_options", "render_mode"}

@@ -36,10 +36,12 @@ def parse_env_args(pairs: list[str]) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     import gymnasium as gym
 
     import termgym  # noqa: F401 - registers the ids
-    from termgym.env import oracle_actions
+    from termgym.agents.loop import run_episode
 
     kwargs = parse_env_args(args.env_arg)
     if args.backend:
@@ -49,37 +51,55 @@ def run(args: argparse.Namespace) -> int:
     env = gym.make(args.env_id, **kwargs)
     options = {"task_id": args.task_id} if args.task_id else None
     try:
-        prompt, info = env.reset(seed=args.seed, options=options)
-        protocol = env.unwrapped.protocol
-        print(f"\x1b[1mtask {info['task_id']}\x1b[0m\n{prompt}\n")
-        print("Type a shell command per line; 'submit' (optionally followed by an answer) ends the episode, "
-              "Ctrl-D quits.\n")
-        scripted = oracle_actions(env.unwrapped) if args.oracle else None
-        while True:
-            if scripted is not None:
-                if not scripted:
-                    break
-                action = scripted.pop(0)
-                print(f"\x1b[33m$ {action if isinstance(action, str) else action}\x1b[0m")
-            else:
-                try:
-                    line = input("\x1b[33m$ \x1b[0m")
-                except EOFError:
-                    print()
-                    return 0
-                if not line.strip():
-                    continue
-                if line.strip().split()[0] == "submit":
-                    action = protocol.submit_message(line.strip()[len("submit"):].strip())
-                else:
-                    action = protocol.oracle_message(line)
-            obs, reward, terminated, truncated, info = env.step(action)
-            print(obs)
-            if terminated or truncated:
-                print(f"\n\x1b[1mepisode over ({info.get('end_reason')}): reward {reward}\x1b[0m")
-                print(info.get("grade"))
-                return 0
+        asyncio.run(run_episode(env, TerminalPlayer(env, oracle=args.oracle), seed=args.seed, options=options))
     finally:
         env.close()
         sys.stdout.flush()
     return 0
+
+
+class TerminalPlayer:
+    """The agent loop's policy for ``termgym play``: a person typing commands, or the task's oracle.
+
+    Returns ``None`` (stop, ungraded) on Ctrl-D or when the oracle's messages run out.
+    """
+
+    def __init__(self, env, *, oracle: bool = False) -> None:
+        self.env = env
+        self.oracle = oracle
+        self.scripted: list | None = None
+
+    def start(self, prompt: str, info: dict) -> None:
+        from termgym.env import oracle_actions, terminal_env
+
+        print(f"\x1b[1mtask {info['task_id']}\x1b[0m\n{prompt}\n")
+        print("Type a shell command per line; 'submit' (optionally followed by an answer) ends the episode, "
+              "Ctrl-D quits.\n")
+        if self.oracle:
+            self.scripted = oracle_actions(terminal_env(self.env))
+
+    def act(self, observation: str, info: dict):
+        if self.scripted is not None:
+            if not self.scripted:
+                return None
+            action = self.scripted.pop(0)
+            print(f"\x1b[33m$ {action}\x1b[0m")
+            return action
+        protocol = self.env.get_wrapper_attr("protocol")
+        while True:
+            try:
+                line = input("\x1b[33m$ \x1b[0m")
+            except EOFError:
+                print()
+                return None
+            if not line.strip():
+                continue
+            if line.strip().split()[0] == "submit":
+                return protocol.submit_message(line.strip()[len("submit"):].strip())
+            return protocol.oracle_message(line)
+
+    def observe(self, step) -> None:
+        print(step.observation)
+        if step.done:
+            print(f"\n\x1b[1mepisode over ({step.info.get('end_reason')}): reward {step.reward}\x1b[0m")
+            print(step.info.get("grade"))

@@ -8,7 +8,9 @@
                "problem_statement": "...", "fix_patch": "diff --git a/..."}}
 
 Files hold a JSON list of samples (``.json``) or one sample per line (``.jsonl``); both read and
-write. Fields this module does not know are kept and written back unchanged.
+write. Fields this module does not know are kept and written back unchanged. A sample converts to
+and from an episode record, termgym's one trajectory type (:meth:`OfflineSample.from_record`,
+:meth:`OfflineSample.to_record`).
 """
 
 from __future__ import annotations

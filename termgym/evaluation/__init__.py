@@ -2,7 +2,7 @@
 
 :mod:`termgym.evaluation` is the public entry point (``evaluate``, ``compare_models``…); the
 modules here are its parts: ``api`` (those entry points), ``selection`` (which tasks), ``episode`` (playing one episode and
-classifying failures), ``runner`` (many episodes concurrently, resumable), ``ray_runner`` (the same
+classifying failures), ``config`` (what a run is asked to do), ``runner`` (many episodes concurrently, resumable), ``ray_runner`` (the same
 over a Ray cluster), ``results`` (the run directory, summaries, pass@k), ``compare`` (runs side by
 side with a paired bootstrap) and ``report`` (the static HTML report).
 """

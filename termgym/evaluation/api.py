@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.agents import Agent
+from termgym.config import EnvConfig
 from termgym.evaluation.compare import Comparison, compare_runs, load_run, paired_bootstrap
 from termgym.evaluation.report import write_report
 from termgym.evaluation.results import EpisodeResult, RunDir, format_summary, pass_at_k, summarize
@@ -47,8 +48,9 @@ def evaluate(
     """Evaluate ``agent`` on ``env_id`` and return the outcome (summary, episodes, run directory).
 
     ``model``, ``base_url``, ``temperature``, ``max_tokens`` and ``api_key_env`` are shortcuts for
-    ``agent_options``; ``backend``, ``protocol``, ``max_steps``, ``time_limit`` and
-    ``command_timeout`` for ``env_kwargs``; anything else is an :class:`EvalConfig` field
+    ``agent_options``; the :class:`~termgym.config.EnvConfig` fields (``backend``, ``protocol``,
+    ``max_steps``, ``time_limit``, ``command_timeout``, ``mode``…) for ``env_kwargs`` (``split`` is
+    the evaluation's own); anything else is an :class:`EvalConfig` field
     (``seed``, ``episode_timeout``, ``infra_retries``, ``imports``, ``ray_address``…).
     Rerunning with the same ``output_dir`` resumes.
     """
@@ -57,7 +59,7 @@ def evaluate(
     for key in _AGENT_SHORTCUTS:
         if key in options:
             agent_options[key] = options.pop(key)
-    for key in ("backend", "protocol", "max_steps", "time_limit", "command_timeout", "mode"):
+    for key in EnvConfig.field_names():
         if key in options:
             env_kwargs[key] = options.pop(key)
     unknown = sorted(set(options) - set(EvalConfig.__dataclass_fields__))

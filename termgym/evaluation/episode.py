@@ -6,6 +6,10 @@ and so is an :class:`~termgym.agents.base.InfraError` from the agent (the endpoi
 unreachable). Anything else raised by the agent is the agent's failure. Infrastructure failures are
 retried from scratch (a fresh env, a fresh ``Episode``) up to ``infra_retries`` times with back-off;
 agent failures are final.
+
+The episode itself is played by the one agent loop, :func:`termgym.agents.loop.run_episode`; this
+module adapts an :class:`~termgym.agents.base.Agent` to it (:class:`AgentPolicy`) and turns the
+loop's outcome into an :class:`~termgym.evaluation.results.EpisodeResult`.
 """
 
 from __future__ import annotations
@@ -24,19 +28,10 @@ from typing import Any
 import gymnasium as gym
 
 from termgym.agents.base import Agent, Episode, InfraError, Reply
+from termgym.agents.loop import EnvFailure, LoopOutcome, Step, run_episode
+from termgym.env import terminal_env
 from termgym.evaluation.results import EpisodeResult
-from termgym.sandbox import BackendUnavailable, run_blocking
-
-
-class EnvFailure(Exception):
-    """The environment (or its sandbox) raised: an infrastructure failure."""
-
-    def __init__(self, during: str, cause: BaseException) -> None:
-        super().__init__(f"env.{during} failed: {type(cause).__name__}: {cause}")
-        self.during = during
-        self.cause = cause
-        # A missing backend (no bubblewrap, no Docker engine) fails every retry the same way.
-        self.retriable = not isinstance(cause, BackendUnavailable)
+from termgym.sandbox import run_blocking
 
 
 @dataclass
@@ -103,9 +98,9 @@ async def play_episode(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
         result.error = _error("agent", exc, "agent")
     finally:
         if env is not None:
-            unwrapped = env.unwrapped
             if not result.messages:
-                result.messages = list(getattr(unwrapped, "messages", []) or [])
+                with contextlib.suppress(Exception):
+                    result.messages = list(env.get_wrapper_attr("messages") or [])
             try:
                 # Blocking, but short (kills the sandbox's processes); it must also run on cancellation.
                 env.close()
@@ -119,70 +114,97 @@ async def play_episode(spec: EpisodeSpec, agent: Agent) -> EpisodeResult:
     return result
 
 
-async def _loop(spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeResult,
-                timings: dict[str, float]) -> None:
-    prepare = getattr(agent, "prepare_env", None)
-    if prepare is not None:  # e.g. a CLI agent asks for its model endpoint to be forwarded into the sandbox
-        prepare(env.unwrapped)
-    prompt, info = await _env_call(timings, "reset", env.reset, seed=spec.seed, options={"task_id": spec.task_id})
-    unwrapped = env.unwrapped
-    episode = Episode(task_id=spec.task_id, attempt=spec.attempt, env=unwrapped,
-                      messages=unwrapped.messages, tools=info.get("tools"),
-                      system_prompt=info.get("system_prompt", ""), prompt=prompt)
-    try:
-        await _play(spec, agent, env, episode, result, timings)
-    finally:
-        # Also on cancellation (the episode timeout): an agent's own loop must not outlive its episode.
-        end = getattr(agent, "end", None)
-        if end is not None:
-            with contextlib.suppress(Exception):
-                value = end(episode)
-                if inspect.isawaitable(value):
-                    await value
+class AgentPolicy:
+    """An evaluation :class:`~termgym.agents.base.Agent` as a policy of the agent loop.
 
+    It builds the agent's :class:`~termgym.agents.base.Episode` view after ``reset``, turns each
+    ``act`` into an action (a :class:`~termgym.agents.base.Reply`'s token data rides on the message
+    under ``"extra"``), and writes each step into ``result`` as it happens, so an episode cut by
+    its timeout keeps the turns it played.
+    """
 
-async def _play(spec: EpisodeSpec, agent: Agent, env: gym.Env, episode: Episode, result: EpisodeResult,
-                timings: dict[str, float]) -> None:
-    unwrapped = env.unwrapped
-    t0 = time.monotonic()
-    await agent.start(episode)
-    timings["agent"] += time.monotonic() - t0
-    while True:
-        t0 = time.monotonic()
-        reply = Reply.coerce(await _act(agent, episode))
-        timings["agent"] += time.monotonic() - t0
-        # The recorder takes the whole Reply (it stores token ids and logprobs); the env only the message.
-        action = reply if spec.record_path is not None else reply.message
-        observation, reward, terminated, truncated, info = await _env_call(timings, "step", env.step, action)
-        episode.step += 1
+    def __init__(self, spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeResult) -> None:
+        self.spec, self.agent, self.env, self.result = spec, agent, env, result
+        self.episode: Episode | None = None
+        self._reply: Reply | None = None
+
+    async def start(self, prompt: Any, info: dict[str, Any]) -> None:
+        self.episode = Episode(task_id=self.spec.task_id, attempt=self.spec.attempt, env=terminal_env(self.env),
+                               messages=self.env.get_wrapper_attr("messages"), tools=info.get("tools"),
+                               system_prompt=info.get("system_prompt", ""), prompt=prompt)
+        await self.agent.start(self.episode)
+
+    async def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        assert self.episode is not None
+        self._reply = Reply.coerce(await _act(self.agent, self.episode))
+        return self._reply.action()
+
+    def observe(self, step: Step) -> None:
+        assert self.episode is not None and self._reply is not None
+        result, reply, info = self.result, self._reply, step.info
+        self.episode.step = step.index
         # The env appends to its history list; keep the agent's view pointing at the live one.
-        episode.messages = unwrapped.messages
+        self.episode.messages = self.env.get_wrapper_attr("messages")
         parsed = info.get("action") or {}
-        turn: dict[str, Any] = {"step": episode.step, "action": parsed, "reward": float(reward)}
+        turn: dict[str, Any] = {"step": step.index, "action": parsed, "reward": step.reward}
         for key in ("exec", "refused", "reward_events", "env_reward", "process_reward"):
             if key in info:
                 turn[key] = info[key]
         turn.update(reply.record())
         result.turns.append(turn)
-        result.steps = episode.step
-        result.total_reward += float(reward)
+        result.steps = step.index
+        result.total_reward += step.reward
         result.format_errors += parsed.get("kind") == "format_error"
         result.prompt_tokens += int(reply.usage.get("prompt_tokens", 0))
         result.completion_tokens += int(reply.usage.get("completion_tokens", 0))
-        if terminated or truncated:
-            grade = info.get("grade") or {}
-            result.grade = grade
-            result.score = float(grade.get("score", reward))
-            result.passed = bool(grade.get("passed", False))
-            result.end_reason = info.get("end_reason") or ("submitted" if terminated else "truncated")
-            result.messages = list(info.get("messages") or unwrapped.messages)
-            if grade.get("infra_error"):
-                # The grader could not run the tests at all (no interpreter, no runner, a suite that
-                # does not collect here): an outage, not the agent's 0. Not retried: it would recur.
-                result.status = "infra_error"
-                result.error = {"kind": "infra", "type": "GradingInfraError", "message": str(grade["infra_error"])[:4000],
-                                "where": "grade", "retriable": False}
-            return
+
+    async def end(self) -> None:
+        # Also on cancellation (the episode timeout): an agent's own loop must not outlive its episode.
+        end = getattr(self.agent, "end", None)
+        if end is not None and self.episode is not None:
+            with contextlib.suppress(Exception):
+                value = end(self.episode)
+                if inspect.isawaitable(value):
+                    await value
+
+
+async def _loop(spec: EpisodeSpec, agent: Agent, env: gym.Env, result: EpisodeResult,
+                timings: dict[str, float]) -> None:
+    prepare = getattr(agent, "prepare_env", None)
+    if prepare is not None:  # e.g. a CLI agent asks for its model endpoint to be forwarded into the sandbox
+        prepare(terminal_env(env))
+    policy = AgentPolicy(spec, agent, env, result)
+    outcome = LoopOutcome()
+    try:
+        await run_episode(env, policy, seed=spec.seed, options={"task_id": spec.task_id}, outcome=outcome)
+    finally:  # also when the episode failed or timed out: the time spent so far is still split
+        timings["agent"] += outcome.agent_seconds
+        timings["env"] += outcome.env_seconds
+    info = outcome.final_info or {}
+    grade = info.get("grade") or {}
+    result.grade = grade
+    result.score = float(grade.get("score", outcome.steps[-1].reward if outcome.steps else 0.0))
+    result.passed = bool(grade.get("passed", False))
+    result.end_reason = outcome.end_reason
+    result.messages = list(info.get("messages") or env.get_wrapper_attr("messages"))
+    result.record = _record_reference(spec, env)
+    if grade.get("infra_error"):
+        # The grader could not run the tests at all (no interpreter, no runner, a suite that
+        # does not collect here): an outage, not the agent's 0. Not retried: it would recur.
+        result.status = "infra_error"
+        result.error = {"kind": "infra", "type": "GradingInfraError", "message": str(grade["infra_error"])[:4000],
+                        "where": "grade", "retriable": False}
+
+
+def _record_reference(spec: EpisodeSpec, env: gym.Env) -> dict[str, Any] | None:
+    """Where the episode's full record is (the recorder's file and the record's id), if it was recorded."""
+    if spec.record_path is None:
+        return None
+    try:
+        episode_id = env.get_wrapper_attr("last_episode_id")
+    except AttributeError:
+        return None
+    return {"path": spec.record_path, "episode_id": episode_id} if episode_id else None
 
 
 def _make_env(spec: EpisodeSpec) -> gym.Env:

@@ -19,18 +19,17 @@ import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
+from termgym.evaluation.config import EvalConfig, import_modules
 from termgym.evaluation.episode import EpisodeSpec, play_with_retries
 from termgym.evaluation.results import EpisodeResult, RunDir
 
 if TYPE_CHECKING:
     from termgym.evaluation.progress import Progress
-    from termgym.evaluation.runner import EvalConfig
 
 
 def ray_episode(spec: EpisodeSpec, agent: str, agent_options: dict[str, Any], imports: list[str]) -> dict[str, Any]:
     """Play one episode on a Ray worker; returns the result as a dict."""
     from termgym.agents import make_agent
-    from termgym.evaluation.runner import import_modules
 
     import_modules(imports)
     built = make_agent(agent, **agent_options)

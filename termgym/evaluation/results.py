@@ -47,6 +47,11 @@ class EpisodeResult:
     ids, logprobs, latency, retries). ``messages`` is the whole chat history in OpenAI form.
     ``error`` is ``{"kind", "type", "message"}`` for failed episodes; ``infra_failures`` lists the
     infrastructure failures that were retried before the final outcome.
+
+    The full trajectory of an episode is its record (:mod:`termgym.wrappers.recording`, termgym's
+    one trajectory type): with ``termgym eval --record`` ``record`` is ``{"path", "episode_id"}``,
+    where the record is, and :meth:`load_record` reads it. ``turns`` and ``messages`` are the
+    summary the HTML report shows.
     """
 
     task_id: str
@@ -71,6 +76,7 @@ class EpisodeResult:
     worker: str | None = None
     turns: list[dict[str, Any]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
+    record: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -98,6 +104,21 @@ class EpisodeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def load_record(self) -> dict[str, Any]:
+        """The episode's full record (steps, token data, timings) from the recording it points at."""
+        if not self.record:
+            raise ValueError(f"episode {self.task_id!r} (attempt {self.attempt}) was not recorded; "
+                             "run termgym eval with --record")
+        from termgym.wrappers.recording import read_episodes
+
+        path, episode_id = self.record.get("path"), self.record.get("episode_id")
+        if not path or not Path(path).is_file():
+            raise ValueError(f"episode {self.task_id!r}: its recording {path!r} does not exist")
+        for record in read_episodes(path, skip_invalid=True):
+            if record.get("episode_id") == episode_id:
+                return record
+        raise ValueError(f"episode {self.task_id!r}: no record {episode_id!r} in {path}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EpisodeResult:

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-import importlib
 import json
 import re
 import time
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
 from termgym.agents import Agent, make_agent
+from termgym.evaluation.config import PROGRESS_MODES, EvalConfig, import_modules
 from termgym.evaluation.episode import EpisodeSpec, play_with_retries
 from termgym.evaluation.progress import Progress
 from termgym.evaluation.results import EpisodeResult, RunDir, summarize
@@ -39,66 +38,10 @@ OPERATIONAL_OPTIONS = frozenset({
     "max_concurrency", "headers",
 })
 SECRET_OPTIONS = frozenset({"api_key", "headers"})
-PROGRESS_MODES = {None: "auto", "auto": "auto", True: "bar", "bar": "bar", "lines": "lines", False: "off", "off": "off"}
 
 
 class RunMismatch(ValueError):
     """The output directory holds a run of something else; resuming into it would mix results."""
-
-
-@dataclass
-class EvalConfig:
-    """What to evaluate and how (the ``termgym eval`` flags, as a dataclass).
-
-    ``agent`` is a registered name, an import path ``"pkg.mod:Class"`` or an :class:`Agent`
-    instance (local runs only); ``agent_options`` go to its constructor. ``env_kwargs`` go to
-    ``gym.make`` (``backend``, ``protocol``, ``max_steps``…). ``task_ids`` is a selection such as
-    ``"101-110,200"`` or a list (see :mod:`termgym.evaluation.selection`). ``attempts`` is k of pass@k;
-    ``concurrency`` the number of episodes in flight. ``imports`` are modules imported first (where
-    custom suites are registered). ``ray_address`` (``"auto"``, ``"ray://host:10001"``) spreads the
-    episodes over a Ray cluster, ``ray_cpus_per_episode`` CPUs each, with ``ray_runtime_env`` for
-    the workers. ``process_rewards`` wraps each env in :class:`termgym.wrappers.rewards.ProcessReward` (a dict:
-    its options); ``record`` also appends every episode to ``output_dir/episodes.jsonl`` in
-    :mod:`termgym.wrappers.recording`'s format (for offline samples and replay). ``progress``: ``"auto"``
-    (``None``: a live bar when stderr is a terminal, one line per episode otherwise), ``"bar"``
-    (``True``), ``"lines"`` or ``"off"`` (``False``).
-    """
-
-    env_id: str
-    output_dir: str
-    agent: str | Agent = "openai"
-    agent_options: dict[str, Any] = field(default_factory=dict)
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    task_ids: str | Iterable[str | int] | None = None
-    split: str | None = None
-    limit: int | None = None
-    attempts: int = 1
-    concurrency: int = 4
-    seed: int = 0
-    episode_timeout: float | None = None
-    infra_retries: int = 2
-    infra_backoff: float = 2.0
-    imports: list[str] = field(default_factory=list)
-    ray_address: str | None = None
-    ray_cpus_per_episode: float = 1.0
-    ray_runtime_env: dict[str, Any] | None = None
-    process_rewards: bool | dict[str, Any] = False
-    record: bool = False
-    progress: bool | str | None = None
-
-    def validate(self) -> None:
-        if self.attempts < 1:
-            raise ValueError(f"attempts (-k) must be at least 1, got {self.attempts}")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency (-n) must be at least 1, got {self.concurrency}")
-        if self.infra_retries < 0:
-            raise ValueError(f"infra_retries must be >= 0, got {self.infra_retries}")
-        if self.episode_timeout is not None and self.episode_timeout <= 0:
-            raise ValueError(f"episode_timeout must be positive, got {self.episode_timeout}")
-        if self.progress not in PROGRESS_MODES:
-            raise ValueError(f"progress must be one of auto, bar, lines, off (or None/True/False), not {self.progress!r}")
-        if self.ray_address and isinstance(self.agent, Agent):
-            raise ValueError("with Ray, give the agent by name or import path (each worker builds its own)")
 
 
 @dataclass
@@ -124,15 +67,6 @@ def resolve_env_id(env_id: str) -> str:
     return env_id
 
 
-def import_modules(modules: Iterable[str]) -> None:
-    """Import the modules that register custom suites or agents (``--import``)."""
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            raise ValueError(f"--import {name}: {exc}") from exc
-
-
 def list_task_ids(env_spec: Any, env_kwargs: dict[str, Any], split: str | None) -> list[str]:
     """The ids of ``split`` in the env's suite (builds the env, which starts no sandbox)."""
     try:
@@ -140,7 +74,7 @@ def list_task_ids(env_spec: Any, env_kwargs: dict[str, Any], split: str | None) 
     except Exception as exc:  # a suite that cannot load (missing files, bad kwargs) stops the run here
         raise ValueError(f"cannot make {env_spec.id} with {env_kwargs}: {type(exc).__name__}: {exc}") from exc
     try:
-        return [str(i) for i in env.unwrapped.suite.task_ids(split)]
+        return [str(i) for i in env.get_wrapper_attr("suite").task_ids(split)]
     except KeyError as exc:
         raise ValueError(f"{env_spec.id}: {exc.args[0] if exc.args else exc}") from exc
     finally:

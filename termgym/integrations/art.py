@@ -6,13 +6,13 @@ prompt, task, command outputs) as a plain dict, in ``Trajectory.messages_and_cho
 is asked with exactly ``trajectory.messages()`` — the history ART will tokenize — so what is
 trained is what was sampled.
 
-The env is driven the way :mod:`termgym.evaluation.episode` drives it: ``reset``/``step``/
-``close`` run in termgym's I/O thread pool (:func:`termgym.sandbox.run_blocking`), so hundreds
-of episodes share one event loop with the model calls.
+The episode is played by termgym's one agent loop (:func:`termgym.agents.loop.run_episode`, as
+``termgym eval`` plays it): ``reset``/``step`` run in termgym's I/O thread pool, so hundreds of
+episodes share one event loop with the model calls.
 
 >>> import art
 >>> from termgym.integrations.art import RolloutConfig, gather_groups
->>> config = RolloutConfig(env=EnvConfig("termgym/SweSynth-v0", process_rewards={}))
+>>> config = RolloutConfig(env=EnvRecipe("termgym/SweSynth-v0", process_rewards={}))
 >>> groups = await gather_groups(model, ["1034", "1035"], config, rollouts_per_group=16)
 >>> await backend.train(model, groups)
 
@@ -35,8 +35,10 @@ import art
 import openai
 from openai.types.chat.chat_completion import Choice
 
+from termgym.agents.loop import Step, run_episode
 from termgym.data.samples import OfflineSample
-from termgym.integrations.episodes import EnvConfig, episode_metrics, finish_early
+from termgym.env import Truncate, aclose
+from termgym.integrations.episodes import EnvRecipe, episode_metrics
 from termgym.sandbox import run_blocking
 
 __all__ = [
@@ -68,7 +70,7 @@ class RolloutConfig:
             a 400 (context too long) is not retried: the episode is ended and graded instead.
     """
 
-    env: EnvConfig
+    env: EnvRecipe
     temperature: float | None = 0.7
     max_tokens: int | None = 4096
     top_p: float | None = None
@@ -77,8 +79,8 @@ class RolloutConfig:
     model_call_retries: int = 2
 
     def __post_init__(self) -> None:
-        if not isinstance(self.env, EnvConfig):
-            raise TypeError(f"RolloutConfig.env must be an EnvConfig, got {type(self.env).__name__}")
+        if not isinstance(self.env, EnvRecipe):
+            raise TypeError(f"RolloutConfig.env must be an EnvRecipe, got {type(self.env).__name__}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError(f"RolloutConfig.max_tokens must be at least 1 or None, got {self.max_tokens}")
         if self.model_call_retries < 0:
@@ -103,50 +105,70 @@ async def rollout(model: art.Model, task_id: str, config: RolloutConfig, *, seed
 
 
 async def _rollout(model: art.Model, task_id: str, config: RolloutConfig, seed: int | None) -> art.Trajectory:
-    client = model.openai_client()
-    model_name = model.get_inference_name()
     env = await run_blocking(config.env.make)
     try:
-        _prompt, info = await run_blocking(env.reset, seed=seed, options={"task_id": task_id})
+        policy = _TrajectoryPolicy(model, config, env)
+        outcome = await run_episode(env, policy, seed=seed, options={"task_id": task_id})
+        assert policy.trajectory is not None and outcome.final_info is not None
+        trajectory = policy.trajectory
+        trajectory.metrics.update(episode_metrics(outcome.final_info, steps=policy.steps,
+                                                  format_errors=policy.format_errors))
+        trajectory.metadata["end_reason"] = str(outcome.final_info.get("end_reason", ""))
+        return trajectory.finish()
+    finally:
+        await aclose(env)
+
+
+class _TrajectoryPolicy:
+    """The agent loop's policy for one ART episode: ask the model, keep its ``Choice`` in the trajectory."""
+
+    def __init__(self, model: art.Model, config: RolloutConfig, env: Any) -> None:
+        self.client = model.openai_client()
+        self.model_name = model.get_inference_name()
+        self.config = config
+        self.env = env
+        self.trajectory: art.Trajectory | None = None
+        self.tool_protocol = False
+        self.steps = self.format_errors = 0
+        self._seen = 0
+
+    def start(self, prompt: Any, info: dict[str, Any]) -> None:
         tools = info.get("tools") or None
-        trajectory = art.Trajectory(
+        self.tool_protocol = tools is not None
+        self.trajectory = art.Trajectory(
             messages_and_choices=[_wire(m) for m in info["messages"]],
             tools=tools,
             reward=0.0,
-            metadata={"task_id": task_id, "env_id": config.env.env_id, "suite": str(info.get("suite", ""))},
+            metadata={"task_id": str(info.get("task_id", "")), "env_id": self.config.env.env_id,
+                      "suite": str(info.get("suite", ""))},
         )
-        unwrapped = env.unwrapped
-        steps = format_errors = 0
-        while True:
-            try:
-                choice = await _complete(client, model_name, trajectory, config)
-            except openai.BadRequestError as exc:
-                # The context outgrew the model (or the request was refused): grade what was done.
-                reward, final_info = await run_blocking(finish_early, env, "context_limit")
-                trajectory.reward += reward
-                trajectory.log(f"model refused the request, episode graded as context_limit: {exc}")
-                break
-            trajectory.messages_and_choices.append(choice)
-            action = _action(choice, tool_protocol=tools is not None)
-            seen = len(unwrapped.messages)
-            _obs, reward, terminated, truncated, step_info = await run_blocking(env.step, action)
-            steps += 1
-            trajectory.reward += float(reward)
-            parsed = step_info.get("action") or {}
-            format_errors += parsed.get("kind") == "format_error"
-            # The env appended the assistant message and then what the agent sees next.
-            trajectory.messages_and_choices.extend(_wire(m) for m in unwrapped.messages[seen + 1:])
-            events = ",".join(e["event"] for e in step_info.get("reward_events", []))
-            trajectory.log(f"step {steps}: {parsed.get('kind')} {parsed.get('command') or ''!s:.200} "
-                           f"reward={float(reward):.4f}" + (f" events={events}" if events else ""))
-            if terminated or truncated:
-                final_info = step_info
-                break
-        trajectory.metrics.update(episode_metrics(final_info, steps=steps, format_errors=format_errors))
-        trajectory.metadata["end_reason"] = str(final_info.get("end_reason", ""))
-        return trajectory.finish()
-    finally:
-        await run_blocking(env.close)
+
+    async def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        assert self.trajectory is not None
+        try:
+            choice = await _complete(self.client, self.model_name, self.trajectory, self.config)
+        except openai.BadRequestError as exc:
+            # The context outgrew the model (or the request was refused): grade what was done.
+            self.trajectory.log(f"model refused the request, episode graded as context_limit: {exc}")
+            return Truncate("context_limit")
+        self.trajectory.messages_and_choices.append(choice)
+        self._seen = len(self.env.get_wrapper_attr("messages"))
+        return _action(choice, tool_protocol=self.tool_protocol)
+
+    def observe(self, step: Step) -> None:
+        assert self.trajectory is not None
+        self.trajectory.reward += step.reward
+        if isinstance(step.action, Truncate):
+            return
+        self.steps += 1
+        parsed = step.info.get("action") or {}
+        self.format_errors += parsed.get("kind") == "format_error"
+        # The env appended the assistant message and then what the agent sees next.
+        self.trajectory.messages_and_choices.extend(
+            _wire(m) for m in self.env.get_wrapper_attr("messages")[self._seen + 1:])
+        events = ",".join(e["event"] for e in step.info.get("reward_events", []))
+        self.trajectory.log(f"step {self.steps}: {parsed.get('kind')} {parsed.get('command') or ''!s:.200} "
+                            f"reward={step.reward:.4f}" + (f" events={events}" if events else ""))
 
 
 async def _complete(client: Any, model_name: str, trajectory: art.Trajectory, config: RolloutConfig) -> Choice:

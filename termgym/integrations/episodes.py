@@ -20,8 +20,11 @@ END_REASONS = ("submitted", "max_steps", "time_limit", "context_limit")
 
 
 @dataclass(frozen=True)
-class EnvConfig:
+class EnvRecipe:
     """How to build the env of one episode (picklable: trainers ship it to rollout workers).
+
+    A recipe names an id and the ``gym.make`` keywords; how the env itself then runs is its
+    :class:`termgym.config.EnvConfig`, split out of those keywords.
 
     Args:
         env_id: any registered termgym id (``termgym/SweSynth-v0``, ``termgym/Harbor-v0``, or one
@@ -37,14 +40,14 @@ class EnvConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
-            raise ValueError(f"EnvConfig.env_id must be a registered env id, got {self.env_id!r}")
+            raise ValueError(f"EnvRecipe.env_id must be a registered env id, got {self.env_id!r}")
         if self.env_id not in gym.registry:
-            raise ValueError(f"EnvConfig.env_id {self.env_id!r} is not registered "
+            raise ValueError(f"EnvRecipe.env_id {self.env_id!r} is not registered "
                              "(built-in ids: termgym/SweSynth-v0, termgym/LiveWeb-v0, termgym/Harbor-v0)")
         if not isinstance(self.env_kwargs, Mapping):
-            raise TypeError(f"EnvConfig.env_kwargs must be a mapping, got {type(self.env_kwargs).__name__}")
+            raise TypeError(f"EnvRecipe.env_kwargs must be a mapping, got {type(self.env_kwargs).__name__}")
         if self.process_rewards is not None and not isinstance(self.process_rewards, Mapping):
-            raise TypeError("EnvConfig.process_rewards must be a mapping of ProcessReward options or None, "
+            raise TypeError("EnvRecipe.process_rewards must be a mapping of ProcessReward options or None, "
                             f"got {type(self.process_rewards).__name__}")
 
     def make(self) -> gym.Env:
@@ -60,8 +63,8 @@ class EnvConfig:
         """The task ids of the env's suite in ``split`` (the suite's default split when ``None``)."""
         env = gym.make(self.env_id, disable_env_checker=True, **dict(self.env_kwargs))
         try:
-            unwrapped = env.unwrapped
-            return [str(t) for t in unwrapped.suite.task_ids(split if split is not None else unwrapped.split)]
+            suite = env.get_wrapper_attr("suite")
+            return [str(t) for t in suite.task_ids(split if split is not None else env.get_wrapper_attr("split"))]
         finally:
             env.close()
 
@@ -105,12 +108,13 @@ def episode_metrics(final_info: Mapping[str, Any], *, steps: int, format_errors:
 def finish_early(env: gym.Env, reason: str) -> tuple[float, dict[str, Any]]:
     """End ``env``'s running episode from outside (the trainer's token budget ran out) and grade it.
 
-    The one way an episode ends early: ``request_truncation`` then a last ``step("")`` through the
-    whole wrapper stack, so a :class:`~termgym.wrappers.rewards.ProcessReward` settles it (outcome events,
+    The one way an episode ends early: a last ``step(Truncate(reason))`` through the whole wrapper
+    stack, so a :class:`~termgym.wrappers.rewards.ProcessReward` settles it (outcome events,
     shaping clawback) and a recorder records it like any other last step. Returns ``(reward, info)``.
     """
-    env.unwrapped.request_truncation(reason)
-    _obs, reward, _terminated, _truncated, info = env.step("")
+    from termgym.env import Truncate
+
+    _obs, reward, _terminated, _truncated, info = env.step(Truncate(reason))
     return float(reward), info
 
 

@@ -33,7 +33,7 @@ from tinker_cookbook.completers import StopCondition
 from tinker_cookbook.renderers import Renderer
 from tinker_cookbook.rl import types
 
-from termgym.integrations.episodes import EnvConfig, episode_metrics, finish_early
+from termgym.integrations.episodes import EnvRecipe, episode_metrics, finish_early
 from termgym.sandbox import run_blocking
 
 __all__ = [
@@ -65,7 +65,7 @@ class TermgymTokenEnv(types.Env):
             graded as ``context_limit`` (``None``: only the env's own limits apply).
     """
 
-    def __init__(self, env: EnvConfig, task_id: str, renderer: Renderer, *, seed: int | None = None,
+    def __init__(self, env: EnvRecipe, task_id: str, renderer: Renderer, *, seed: int | None = None,
                  max_trajectory_tokens: int | None = None) -> None:
         if max_trajectory_tokens is not None and max_trajectory_tokens < 1:
             raise ValueError(f"max_trajectory_tokens must be at least 1 or None, got {max_trajectory_tokens}")
@@ -119,8 +119,7 @@ class TermgymTokenEnv(types.Env):
             raise RuntimeError("step() before initial_observation() or after the episode ended")
         message, termination = self.renderer.parse_response(action)
         env = self._env
-        unwrapped = env.unwrapped
-        seen = len(unwrapped.messages)
+        seen = len(env.get_wrapper_attr("messages"))
         try:
             _obs, reward, terminated, truncated, info = await run_blocking(env.step, self._env_action(message))
         except BaseException:
@@ -133,7 +132,7 @@ class TermgymTokenEnv(types.Env):
         # The sampled message as the renderer parsed it (so the next prompt extends this one), then
         # what the env answered.
         self.messages.append(message)
-        self.messages.extend(_renderer_message(m) for m in unwrapped.messages[seen + 1:])
+        self.messages.extend(_renderer_message(m) for m in env.get_wrapper_attr("messages")[seen + 1:])
         reward = float(reward)
         metrics: dict[str, float | int] = {"format_error": int(format_error),
                                            "parse/" + str(termination.value): 1}
@@ -207,7 +206,7 @@ class TermgymEnvGroupBuilder(types.EnvGroupBuilder):
         seed: episode ``i`` of the group is reset with ``seed + i`` (``None``: unseeded).
     """
 
-    env: EnvConfig
+    env: EnvRecipe
     task_id: str
     group_size: int
     model_name: str
@@ -280,8 +279,8 @@ class TermgymDatasetBuilder(types.RLDatasetBuilder):
     max_trajectory_tokens: int | None = None
     seed: int = 0
 
-    def env_config(self) -> EnvConfig:
-        return EnvConfig(self.env_id, dict(self.env_kwargs), self.process_rewards)
+    def env_config(self) -> EnvRecipe:
+        return EnvRecipe(self.env_id, dict(self.env_kwargs), self.process_rewards)
 
     def groups(self, task_ids: Sequence[str]) -> list[TermgymEnvGroupBuilder]:
         config = self.env_config()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from termgym.imports import load_object
 from termgym.protocols.base import Action, Protocol, strip_think
 
 #: name -> "module:Class"; imported lazily so optional protocols cost nothing until used.
@@ -19,11 +19,7 @@ def make_protocol(protocol: str | Protocol, **options: Any) -> Protocol:
     """A protocol instance from a name in :data:`PROTOCOLS`, an import path, or an instance."""
     if isinstance(protocol, Protocol):
         return protocol
-    path = PROTOCOLS.get(protocol, protocol)
-    if ":" not in path:
-        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)} or give 'module:Class'")
-    module, attr = path.split(":", 1)
-    cls = getattr(importlib.import_module(module), attr)
+    cls = load_object(protocol, what="protocol", names=PROTOCOLS)
     return cls(**options)
 
 

@@ -56,6 +56,13 @@ class Protocol(ABC):
     submit_sentinel: str | None = None
     #: How many submit messages in a row end an episode (Terminus-2 asks for a confirmation).
     submit_confirmations: int = 1
+    #: The env's shell mode (``"persistent"`` or ``"stateless"``), set by :meth:`configure`.
+    shell_mode: str = "persistent"
+
+    def configure(self, *, mode: str) -> None:
+        """Learn the env settings that shape the text the model sees; the env calls it once, for
+        every protocol, before any prompt is written (a prompt may say whether the shell keeps state)."""
+        self.shell_mode = mode
 
     @abstractmethod
     def system_prompt(self, task: Task) -> str:
@@ -76,6 +83,10 @@ class Protocol(ABC):
     @abstractmethod
     def render_format_error(self, action: Action) -> str:
         """The text the model sees after an unparsable message."""
+
+    def run_metadata(self) -> dict[str, Any]:
+        """Facts about this protocol's setup that ``reset`` adds to ``info`` (e.g. Terminus-2's prompt source)."""
+        return {}
 
     def tools(self) -> list[dict[str, Any]] | None:
         """OpenAI tool schemas the agent should be offered, if the protocol uses function calls."""

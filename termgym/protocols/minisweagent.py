@@ -95,13 +95,12 @@ class MiniSweAgentProtocol(Protocol):
         observation_template: str = OBSERVATION_TEMPLATE,
         format_error_template: str = FORMAT_ERROR_TEMPLATE,
         max_observation_chars: int = 10_000,
-        mode: str = "persistent",
+        mode: str | None = None,
     ) -> None:
-        self.system_template = Template(system_template)
-        self.task_template = Template(task_template)
-        self.observation_template = Template(observation_template)
-        self.format_error_template = Template(format_error_template)
+        self.system_template, self.task_template, self.observation_template, self.format_error_template = map(
+            Template, (system_template, task_template, observation_template, format_error_template))
         self.max_observation_chars = max_observation_chars
+        #: The shell mode the task prompt describes: as given, else the env's (:meth:`Protocol.configure`).
         self.mode = mode
 
     def system_prompt(self, task: Task) -> str:
@@ -109,10 +108,10 @@ class MiniSweAgentProtocol(Protocol):
 
     def task_prompt(self, task: Task) -> str:
         shell_note = ("that keeps its state (working directory, variables) between commands"
-                      if self.mode == "persistent"
+                      if (self.mode or self.shell_mode) == "persistent"
                       else "started fresh in that directory (cd and variables do not carry over)")
         text = self.task_template.safe_substitute(
-            instruction=task.instruction, workdir=task.sandbox_spec().workdir, sentinel=SENTINEL,
+            instruction=task.instruction, workdir=task.workdir, sentinel=SENTINEL,
             shell_note=shell_note, task_id=task.task_id,
         )
         if _PR_OPEN in task.instruction and text.count(_PR_OPEN) > 1:

@@ -68,7 +68,7 @@ class ToolCallProtocol(Protocol):
         return self.system_template.safe_substitute()
 
     def task_prompt(self, task: Task) -> str:
-        return self.task_template.safe_substitute(instruction=task.instruction, workdir=task.sandbox_spec().workdir)
+        return self.task_template.safe_substitute(instruction=task.instruction, workdir=task.workdir)
 
     def tools(self) -> list[dict[str, Any]]:
         return TOOLS

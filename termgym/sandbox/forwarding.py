@@ -170,22 +170,31 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 
 
+def start_loop_thread(name: str) -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    """A new asyncio loop running forever in a daemon thread called ``name``; returns once it runs.
+
+    Stop it with ``loop.call_soon_threadsafe(loop.stop)`` and join the thread.
+    """
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(ready.set)
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    ready.wait()
+    return loop, thread
+
+
 def _relay_loop() -> asyncio.AbstractEventLoop:
     """The process-wide asyncio loop that relays forwarded connections (started on first use)."""
     global _loop
     with _loop_lock:
         if _loop is None or _loop.is_closed():
-            loop = asyncio.new_event_loop()
-            ready = threading.Event()
-
-            def run() -> None:
-                asyncio.set_event_loop(loop)
-                loop.call_soon(ready.set)
-                loop.run_forever()
-
-            threading.Thread(target=run, name="termgym-forwarder", daemon=True).start()
-            ready.wait()
-            _loop = loop
+            _loop, _ = start_loop_thread("termgym-forwarder")
         return _loop
 
 

@@ -17,12 +17,13 @@ capabilities dropped (we run as root, and a root process with capabilities could
 cgroup v1 group per sandbox where the host allows it (``ulimit -v`` otherwise); CPU time, file
 size and open files by rlimits set just before bubblewrap starts.
 
-Execution. One bash process reads NUL-terminated commands from a pipe and ``eval``s them with
-stdin from ``/dev/null``; it reports each exit code on a separate pipe, so nothing a command prints
-can forge the end of its output. A timeout kills every process in the sandbox's pid namespace
-except its init and the shell; if the shell itself is stuck (a builtin loop) the sandbox is
-restarted around the same files and the result says so. ``on_timeout="kill_shell"`` (and
-``abort()``) kill the shell too, with the sandbox frozen, and restart it the same way.
+Execution. The shell session of :mod:`termgym.sandbox.shell` over bubblewrap's pipes: commands go
+to the shell's stdin, output comes back on its stdout, and the shell reports each exit code on a
+pipe of its own, so nothing a command prints can forge the end of its output. A timeout kills every
+process in the sandbox's pid namespace except its init and the shell; if the shell itself is stuck
+(a builtin loop) the sandbox is restarted around the same files and the result says so.
+``on_timeout="kill_shell"`` (and ``abort()``) kill the shell too, with the sandbox frozen, and
+restart it the same way.
 """
 
 from __future__ import annotations
@@ -39,25 +40,20 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 import warnings
 from pathlib import Path
 
-from termgym.sandbox import runtime as task_runtime
+import termgym.sandbox.runtime as task_runtime
 from termgym.sandbox.base import (
     BackendUnavailable,
-    ExecResult,
     Mode,
-    OnTimeout,
-    Sandbox,
     SandboxError,
     SandboxSpec,
-    check_on_timeout,
     read_only_binds,
 )
-from termgym.sandbox.output import OutputBuffer
+from termgym.sandbox.shell import ShellChannel, ShellSandbox, shell_argv
 
 #: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
 #: else in ``/etc`` is ours. ``python3.*`` entries of the system's Python are added to these.
@@ -73,29 +69,6 @@ MOUNTED_PREFIXES = ("/usr", "/proc", "/dev", "/sys", "/bin", "/lib", "/lib64", "
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-# The shell loop. Commands arrive NUL-terminated on stdin; each exit code goes to fd {fd} as
-# "<code>\n". Stdout/stderr of the user's command are the shell's own (one pipe to the host).
-_PERSISTENT_LOOP = r"""
-while IFS= read -r -d '' __tg_cmd; do
-  jobs >/dev/null 2>&1  # swallow notices of jobs that died since the last command (see _JOBS_NOTE)
-  eval "$__tg_cmd" </dev/null {fd}>&-
-  printf '%d\n' "$?" >&{fd}
-done
-"""
-# _JOBS_NOTE: bash reports a background job killed by a signal ("line 3: 7 Killed sleep 1000") at
-# the next command it runs, i.e. inside the next observation. Listing the jobs to /dev/null first
-# consumes those notices; the host waits for killed processes to be reaped before it returns
-# (_await_reaped), so no notice can arrive after that listing.
-# Stateless: every command in a fresh subshell started in the workdir with the initial environment.
-_STATELESS_LOOP = r"""
-while IFS= read -r -d '' __tg_cmd; do
-  jobs >/dev/null 2>&1
-  ( cd "$__tg_workdir" && eval "$__tg_cmd" ) </dev/null {fd}>&-
-  printf '%d\n' "$?" >&{fd}
-done
-"""
-
 
 def bwrap_path() -> str:
     """The bubblewrap binary, or a clear error saying how to install it."""
@@ -228,7 +201,7 @@ def _rebuild_dir_args(host_dir: Path, dest: str, drop: set[str]) -> list[str]:
     return [*args, "--remount-ro", dest]
 
 
-class BubblewrapSandbox(Sandbox):
+class BubblewrapSandbox(ShellSandbox):
     """A sandbox made with bubblewrap on this machine (see the module docstring).
 
     ``runtime``: ``"pinned"`` (default, or ``$TERMGYM_RUNTIME``) runs on termgym's task runtime,
@@ -244,8 +217,6 @@ class BubblewrapSandbox(Sandbox):
         self._system: SystemTree | None = None
         self._bwrap = ""  # the bubblewrap binary, found at start
         self._use_cgroups = cgroups_available() if use_cgroups is None else use_cgroups
-        self._lock = threading.RLock()
-        self._started = False
         self._proc: subprocess.Popen | None = None
         self._init_pid: int | None = None  # host pid of the sandbox's pid-namespace init
         self._shell_pid: int | None = None
@@ -254,179 +225,51 @@ class BubblewrapSandbox(Sandbox):
         self._pid_limit_hits = 0  # pids.events' "max" count seen so far: forks the limit refused
         self._freezer: Path | None = None
         self._forwarder = None
-        self._ctl: int | None = None  # read end of the exit-code pipe
         self.host_dir: Path | None = None
         self.root: Path | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> None:
-        with self._lock:
-            if self._started:
-                return
-            self._bwrap = bwrap_path()
-            self._system = system_tree(self.runtime_mode)
-            self.host_dir = Path(tempfile.mkdtemp(prefix="termgym-local-", dir=sandbox_parent_dir()))
-            self.root = self.host_dir / "root"
-            try:
-                self._build_root()
-                if self._use_cgroups:
-                    self._make_cgroups()
-                self._spawn()
-                self._started = True
-                self.run_setup_commands()
-            except BaseException:
-                self.close()
-                raise
+    def _create(self) -> None:
+        self._bwrap = bwrap_path()
+        self._system = system_tree(self.runtime_mode)
+        self.host_dir = Path(tempfile.mkdtemp(prefix="termgym-local-", dir=sandbox_parent_dir()))
+        self.root = self.host_dir / "root"
+        self._build_root()
+        if self._use_cgroups:
+            self._make_cgroups()
+        self._session.start()
 
-    def close(self) -> None:
-        with self._lock:
-            if self.closed:
-                return
-            self.closed = True
-            if self._forwarder is not None:
-                with contextlib.suppress(Exception):
-                    self._forwarder.close()
-            self._kill_all()
-            for cg in self._cgroups:
-                _remove_cgroup(cg)
-            if self.host_dir is not None:
-                shutil.rmtree(self.host_dir, ignore_errors=True)
+    def _destroy(self) -> None:
+        self._stop_services()
+        self._kill_all()
+        for cg in self._cgroups:
+            _remove_cgroup(cg)
+        if self.host_dir is not None:
+            shutil.rmtree(self.host_dir, ignore_errors=True)
 
     @property
     def runtime(self) -> str | None:
         """The system this sandbox runs on: the runtime version, ``"host"``, or None before start."""
         return self._system.label if self._system is not None else None
 
-    # -- the command interface ----------------------------------------------------------------
+    # -- what the shell session needs from this backend ---------------------------------------
 
-    def exec(self, command: str, timeout: float | None = None, *,
-             on_timeout: OnTimeout = "kill_command") -> ExecResult:
-        check_on_timeout(on_timeout)
-        if "\x00" in command:
-            return ExecResult(output="command contains a NUL byte, which a shell cannot run", exit_code=2)
-        with self._lock:
-            if self.closed:
-                raise SandboxError("this sandbox is closed")
-            if not self._started:
-                self.start()
-            timeout = self.spec.limits.command_timeout if timeout is None else timeout
-            cleared = self._pids_exhausted()
-            if cleared:
-                self._kill_commands()
-            result = self._run(command, timeout, kill_shell=on_timeout == "kill_shell")
-            if cleared:
-                note = (f"[the sandbox had reached its process limit ({self.spec.limits.pids}); "
-                        "every background process was killed]\n")
-                result = dataclasses.replace(result, output=note + result.output)
-            return result
+    def _open_shell(self, token: bytes) -> ShellChannel:
+        """A new bubblewrap process around the same root, running the shell (the old one is killed)."""
+        if self._proc is not None:
+            self._stop_services()
+            self._kill_all()
+        return self._spawn()
 
-    def abort(self) -> None:
-        with self._lock:
-            if self._started and not self.closed:
-                self._kill_shell_and_commands()
-                self._restart()
-
-    def _run(self, command: str, timeout: float, *, kill_shell: bool = False) -> ExecResult:
-        started = time.monotonic()
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
-        try:
-            proc.stdin.write(command.encode("utf-8", errors="surrogateescape") + b"\x00")
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            self._restart()
-            return ExecResult(output="the sandbox shell had exited; it was restarted (working directory and "
-                              "variables were reset). Run the command again.", exit_code=1,
-                              duration=time.monotonic() - started, restarted=True)
-        out = OutputBuffer(self.spec.limits.output_bytes)
-        ctl = bytearray()
-        deadline = started + timeout
-        timed_out = flooded = shell_died = aborted = False
-        last_kill = 0.0
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ, "out")
-        sel.register(self._ctl, selectors.EVENT_READ, "ctl")
-        out_fd = proc.stdout.fileno()
-        try:
-            while b"\n" not in ctl:
-                now = time.monotonic()
-                remaining = deadline - now
-                if remaining <= 0 and not timed_out and kill_shell:
-                    timed_out = aborted = True
-                    self._kill_shell_and_commands()
-                    break
-                if remaining <= 0 and not timed_out:
-                    timed_out = True
-                    self._kill_commands()
-                    last_kill = now
-                    deadline = now + 2.0  # grace for the shell to report
-                    continue
-                if remaining <= 0:  # the shell itself is stuck (e.g. a builtin loop)
-                    shell_died = True
-                    break
-                if (timed_out or flooded) and now - last_kill > 0.1:
-                    # the rest of a command list keeps running after its first part was killed
-                    self._kill_commands()
-                    last_kill = now
-                for key, _ in sel.select(min(remaining, 0.1 if (timed_out or flooded) else 1.0)):
-                    fd = out_fd if key.data == "out" else self._ctl
-                    try:
-                        chunk = os.read(fd, 65536)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        shell_died = True
-                        break
-                    if key.data == "out":
-                        out.feed(chunk)
-                        if out.overflowed and not flooded:
-                            flooded = True
-                            self._kill_commands()
-                            last_kill = time.monotonic()
-                            deadline = min(deadline, last_kill + 5.0)
-                    else:
-                        ctl += chunk
-                if shell_died:
-                    break
-            # The exit code arrived; whatever the command printed before it is already in the pipe.
-            _drain(out_fd, out)
-        finally:
-            sel.close()
-        if aborted:
-            self._restart()
-            text = out.text() + (f"\n[command timed out after {timeout:g} s; it and its shell were killed, so the "
-                                 "rest of the command line did not run; a new shell was started]")
-            return ExecResult(output=text, exit_code=124, timed_out=True, duration=time.monotonic() - started,
-                              truncated=flooded, restarted=True)
-        if (timed_out or flooded) and not shell_died:
-            # One more sweep: a child forked while the sandbox froze for the last one can escape it
-            # (seen under load in stateless mode, where it outlives its subshell).
+    def _kill_processes(self, *, include_shell: bool = False) -> None:
+        if include_shell:
+            self._kill_shell_and_commands()
+        else:
             self._kill_commands()
-            self._await_reaped()
-        duration = time.monotonic() - started
-        text = out.text()
-        if flooded:
-            text += f"\n[output exceeded {self.spec.limits.output_bytes} bytes; the command was stopped]"
-        if shell_died:
-            exited = proc.poll() is not None or not timed_out
-            self._restart()
-            note = ("the shell exited" if exited and not timed_out else "the shell did not respond")
-            text += f"\n[{note}; the sandbox shell was restarted: working directory and variables were reset]"
-            return ExecResult(output=text, exit_code=124 if timed_out else 1, timed_out=timed_out,
-                              duration=duration, truncated=flooded, restarted=True)
-        exit_code = int(ctl.split(b"\n", 1)[0] or b"1")
-        if self._pids_exhausted():
-            # A fork bomb (or a runaway spawner) left the sandbox unable to start anything.
-            self._kill_commands()
-            self._await_reaped()
-            text += (f"\n[the sandbox reached its process limit ({self.spec.limits.pids}); "
-                     "every background process was killed]")
-        if timed_out:
-            text += f"\n[command timed out after {timeout:g} s and was killed]"
-            exit_code = 124
-        return ExecResult(output=text, exit_code=exit_code, timed_out=timed_out, duration=duration,
-                          truncated=flooded)
+
+    def _at_process_limit(self, reported: int | None) -> bool:
+        return self._pids_exhausted()  # the host reads the sandbox's pids cgroup itself
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -562,7 +405,7 @@ class BubblewrapSandbox(Sandbox):
             args.append("--unshare-net")
         env = {"PATH": SANDBOX_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb", "PAGER": "cat",
                "GIT_PAGER": "cat", "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1",
-               "PYTHONDONTWRITEBYTECODE": "1", "USER": "root", "__tg_workdir": self.spec.workdir}
+               "PYTHONDONTWRITEBYTECODE": "1", "USER": "root"}
         env.update(self.spec.env)
         for key, value in env.items():
             args += ["--setenv", key, value]
@@ -583,14 +426,14 @@ class BubblewrapSandbox(Sandbox):
         steps.append('exec "$@"')
         return " && ".join(steps)
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> ShellChannel:
+        """Start bubblewrap running the sandbox shell; return the channel to that shell."""
         info_r, info_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
-        loop = _PERSISTENT_LOOP if self.mode == "persistent" else _STATELESS_LOOP
         # bubblewrap passes inherited fds through, so the shell reports on the pipe's own number.
-        loop = loop.replace("{fd}", str(ctl_w))
+        shell = ["/bin/bash", *shell_argv(self.mode, self.spec.workdir, control_fd=ctl_w)[1:]]
         cmd = ["/bin/bash", "-c", self._limits_prefix(), "termgym-sandbox", *self._bwrap_args(),
-               "--info-fd", str(info_w), "/bin/bash", "--noprofile", "--norc", "-c", loop]
+               "--info-fd", str(info_w), *shell]
         with contextlib.ExitStack() as cleanup:
             cleanup.callback(os.close, info_w)
             cleanup.callback(os.close, ctl_w)
@@ -599,13 +442,14 @@ class BubblewrapSandbox(Sandbox):
                 pass_fds=(info_w, ctl_w), start_new_session=True, close_fds=True,
                 env={"PATH": SANDBOX_PATH},
             )
-        self._ctl = ctl_r
+        channel = _PipeChannel(self._proc, ctl_r)
         try:
             info = _read_info(info_r)
         finally:
             os.close(info_r)
         if "child-pid" not in info:
             output = self._proc.stdout.read1(4096).decode(errors="replace") if self._proc.stdout else ""
+            channel.close()
             raise SandboxError(f"bubblewrap failed to start the sandbox: {output.strip() or 'no output'}")
         self._init_pid = int(info["child-pid"])
         self._pidns = _pidns(self._init_pid)
@@ -614,6 +458,7 @@ class BubblewrapSandbox(Sandbox):
         self._shell_pid = None
         if self.spec.services:
             self._start_services()
+        return channel
 
     def _start_services(self) -> None:
         from termgym.sandbox.forwarding import PortForwarder
@@ -704,7 +549,7 @@ class BubblewrapSandbox(Sandbox):
                         os.kill(pid, signal.SIGKILL)
 
     def _await_reaped(self, timeout: float = 2.0) -> None:
-        """Wait until every child the shell had is dead (a zombie or reaped): see _JOBS_NOTE.
+        """Wait until every child the shell had is dead (a zombie or reaped), so its job notices come now.
 
         A zombie has already signalled the shell, which reaps it before it reads the next command.
         """
@@ -739,10 +584,6 @@ class BubblewrapSandbox(Sandbox):
                 with contextlib.suppress(Exception):
                     if stream:
                         stream.close()
-        if self._ctl is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._ctl)
-            self._ctl = None
         for pid in self._sandbox_pids() if self._cgroups else []:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
@@ -750,14 +591,11 @@ class BubblewrapSandbox(Sandbox):
         self._init_pid = None
         self._shell_pid = None
 
-    def _restart(self) -> None:
-        """Start a new shell around the same files after the old one died or hung."""
+    def _stop_services(self) -> None:
         if self._forwarder is not None:
             with contextlib.suppress(Exception):
                 self._forwarder.close()
             self._forwarder = None
-        self._kill_all()
-        self._spawn()
 
     def _make_cgroups(self) -> None:
         name = f"termgym/{uuid.uuid4().hex[:12]}"
@@ -788,6 +626,93 @@ class BubblewrapSandbox(Sandbox):
         self._cgroups.append(cg)
 
 
+class _PipeChannel(ShellChannel):
+    """The local shell's pipes: commands on bubblewrap's stdin, output on its stdout (stderr merged),
+    control lines on a pipe of their own, so nothing a command prints can forge one."""
+
+    def __init__(self, proc: subprocess.Popen, control_fd: int) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self._stdin = proc.stdin
+        self._out = proc.stdout.fileno()
+        self._control = control_fd
+        self._lines = bytearray()
+        self._ended = False
+        self._selector: selectors.BaseSelector | None = selectors.DefaultSelector()
+        self._selector.register(self._out, selectors.EVENT_READ)
+        self._selector.register(control_fd, selectors.EVENT_READ)
+
+    def send(self, data: bytes) -> None:
+        if self.eof:
+            raise EOFError("the shell is gone")
+        try:
+            self._stdin.write(data)
+            self._stdin.flush()
+        except (OSError, ValueError) as exc:  # a broken pipe, or the stream closed by a kill
+            self.eof = True
+            raise EOFError(str(exc)) from exc
+
+    def receive(self, timeout: float) -> tuple[bytes, bytes | None] | None:
+        line = self._line()
+        if line is not None:
+            return b"", line
+        if self._ended or self._selector is None:
+            self.eof = True
+            raise EOFError("the shell exited")
+        output = bytearray()
+        for key, _ in self._selector.select(max(timeout, 0.0)):
+            try:
+                chunk = os.read(key.fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._ended = True
+            elif key.fd == self._control:
+                self._lines += chunk
+            else:
+                output += chunk
+        line = self._line()
+        if line is not None:
+            output += self._drain()  # what the command printed before its exit code is in the pipe already
+        if not output and line is None:
+            if self._ended:
+                self.eof = True
+                raise EOFError("the shell exited")
+            return None
+        return bytes(output), line
+
+    def _line(self) -> bytes | None:
+        end = self._lines.find(b"\n")
+        if end < 0:
+            return None
+        line = bytes(self._lines[:end])
+        del self._lines[: end + 1]
+        return line
+
+    def _drain(self, max_reads: int = 16) -> bytes:
+        """What the output pipe holds now (bounded: a background job may keep writing)."""
+        data = bytearray()
+        for _ in range(max_reads):
+            try:
+                chunk = os.read(self._out, 65536)
+            except OSError:  # BlockingIOError: empty for now
+                break
+            if not chunk:
+                break
+            data += chunk
+        return bytes(data)
+
+    def close(self) -> None:
+        if self._selector is not None:
+            with contextlib.suppress(Exception):
+                self._selector.close()
+            self._selector = None
+            with contextlib.suppress(OSError):
+                os.close(self._control)
+        self.eof = True
+
+
 def _read_info(fd: int, timeout: float = 10.0) -> dict:
     """Read bubblewrap's --info-fd JSON (it closes the fd once the sandbox runs)."""
     data = b""
@@ -810,17 +735,6 @@ def _read_info(fd: int, timeout: float = 10.0) -> dict:
         return json.loads(data) if data else {}
     except json.JSONDecodeError:
         return {}
-
-
-def _drain(fd: int, out: OutputBuffer) -> None:
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except (BlockingIOError, OSError):
-            return
-        if not chunk:
-            return
-        out.feed(chunk)
 
 
 def _is_zombie(pid: int) -> bool:

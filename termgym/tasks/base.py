@@ -87,6 +87,10 @@ class Task(ABC):
     #: Wall-clock seconds the agent phase may take (e.g. Harbor's ``[agent] timeout_sec``); the env
     #: truncates at the smaller of this and its own ``time_limit``. ``None``: no per-task limit.
     time_limit: float | None = None
+    #: Where the agent starts (its shell's working directory). Reading it has no side effects:
+    #: protocols show it in prompts; it must equal :meth:`sandbox_spec`'s ``workdir``, which may
+    #: do real work (build a workspace, open a LIVEWEB episode) and is called once per episode.
+    workdir: str = "/workspace"
 
     def __init__(self, task_id: str, instruction: str, metadata: dict[str, Any] | None = None) -> None:
         self.task_id = str(task_id)
@@ -95,7 +99,7 @@ class Task(ABC):
 
     @abstractmethod
     def sandbox_spec(self) -> SandboxSpec:
-        """What the agent's sandbox starts as."""
+        """What the agent's sandbox starts as; the env calls it once per episode (it may have side effects)."""
 
     @abstractmethod
     def grade(self, ctx: GradingContext) -> Grade:

@@ -12,10 +12,14 @@ An episode is written when it ends (or, marked ``"end_reason": "abandoned"``, wh
 docs/data.md). Whether an episode is recorded is drawn at ``reset`` with probability
 ``sample_rate``; an episode that is not drawn costs nothing.
 
-Token ids and log-probabilities: pass a :class:`termgym.agents.Reply` (``token_ids``,
-``prompt_token_ids``, ``logprobs``, ``usage``, ``meta``) to ``step`` instead of the bare message,
-or call ``env.get_wrapper_attr("record_extra")(token_ids=..., logprobs=...)`` before ``step``.
-Either way the fields land in that step's ``"extra"`` and the env only ever sees the message.
+The record is termgym's one trajectory type: evaluation results point at it
+(``EpisodeResult.record``), the veRL agent loop logs its sampled episodes through it, and offline
+samples convert to and from it (:func:`termgym.data.convert.recording_to_sample` and ``sample_to_recording``).
+
+Token ids and log-probabilities ride on the action message under ``"extra"`` (``token_ids``,
+``prompt_token_ids``, ``logprobs``, ``usage``, ``meta``); the env returns them as ``info["extra"]``
+and this wrapper stores them in that step's ``"extra"``. ``env.get_wrapper_attr("record_extra")
+(token_ids=..., logprobs=...)`` before ``step`` adds fields the same way.
 
 Concurrency: every line is written with ``O_APPEND`` under an exclusive ``flock`` on the file, in
 one ``os.write`` (looped only if the kernel writes less), so threads and processes appending to
@@ -119,15 +123,6 @@ def read_episodes(path: str | Path, *, skip_invalid: bool = False) -> list[dict[
     return out
 
 
-def split_action(action: Any) -> tuple[Any, dict[str, Any]]:
-    """``(message, extra)``: unwrap a :class:`~termgym.agents.Reply` into what the env steps on and what to record."""
-    from termgym.agents.base import Reply
-
-    if isinstance(action, Reply):
-        return action.message, action.record()
-    return action, {}
-
-
 class RecordEpisodes(gym.Wrapper):
     """Write each (sampled) episode of the wrapped env as one JSON line (see the module docstring).
 
@@ -170,6 +165,9 @@ class RecordEpisodes(gym.Wrapper):
         self.max_output_chars = max_output_chars
         self.training_step: int | None = None
         self.episodes_written = 0
+        #: The ``episode_id`` of the current or last recorded episode (``None`` until one is drawn),
+        #: how a caller refers to the record it just played (``EpisodeResult.record``).
+        self.last_episode_id: str | None = None
         self._rng = random.Random(seed)
         self._record: dict[str, Any] | None = None
         self._pending_extra: dict[str, Any] = {}
@@ -184,19 +182,21 @@ class RecordEpisodes(gym.Wrapper):
         self._flush("abandoned")
         obs, info = self.env.reset(seed=seed, options=options)
         self._pending_extra = {}
+        self.last_episode_id = None
         if self.sample_rate >= 1.0 or self._rng.random() < self.sample_rate:
             self._record = self._new_record(seed, options, info)
+            self.last_episode_id = self._record["episode_id"]
             self._t0 = time.monotonic()
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Step the env, remembering the step for the record (written when the episode ends)."""
-        message, extra = split_action(action)
-        extra = {**self._pending_extra, **extra}
-        self._pending_extra = {}
         started = time.monotonic()
-        obs, reward, terminated, truncated, info = self.env.step(message)
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        extra = {**self._pending_extra, **(info.get("extra") or {})}
+        self._pending_extra = {}
         if self._record is not None:
+            message = _message_of(action)
             self._record["steps"].append(self._step_entry(message, extra, reward, terminated, truncated, info,
                                                           time.monotonic() - started))
             if terminated or truncated:
@@ -210,18 +210,6 @@ class RecordEpisodes(gym.Wrapper):
         """Write an unfinished recorded episode (``abandoned``), then close the env."""
         self._flush("abandoned")
         super().close()
-
-    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """:meth:`reset` run off the event loop."""
-        from termgym.sandbox import run_blocking
-
-        return await run_blocking(self.reset, seed=seed, options=options)
-
-    async def astep(self, action: Any):
-        """:meth:`step` run off the event loop."""
-        from termgym.sandbox import run_blocking
-
-        return await run_blocking(self.step, action)
 
     # -- extras ----------------------------------------------------------------------------------
 
@@ -240,12 +228,18 @@ class RecordEpisodes(gym.Wrapper):
 
     # -- internals ---------------------------------------------------------------------------------
 
+    def _attr(self, name: str) -> Any:
+        """An attribute of the env below (the task, its history...) via ``get_wrapper_attr``; ``None`` if absent."""
+        try:
+            return self.env.get_wrapper_attr(name)
+        except AttributeError:
+            return None
+
     def _new_record(self, seed: int | None, options: dict[str, Any] | None, info: dict[str, Any]) -> dict[str, Any]:
-        base = self.env.unwrapped
-        task = getattr(base, "task", None)
+        task = self._attr("task")
         spec = self.env.spec
-        protocol = getattr(base, "protocol", None)
-        suite = getattr(base, "suite", None)
+        protocol = self._attr("protocol")
+        suite = self._attr("suite")
         return {
             "format": RECORD_FORMAT,
             "episode_id": uuid.uuid4().hex,
@@ -254,11 +248,11 @@ class RecordEpisodes(gym.Wrapper):
             "training_step": self.training_step,
             "env_id": spec.id if spec is not None else None,
             "suite": getattr(suite, "name", None),
-            "split": getattr(base, "split", None),
+            "split": self._attr("split"),
             "protocol": getattr(protocol, "name", None),
-            "backend": getattr(base, "backend", None),
+            "backend": self._attr("backend"),
             "runtime": info.get("runtime"),
-            "max_steps": getattr(base, "max_steps", None),
+            "max_steps": self._attr("max_steps"),
             "task_id": info.get("task_id", getattr(task, "task_id", None)),
             "seed": seed,
             "options": options,
@@ -272,7 +266,6 @@ class RecordEpisodes(gym.Wrapper):
 
     def _step_entry(self, message: Any, extra: dict[str, Any], reward: SupportsFloat, terminated: bool,
                     truncated: bool, info: dict[str, Any], duration: float) -> dict[str, Any]:
-        base = self.env.unwrapped
         exec_info = info.get("exec")
         if exec_info is not None:
             exec_info = dict(exec_info)
@@ -281,7 +274,7 @@ class RecordEpisodes(gym.Wrapper):
                 half = self.max_output_chars // 2
                 exec_info["output"] = (output[:half] + f"\n[... {len(output) - 2 * half} characters elided ...]\n"
                                        + output[-half:])
-            last = getattr(base, "last_exec", None)
+            last = self._attr("last_exec")
             exec_info["duration_s"] = round(last.duration, 6) if last is not None else None
         entry = {
             "index": len(self._record["steps"]) if self._record else 0,
@@ -294,7 +287,7 @@ class RecordEpisodes(gym.Wrapper):
             "terminated": bool(terminated),
             "truncated": bool(truncated),
             "duration_s": round(duration, 6),
-            "elapsed_s": round(float(getattr(base, "elapsed", 0.0)), 6),
+            "elapsed_s": round(float(self._attr("elapsed") or 0.0), 6),
         }
         if extra:
             entry["extra"] = extra
@@ -305,7 +298,7 @@ class RecordEpisodes(gym.Wrapper):
         if record is None:
             return
         if messages is None:
-            messages = list(getattr(self.env.unwrapped, "messages", []) or [])
+            messages = list(self._attr("messages") or [])
         record["messages"] = messages
         record["end_reason"] = end_reason
         record.setdefault("grade", None)
@@ -330,6 +323,18 @@ class RecordEpisodes(gym.Wrapper):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self._flush("abandoned")
+
+
+def _message_of(action: Any) -> Any:
+    """What the record stores as a step's message: the action without its token data.
+
+    A :class:`~termgym.env.Truncate` is stored as its (cut) message; the step's ``action.kind``
+    (``"cut"``) says the episode was ended from outside.
+    """
+    message = getattr(action, "message", action) if not isinstance(action, (str, dict)) else action
+    if isinstance(message, dict) and "extra" in message:
+        return {k: v for k, v in message.items() if k != "extra"}
+    return message
 
 
 def _finite(value: Any) -> Any:
@@ -366,5 +371,4 @@ __all__ = [
     "episode_log_path",
     "read_episodes",
     "read_jsonl",
-    "split_action",
 ]

@@ -61,8 +61,8 @@ Detection is real, not a guess from the command text:
 The last step's sandbox is gone when the wrapper sees it (the env grades and closes it inside
 ``step``), so a modification made by the very last command is not detected; its outcome event is.
 An episode ended from outside (a trainer's token budget) ends the one way every episode ends: the
-driver calls ``env.unwrapped.request_truncation(reason)`` and then ``env.step("")``, a last step
-this wrapper settles (outcome and clawback) like any other.
+driver steps ``env.step(Truncate(reason))`` (:class:`termgym.env.Truncate`), a last step this
+wrapper settles (outcome and clawback) like any other.
 """
 
 from __future__ import annotations
@@ -523,8 +523,8 @@ class ProcessReward(gym.Wrapper):
     ``env_reward`` (what the env itself returned) and, on the last step, ``process_reward`` with the
     episode's ``shaping`` (kept after any clawback), ``outcome``, ``return`` and per-event ``counts``.
     Snapshot failures are reported in ``info["reward_warnings"]`` and disable ``code_modified`` for
-    the rest of the episode. End an episode from outside with ``env.unwrapped.request_truncation``
-    followed by a last ``step``; ``env.unwrapped.finish`` would skip this wrapper.
+    the rest of the episode. End an episode from outside with ``env.step(Truncate(reason))``.
+    The task and sandbox are read through ``get_wrapper_attr``, so any wrappers may sit below.
     """
 
     def __init__(
@@ -580,8 +580,7 @@ class ProcessReward(gym.Wrapper):
         """Reset the env and take the workspace snapshot the first step is compared with."""
         obs, info = self.env.reset(seed=seed, options=options)
         self._reset_state()
-        base = self.env.unwrapped
-        task, sandbox = getattr(base, "task", None), getattr(base, "sandbox", None)
+        task, sandbox = _wrapper_attr(self.env, "task"), _wrapper_attr(self.env, "sandbox")
         test_paths, test_command = _test_metadata(task)
         files: list[str] = []
         if sandbox is not None:
@@ -606,10 +605,7 @@ class ProcessReward(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Step the env and replace its reward with this step's events (listed in ``info["reward_events"]``)."""
-        from termgym.wrappers.recording import split_action
-
-        message, _ = split_action(action)
-        obs, env_reward, terminated, truncated, info = self.env.step(message)
+        obs, env_reward, terminated, truncated, info = self.env.step(action)
         events: list[dict[str, Any]] = []
         warnings: list[str] = []
         submitted = terminated and info.get("end_reason", "submitted") == "submitted"
@@ -695,17 +691,13 @@ class ProcessReward(gym.Wrapper):
             self.positive_shaping += reward
         events.append({"event": name, "reward": reward, "count": self.counts[name], "capped": capped, **detail})
 
-    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """:meth:`reset` run off the event loop."""
-        from termgym.sandbox import run_blocking
 
-        return await run_blocking(self.reset, seed=seed, options=options)
-
-    async def astep(self, action: Any):
-        """:meth:`step` run off the event loop."""
-        from termgym.sandbox import run_blocking
-
-        return await run_blocking(self.step, action)
+def _wrapper_attr(env: gym.Env, name: str) -> Any:
+    """``env.get_wrapper_attr(name)``, or ``None`` where no env of the stack has it."""
+    try:
+        return env.get_wrapper_attr(name)
+    except AttributeError:
+        return None
 
 
 __all__ = [

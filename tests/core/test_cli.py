@@ -39,6 +39,13 @@ def test_play_runs_typed_commands_and_submission(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "task hello-2" in result.stdout
     assert "episode over (submitted): reward 1.0" in result.stdout
+    # the oracle plays through the same loop; Ctrl-D (end of input) stops an episode ungraded
+    oracle = run_cli("play", "cli_registration:clitest/Hello-v0", "--task-id", "hello-1", "--oracle", path=tmp_path)
+    assert oracle.returncode == 0, oracle.stderr
+    assert "echo 1 > hello.txt" in oracle.stdout and "episode over (submitted): reward 1.0" in oracle.stdout
+    quit_early = run_cli("play", "cli_registration:clitest/Hello-v0", "--task-id", "hello-1", stdin="ls\n",
+                         path=tmp_path)
+    assert quit_early.returncode == 0 and "episode over" not in quit_early.stdout
 
 
 def test_help_lists_every_subcommand():

@@ -12,7 +12,7 @@ from hello_tasks import make_hello_tasks
 
 import termgym
 from termgym import CommandTask, ListSuite
-from termgym.env import TerminalEnv, oracle_actions
+from termgym.env import TerminalEnv, Truncate, aclose, areset, astep, oracle_actions
 
 
 def bash(command: str) -> str:
@@ -245,7 +245,7 @@ def test_async_vector_env_runs_episodes():
 def test_async_steps_do_not_block_the_event_loop(hello_suite):
     async def main():
         env = TerminalEnv(hello_suite)
-        await env.areset(seed=0)
+        await areset(env, seed=0)
         ticks = 0
 
         async def ticker():
@@ -255,9 +255,9 @@ def test_async_steps_do_not_block_the_event_loop(hello_suite):
                 ticks += 1
 
         task = asyncio.create_task(ticker())
-        await env.astep(bash("sleep 1"))
+        await astep(env, bash("sleep 1"))
         task.cancel()
-        await env.aclose()
+        await aclose(env)
         return ticks
 
     assert asyncio.run(main()) > 40
@@ -270,15 +270,15 @@ def test_200_concurrent_async_episodes_leak_nothing(hello_suite, tmp_path, monke
 
     async def episode(i: int) -> float:
         env = TerminalEnv(ListSuite(make_hello_tasks(5)))
-        await env.areset(seed=i)
+        await areset(env, seed=i)
         cgroups.extend(env.sandbox._cgroups)
         try:
             for action in oracle_actions(env):
-                obs, reward, terminated, truncated, info = await env.astep(action)
+                obs, reward, terminated, truncated, info = await astep(env, action)
                 if terminated or truncated:
                     return reward
         finally:
-            await env.aclose()
+            await aclose(env)
         return -1.0
 
     async def main():
@@ -308,12 +308,29 @@ def test_malformed_submission_is_refused_and_the_agent_can_resubmit():
     assert terminated and reward == 1.0
 
 
-def test_finish_grades_an_episode_ended_from_outside(hello_suite):
+def test_a_truncate_step_grades_an_episode_ended_from_outside(hello_suite):
     env = TerminalEnv(hello_suite)
     env.reset(options={"task_id": "hello-3"})
     env.step(bash("echo 3 > hello.txt"))
-    reward, info = env.finish("context_limit")
+    _, reward, terminated, truncated, info = env.step(Truncate("context_limit"))
     assert reward == 1.0 and info["end_reason"] == "context_limit" and info["grade"]["passed"]
+    assert (terminated, truncated, info["action"]["kind"]) == (False, True, "cut")
     assert env.sandbox is None
     with pytest.raises(RuntimeError, match="reset"):
-        env.finish()
+        env.step(Truncate("context_limit"))
+    with pytest.raises(ValueError, match="reason"):
+        Truncate("")
+
+
+def test_token_data_rides_on_the_message_and_comes_back_in_info(hello_suite):
+    env = TerminalEnv(hello_suite)
+    env.reset(options={"task_id": "hello-3"})
+    try:
+        message = {"role": "assistant", "content": bash("echo 3 > hello.txt"), "extra": {"token_ids": [1, 2]}}
+        *_, info = env.step(message)
+        assert info["extra"] == {"token_ids": [1, 2]}
+        assert "extra" not in env.messages[-2] and env.messages[-2]["content"] == message["content"]
+        with pytest.raises(TypeError, match="extra"):
+            env.step({"role": "assistant", "content": "x", "extra": [1]})
+    finally:
+        env.close()

@@ -81,6 +81,8 @@ def test_a_plain_seed_sample_becomes_a_recording():
     assert record["grade"] == {"score": 0.5, "passed": False, "all_passed": False, "all_result": "1/2"}
     assert record["options"] == {"task_id": "1034"}
     assert recording_to_sample(record).to_dict() == sample.to_dict()
+    with pytest.raises(SampleError, match="not a termgym episode record"):
+        recording_to_sample({"format": "something/else"})
 
 
 def test_load_items_mixes_recordings_and_samples(recording, tmp_path):

@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 from termgym.agents import Reply
-from termgym.env import oracle_actions
+from termgym.env import oracle_actions, terminal_env
 from termgym.wrappers.recording import (
     RECORD_FORMAT,
     RecordEpisodes,
@@ -28,9 +28,13 @@ def test_an_episode_record_has_everything(env_id, tmp_path, cmd):
     path = tmp_path / "episodes.jsonl"
     env = make(env_id, path, experiment="exp1", config={"lr": 1e-6}, metadata={"model": "tiny"})
     env.reset(seed=0, options={"task_id": "calc-1"})
-    actions = [cmd("ls tests"), "no block here", *oracle_actions(env.unwrapped)]
-    env.step(Reply(message=actions[0], token_ids=[5, 6, 7], prompt_token_ids=[1, 2], logprobs=[-0.1, -0.2, -0.3],
-                   usage={"prompt_tokens": 2, "completion_tokens": 3}))
+    actions = [cmd("ls tests"), "no block here", *oracle_actions(terminal_env(env))]
+    # token data rides on the message under "extra" (Reply.action builds it); the env hands it back in info
+    *_, info = env.step(Reply(message=actions[0], token_ids=[5, 6, 7], prompt_token_ids=[1, 2],
+                              logprobs=[-0.1, -0.2, -0.3], usage={"prompt_tokens": 2, "completion_tokens": 3}).action())
+    assert info["extra"]["token_ids"] == [5, 6, 7]
+    with pytest.raises(TypeError, match="Reply"):
+        env.step(Reply(message=actions[0]))  # actions are messages: a Reply object is not one
     env.get_wrapper_attr("record_extra")(token_ids=[9], logprobs=[float("-inf")])
     for action in actions[1:]:
         *_, terminated, truncated, info = env.step(action)

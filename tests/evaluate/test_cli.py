@@ -93,7 +93,8 @@ def test_a_suite_that_cannot_load_is_a_clear_error(tmp_path):
     import termgym
 
     termgym.register_suite("evaltest/Broken-v0", "scripted_model:no_such_factory")
-    with pytest.raises(ValueError, match="cannot make evaltest/Broken-v0 with {}: AttributeError"):
+    with pytest.raises(ValueError, match="cannot make evaltest/Broken-v0 with {}: ValueError: suite 'scripted_model:no_such_factory': "
+                                         "module 'scripted_model' has no attribute 'no_such_factory'"):
         evaluate("evaltest/Broken-v0", agent="oracle", output_dir=tmp_path / "run", progress=False)
 
 

@@ -30,6 +30,11 @@ def test_process_rewards_recording_and_replay(tmp_path, scripted_server, scripte
     first_steps = [r["steps"][0] for r in records]
     assert all(step["extra"].get("logprobs") for step in first_steps)
     assert {r["metadata"]["model"] for r in records} == {"scripted-1"}
+    # Each result is a summary that points at its record, the one full trajectory.
+    for result in outcome.results:
+        record = result.load_record()
+        assert record["episode_id"] == result.record["episode_id"] and record["task_id"] == result.task_id
+        assert record["grade"]["score"] == result.score and record["num_steps"] == result.steps
 
     # Replaying the recording reproduces every grade without the model.
     replay = evaluate(scripted.ENV_ID, agent="replay", output_dir=tmp_path / "replay", task_ids=TASKS,
@@ -46,3 +51,14 @@ def test_report_shows_reward_events(tmp_path, scripted):
              progress=False)
     page = write_report(run).read_text()
     assert "reward events: valid_command +0.010, command_success +0.020" in page
+
+
+
+def test_a_result_without_a_recording_says_so(tmp_path, scripted):
+    import pytest
+
+    outcome = evaluate(scripted.ENV_ID, agent="nop", output_dir=tmp_path / "nop", task_ids="right-1", progress=False)
+    [result] = outcome.results
+    assert result.status == "completed" and result.record is None
+    with pytest.raises(ValueError, match="was not recorded"):
+        result.load_record()

@@ -31,6 +31,8 @@ except ModuleNotFoundError:  # Python 3.10
 
 REPO = Path(__file__).resolve().parents[2]
 SCANNED = ("termgym", "benchmarks", "trainers")
+#: termgym's own data package, shipped in the same wheel.
+OWN_DATA = ("termgym_data",)
 # Bundled data that happens to be Python (task repositories, Harbor samples): not termgym's code.
 DATA_DIRS = ("termgym_data/swesynth/toy", "termgym_data/harbor/samples")
 #: Code that may import an extra's distributions (path prefix -> extras); the rest: the core only.
@@ -42,7 +44,7 @@ EXTRA_OF = {
     "trainers/art/": ("art", "verl"),
     "trainers/tinker/": ("tinker",),
     "trainers/": ("verl",),
-    "termgym/sandbox/docker.py": ("docker",),
+    "termgym/sandbox/docker/": ("docker",),
     "termgym/sandbox/images.py": ("docker",),
     "termgym/commands/doctor.py": ("docker",),  # reports whether the SDK is there
     "termgym/tasks/harbor/task.py": ("docker",),  # Harbor images are Docker images
@@ -88,7 +90,7 @@ def third_party_imports(path: Path) -> set[str]:
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
-    return {n for n in names if n not in sys.stdlib_module_names and n not in SCANNED}
+    return {n for n in names if n not in sys.stdlib_module_names and n not in SCANNED and n not in OWN_DATA}
 
 
 def distribution_of(module: str, installed: dict[str, list[str]]) -> str:

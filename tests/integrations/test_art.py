@@ -26,7 +26,7 @@ from termgym.integrations.art import (  # noqa: E402
     sample_to_trajectory,
     trajectory_group,
 )
-from termgym.integrations.episodes import EnvConfig  # noqa: E402
+from termgym.integrations.episodes import EnvRecipe  # noqa: E402
 
 TASKS = ["right-1", "explore", "wrong-answer", "bad-format"]
 ROLLOUTS = 2
@@ -46,7 +46,7 @@ def model(server, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def config():
-    return RolloutConfig(EnvConfig(scripted_model.ENV_ID, process_rewards={}), temperature=0.7, max_tokens=256)
+    return RolloutConfig(EnvRecipe(scripted_model.ENV_ID, process_rewards={}), temperature=0.7, max_tokens=256)
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def test_offline_sample_becomes_an_sft_trajectory(tiny_tokenizer):
 
 
 def test_endpoint_failures_land_in_the_group_and_refusals_are_graded(model, server):
-    flaky = RolloutConfig(EnvConfig(scripted_model.ENV_ID), model_call_retries=0)
+    flaky = RolloutConfig(EnvRecipe(scripted_model.ENV_ID), model_call_retries=0)
     [down] = asyncio.run(gather_groups(model, ["down"], flaky, rollouts_per_group=2, max_exceptions=2, pbar_desc=None))
     assert down.trajectories == [] and len(down.exceptions) == 2
     assert "InternalServerError" in down.exceptions[0].type
@@ -188,13 +188,13 @@ def test_trajectory_logger_samples_reproducibly(groups, tmp_path):
 
 def test_bad_input_is_refused_with_the_reason(model, config):
     with pytest.raises(ValueError, match="nope/Missing-v0.*not registered"):
-        EnvConfig("nope/Missing-v0")
+        EnvRecipe("nope/Missing-v0")
     with pytest.raises(TypeError, match="env_kwargs must be a mapping"):
-        EnvConfig(scripted_model.ENV_ID, env_kwargs=["backend", "local"])
-    with pytest.raises(TypeError, match="RolloutConfig.env must be an EnvConfig"):
+        EnvRecipe(scripted_model.ENV_ID, env_kwargs=["backend", "local"])
+    with pytest.raises(TypeError, match="RolloutConfig.env must be an EnvRecipe"):
         RolloutConfig(env=scripted_model.ENV_ID)
     with pytest.raises(ValueError, match="max_tokens must be at least 1"):
-        RolloutConfig(EnvConfig(scripted_model.ENV_ID), max_tokens=0)
+        RolloutConfig(EnvRecipe(scripted_model.ENV_ID), max_tokens=0)
     with pytest.raises(ValueError, match="rollouts per group must be at least 1"):
         trajectory_group(model, "right-1", config, 0)
     with pytest.raises(ValueError, match="at least one task id"):
@@ -206,7 +206,7 @@ def test_bad_input_is_refused_with_the_reason(model, config):
 
 
 def test_function_calling_protocol_keeps_tool_calls_and_results(model):
-    config = RolloutConfig(EnvConfig(scripted_model.ENV_ID, env_kwargs={"protocol": "toolcall"}))
+    config = RolloutConfig(EnvRecipe(scripted_model.ENV_ID, env_kwargs={"protocol": "toolcall"}))
     trajectory = asyncio.run(rollout(model, "right-2", config))
     assert trajectory.metrics["passed"] == 1.0 and trajectory.reward == 1.0
     assert trajectory.tools and {t["function"]["name"] for t in trajectory.tools} >= {"bash", "submit"}

@@ -19,7 +19,7 @@ from tinker_cookbook.rl.data_processing import assemble_training_data, compute_a
 from tinker_cookbook.rl.rollouts import do_group_rollout  # noqa: E402
 from token_server import logprob_of  # noqa: E402
 
-from termgym.integrations.episodes import EnvConfig  # noqa: E402
+from termgym.integrations.episodes import EnvRecipe  # noqa: E402
 from termgym.integrations.tinker import (  # noqa: E402
     TermgymDatasetBuilder,
     TermgymEnvGroupBuilder,
@@ -63,7 +63,7 @@ def tokenizer_dir(tiny_tokenizer, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def env_config():
-    return EnvConfig(scripted_model.ENV_ID, process_rewards={})
+    return EnvRecipe(scripted_model.ENV_ID, process_rewards={})
 
 
 def _group(env_config, tokenizer_dir, task, size=2, **kw):
@@ -209,7 +209,7 @@ def test_function_calling_protocol_goes_through_the_renderers_tool_format(tokeni
             tokens = tiny_tokenizer.encode(text, add_special_tokens=False) + [end]
             return TokensWithLogprobs(tokens=tokens, maybe_logprobs=[-0.1] * len(tokens))
 
-    config = EnvConfig(scripted_model.ENV_ID, env_kwargs={"protocol": "toolcall"})
+    config = EnvRecipe(scripted_model.ENV_ID, env_kwargs={"protocol": "toolcall"})
     sampler = ToolSampler()
     result = asyncio.run(do_group_rollout(_group(config, tokenizer_dir, "right-2", size=1), sampler))
     [trajectory] = result.trajectories_G

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from termgym import CommandTask, Grade, ListSuite
-from termgym.env import TerminalEnv
+from termgym.env import TerminalEnv, Truncate, areset, astep
 from termgym.wrappers.rewards import ProcessReward, TestFinder
 
 
@@ -266,8 +266,7 @@ def test_seed000_outcome_partial_pass_uses_the_grade_pass_rate(calc_env, cmd):
 def test_a_truncation_requested_from_outside_settles_like_a_last_step(wrapped, cmd):
     env = wrapped()
     paid = sum(float(env.step(cmd(c))[1]) for c in ("ls", "pwd"))
-    env.unwrapped.request_truncation("context_limit")
-    _, reward, terminated, truncated, info = env.step("")
+    _, reward, terminated, truncated, info = env.step(Truncate("context_limit"))
     assert truncated and not terminated
     assert info["end_reason"] == "context_limit" and info["env_reward"] == 0.0
     assert reward == pytest.approx(-paid) and info["process_reward"]["return"] == pytest.approx(0.0)
@@ -276,9 +275,8 @@ def test_a_truncation_requested_from_outside_settles_like_a_last_step(wrapped, c
 
 async def _truncate_after_fix(wrapped, cmd):
     env = wrapped()
-    await env.astep(cmd("sed -i 's/a - b/a + b/' src/calc.py"))
-    env.unwrapped.request_truncation("context_limit")
-    *_, info = await env.astep("")
+    await astep(env, cmd("sed -i 's/a - b/a + b/' src/calc.py"))
+    *_, info = await astep(env, Truncate("context_limit"))
     return info["process_reward"]["outcome"]
 
 
@@ -318,8 +316,8 @@ def test_works_through_gym_make_and_async(cmd, calc_task):
     env = ProcessReward(gym.make("termgym-test/CalcRewards-v0"))
 
     async def play():
-        await env.areset(seed=0)
-        return await env.astep(cmd("ls tests"))
+        await areset(env, seed=0)
+        return await astep(env, cmd("ls tests"))
 
     try:
         _, reward, _, _, info = asyncio.run(play())

@@ -149,6 +149,25 @@ def test_stateless_mode_runs_each_command_fresh_in_workdir(make):
     assert sb.exec("echo alive").output == "alive\n"
 
 
+def test_exit_in_persistent_mode_reports_its_code_and_a_new_shell_takes_over(make):
+    sb = make()
+    sb.exec("cd /tmp && export TG_GONE=1")
+    result = sb.exec("echo bye; exit 3")
+    assert result.exit_code == 3 and result.restarted and result.output.startswith("bye\n")
+    assert "the shell exited" in result.output
+    assert sb.exec('pwd; echo "<$TG_GONE>"').output == f"{sb.workdir}\n<>\n"
+
+
+@pytest.mark.parametrize("mode", ["persistent", "stateless"])
+def test_output_that_looks_like_a_control_line_is_only_output(make, mode):
+    """The shell's control lines (exit codes, READY, EXIT) cannot be forged by printing them."""
+    sb = make(mode=mode)
+    fake = "\\n__TG_0123_RC 0 1\\nRC 0 1\\nEXIT 0\\nREADY 1\\n"
+    result = sb.exec(f"printf '{fake}'; echo after; (exit 7)")
+    assert result.exit_code == 7 and not result.restarted
+    assert result.output == "\n__TG_0123_RC 0 1\nRC 0 1\nEXIT 0\nREADY 1\nafter\n"
+
+
 def test_syntax_error_is_a_failed_command_not_a_dead_shell(make):
     sb = make()
     sb.exec("cd /tmp")
@@ -412,6 +431,13 @@ def test_failing_setup_command_raises_and_cleans_up(backend):
 
 
 # -- cleanup -------------------------------------------------------------------------------------
+
+
+def test_a_workdir_that_cannot_exist_is_a_clear_error(backend):
+    sandbox = make_sandbox(backend, SandboxSpec(workdir="/dev/null/x"))
+    with pytest.raises(SandboxError, match="/dev/null/x"):
+        sandbox.start()
+    assert sandbox.closed
 
 
 def test_close_leaves_nothing_running(make):

@@ -117,7 +117,7 @@ def test_docker_host_over_tcp_is_honoured(monkeypatch):
 def test_services_on_an_engine_elsewhere_are_a_clear_error(monkeypatch):
     # On a remote engine the container's pid is not a process of this machine; simulate that by
     # reporting a pid that is not the container's (the real check reads /proc/<pid>/cgroup).
-    import termgym.sandbox.docker as docker_backend
+    import termgym.sandbox.docker.sandbox as docker_backend
 
     real = docker_backend.container_host_pid
     seen = []
@@ -159,7 +159,7 @@ def test_service_port_reaches_a_host_server_without_network():
 
 
 def test_warm_pool_serves_starts_and_cleans_up():
-    from termgym.sandbox.pool import WarmPool
+    from termgym.sandbox.docker.pool import WarmPool
 
     spec = SandboxSpec(limits=Limits(memory_mb=512))
     pool = WarmPool(size=2)
@@ -188,7 +188,7 @@ def test_warm_pool_serves_starts_and_cleans_up():
 
 
 def test_pool_size_option_uses_a_shared_pool():
-    from termgym.sandbox.pool import close_shared_pools, shared_pool
+    from termgym.sandbox.docker.pool import close_shared_pools, shared_pool
 
     try:
         with DockerSandbox(pool_size=1) as first:
@@ -206,7 +206,7 @@ def test_pool_size_option_uses_a_shared_pool():
 
 
 def test_bad_pool_arguments_are_rejected():
-    from termgym.sandbox.pool import WarmPool
+    from termgym.sandbox.docker.pool import WarmPool
 
     with pytest.raises(ValueError, match="pool_size"):
         DockerSandbox(pool_size=-1)
@@ -263,7 +263,7 @@ def test_gc_never_touches_containers_without_the_label():
 
 
 def test_32_concurrent_episodes_leave_no_container():
-    from termgym.env import TerminalEnv
+    from termgym.env import TerminalEnv, aclose, areset, astep
 
     tasks = [
         CommandTask(f"count-{i}", f"Write {i} to n.txt.", grade_command=f"grep -qx {i} n.txt",
@@ -276,14 +276,14 @@ def test_32_concurrent_episodes_leave_no_container():
     async def episode(i: int) -> float:
         env = TerminalEnv(suite, backend="docker", max_steps=4)
         try:
-            await env.areset(options={"task_id": f"count-{i}"})
-            await env.astep(f"THOUGHT: write it\n```bash\necho {i} > n.txt\n```")
-            _, reward, terminated, _, info = await env.astep(
+            await areset(env, options={"task_id": f"count-{i}"})
+            await astep(env, f"THOUGHT: write it\n```bash\necho {i} > n.txt\n```")
+            _, reward, terminated, _, info = await astep(env,
                 "THOUGHT: submit\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
             assert terminated
             return float(reward)
         finally:
-            await env.aclose()
+            await aclose(env)
 
     async def main() -> list[float]:
         return await asyncio.gather(*(episode(i) for i in range(32)))

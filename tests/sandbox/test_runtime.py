@@ -162,7 +162,7 @@ def test_project_distributions_reads_metadata_and_layout(tmp_path):
     (tmp_path / "helpers.py").write_text("")
     assert project_distributions(tmp_path) == {"more_itertools", "mi_extra", "helpers"}
     spec = SandboxSpec(copy_dirs={str(tmp_path): "/app"}, hidden_packages=("Six",))
-    assert hidden_distributions(spec) == {"termgym", "more_itertools", "mi_extra", "helpers", "six"}
+    assert hidden_distributions(spec) == {"termgym", "termgym_data", "more_itertools", "mi_extra", "helpers", "six"}
 
 
 def test_hidden_entries_include_bytecode_of_single_modules(tmp_path):

@@ -17,7 +17,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, DictConfigWra
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 
 import termgym  # noqa: E402
-from termgym import CommandTask, ListSuite  # noqa: E402
+from termgym import CommandTask, ListSuite, Truncate  # noqa: E402
 from termgym.wrappers.rewards import OUTCOME_EVENTS, ProcessReward  # noqa: E402
 from trainers.verl.agent_loop import TermgymAgentLoop, per_turn_token_rewards  # noqa: E402
 from trainers.verl.tiny_model import TinyTokenServer  # noqa: E402
@@ -121,9 +121,8 @@ def _replay_reward(episode) -> float:
             if terminated or truncated:
                 ended = True
                 break
-        if not ended:  # the loop ended it: the env truncates on the next step, as in the loop
-            env.unwrapped.request_truncation(episode["end_reason"])
-            total += float(env.step("")[1])
+        if not ended:  # the loop ended it: a last Truncate step, as in the loop
+            total += float(env.step(Truncate(episode["end_reason"]))[1])
     finally:
         env.close()
     return total
@@ -276,8 +275,7 @@ def test_an_episode_the_loop_stops_between_turns_ends_through_a_step(tiny_model,
     try:
         env.reset(options={"task_id": "listing"})
         expected = float(env.step(LS)[1])
-        env.unwrapped.request_truncation("max_turns")
-        _, reward, terminated, truncated, info = env.step("")
+        _, reward, terminated, truncated, info = env.step(Truncate("max_turns"))
         expected += float(reward)
         assert (terminated, truncated, info["end_reason"]) == (False, True, "max_turns")
         assert [m["role"] for m in info["messages"]].count("assistant") == 1
@@ -286,14 +284,14 @@ def test_an_episode_the_loop_stops_between_turns_ends_through_a_step(tiny_model,
     assert output.reward_score == pytest.approx(expected)
 
 
-def test_a_truncation_request_needs_a_running_episode_and_a_reason():
+def test_a_truncate_step_needs_a_running_episode_and_a_reason():
     env = gym.make(ENV_ID)
-    with pytest.raises(RuntimeError, match="reset"):
-        env.unwrapped.request_truncation("max_turns")
+    with pytest.raises(gym.error.ResetNeeded, match="reset"):  # gym.make's order check, before the env's own
+        env.step(Truncate("max_turns"))
     env.reset(options={"task_id": "random"})
     try:
         with pytest.raises(ValueError, match="reason"):
-            env.unwrapped.request_truncation("")
+            Truncate("")
     finally:
         env.close()
 
@@ -360,9 +358,14 @@ def test_bad_constructor_arguments_are_rejected(tiny_model, tiny_tokenizer):
 def test_sampled_trajectories_are_logged(tiny_model, tiny_tokenizer, tmp_path):
     server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts={"Print the date": [SUBMIT]})
     asyncio.run(_play(server, ["random", "random"], trajectory_dir=str(tmp_path), log_sample_rate=1.0))
-    files = sorted(tmp_path.glob("step_*/*.json"))
-    assert len(files) == 2
-    import json
+    # through termgym's recorder: one episode record per sampled episode, the turn's tokens in "extra"
+    from termgym.wrappers.recording import RECORD_FORMAT, read_episodes
 
-    record = json.loads(files[0].read_text())
-    assert record["task_id"] == "random" and record["messages"][-1]["role"] == "assistant"
+    files = sorted(tmp_path.glob("rollouts/*.jsonl"))
+    assert len(files) == 1
+    records = read_episodes(files[0])
+    assert len(records) == 2
+    record = records[0]
+    assert record["format"] == RECORD_FORMAT and record["task_id"] == "random"
+    assert record["end_reason"] == "submitted" and record["messages"][-2]["role"] == "assistant"
+    assert record["steps"][-1]["extra"]["token_ids"] and record["metadata"] == {"trainer": "verl"}

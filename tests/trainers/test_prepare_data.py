@@ -67,6 +67,9 @@ def test_rl_parquet_is_read_by_verl_and_played(tmp_path, tiny_model, tiny_tokeni
     row = val[1]
     assert row["agent_name"] == "termgym_agent" and row["extra_info"]["task_id"] == "t5"
     assert row["index"] == 5  # indices run on across train and val
+    # termgym's one RL-row contract (termgym.data.rl): the real opening chat, the task id as ground truth
+    assert row["reward_model"]["ground_truth"] == "t5" and row["extra_info"]["split"] == "default"
+    assert row["raw_prompt"][-1]["role"] == "user" and "Task number 5" in row["raw_prompt"][-1]["content"]
 
     # the row, as veRL hands it to the agent loop, plays the named task
     config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 2048, "response_length": 256}},

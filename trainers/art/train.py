@@ -169,10 +169,10 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, Run
 def rollout_config(config: ExperimentConfig):
     """The per-episode settings: the env (process rewards with ``process_table`` unless turned off) and sampling."""
     from termgym.integrations.art import RolloutConfig
-    from termgym.integrations.episodes import EnvConfig
+    from termgym.integrations.episodes import EnvRecipe
 
     rewards = {"table": config.process_table} if config.process_rewards else None
-    env = EnvConfig(config.env_id, dict(config.env_kwargs), rewards)
+    env = EnvRecipe(config.env_id, dict(config.env_kwargs), rewards)
     return RolloutConfig(env, temperature=config.temperature, max_tokens=config.max_new_tokens)
 
 

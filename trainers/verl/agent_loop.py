@@ -1,8 +1,9 @@
 """``TermgymAgentLoop``: one termgym episode per veRL sample, token-in/token-out.
 
 Read top to bottom: the sample names an env and a task (``extra_info.env_id`` / ``task_id``);
-the env is made and reset off the event loop; the system + task prompt are tokenised once with
-veRL's continuous-token builder; then each turn
+the env is made off the event loop and played by termgym's one agent loop
+(:func:`termgym.agents.loop.run_episode`) with a token policy (:class:`_TokenPolicy`): the system
++ task prompt are tokenised once with veRL's continuous-token builder; then each turn
 
 1. asks the server for at most ``min(max_tokens_per_turn, budget left)`` tokens,
 2. appends exactly those tokens to the running sequence (``response_mask`` 1),
@@ -11,7 +12,9 @@ veRL's continuous-token builder; then each turn
 5. appends the observation through ``ct_merge_context_msg`` (``response_mask`` 0), unless it
    would leave no room for another turn.
 
-Nothing already generated is ever re-tokenised. Each env step's reward lands on the last token
+A limit of the loop's own (a cut turn, the token budget, ``max_turns``) ends the episode with a
+last ``env.step(Truncate(reason))``, so wrappers settle it. Nothing already generated is ever
+re-tokenised. Each env step's reward lands on the last token
 of the turn that earned it (``reward_placement="per_turn"``, the input of the
 ``termgym_turn_grpo`` estimator) or the whole return on the last token (``"final"``). The env
 is closed in ``finally``, whatever happens.
@@ -28,10 +31,7 @@ import importlib
 import json
 import logging
 import os
-import random
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -40,10 +40,15 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from verl.utils.profiler import simple_timer
 from verl.workers.rollout.replica import TokenOutput
 
+from termgym.imports import load_object
+
 logger = logging.getLogger(__name__)
 logger.setLevel(os.getenv("TERMGYM_LOGGING_LEVEL", "WARNING"))
 
 REWARD_PLACEMENTS = ("per_turn", "final")
+
+#: The experiment name of the episode records written under ``trajectory_dir``.
+TRAJECTORY_EXPERIMENT = "rollouts"
 
 #: Why an episode ended, besides the env's own reasons (``submitted``, ``max_steps``, ``time_limit``,
 #: ``context_limit``): a turn hit ``max_tokens_per_turn`` / the response budget without ending, the
@@ -106,7 +111,9 @@ class TermgymAgentLoop(AgentLoopBase):
       (e.g. ``"termgym.wrappers.rewards:ProcessReward"`` for process rewards).
     * ``import_modules`` — modules imported first, e.g. the one that ``register_suite``-s a custom id.
     * ``max_concurrent_episodes`` — episodes open at once in one agent-loop worker (default 32).
-    * ``trajectory_dir`` / ``log_sample_rate`` — write this fraction of episodes as JSON.
+    * ``trajectory_dir`` / ``log_sample_rate`` — record this fraction of episodes with termgym's
+      recorder (:class:`~termgym.wrappers.recording.RecordEpisodes`, token ids per turn in each
+      step's ``extra``) to ``trajectory_dir/rollouts/step_<global step>.jsonl``.
     * ``health_check_interval`` — seconds between health checks in this worker (0: off).
     """
 
@@ -166,50 +173,45 @@ class TermgymAgentLoop(AgentLoopBase):
 
     async def _play(self, env_id: str, task_id: str, extra_info: dict[str, Any],
                     sampling_params: dict[str, Any], kwargs: dict[str, Any]) -> TermgymAgentLoopOutput:
+        from termgym.agents.loop import LoopOutcome, run_episode
+        from termgym.env import aclose
         from termgym.sandbox import run_blocking
 
         metrics: dict[str, Any] = {"generate_sequences": 0.0, "tool_calls": 0.0, "num_preempted": 0}
         full_determinism = getattr(self.rollout_config, "full_determinism", False)
         request_id = f"det-{int(kwargs.get('priority', 0))}" if full_determinism else uuid4().hex
         env = None
-        started = time.monotonic()
+        outcome = LoopOutcome()
         try:
             with simple_timer("tool_calls", metrics):
-                env = await run_blocking(self._make_env, env_id, extra_info)
-                _, info = await run_blocking(env.reset, seed=extra_info.get("seed"), options={"task_id": task_id})
-            if info.get("tools"):
-                raise ValueError(f"{env_id}: protocols with function tools (toolcall) are not supported by "
-                                 "TermgymAgentLoop yet; use protocol='minisweagent' or a text protocol")
-            messages: list[dict[str, Any]] = [dict(m) for m in info["messages"]]
-            prompt_ids = await self.ct_build_initial_tokens(messages)
-            if len(prompt_ids) >= self.prompt_length:
-                raise ValueError(
-                    f"task {task_id!r} of {env_id}: the initial prompt is {len(prompt_ids)} tokens but "
-                    f"actor_rollout_ref.rollout.prompt_length is {self.prompt_length}; raise data.max_prompt_length"
-                )
-            episode = await self._turns(env, messages, prompt_ids, sampling_params, request_id, metrics)
+                env = await run_blocking(self._make_env, env_id, extra_info, _global_step(kwargs))
+            policy = _TokenPolicy(self, env, env_id, task_id, sampling_params, request_id, metrics)
+            await run_episode(env, policy, seed=extra_info.get("seed"), options={"task_id": task_id},
+                              max_turns=self.max_turns, outcome=outcome)
         finally:
+            metrics["tool_calls"] += outcome.env_seconds
             if env is not None:
-                await run_blocking(env.close)  # the sandbox never outlives the sample
+                await aclose(env)  # the sandbox never outlives the sample
 
-        runtime_ids, response_mask, logprobs = episode["runtime_ids"], episode["response_mask"], episode["logprobs"]
+        prompt_ids = policy.prompt_ids
+        runtime_ids, response_mask, logprobs = policy.runtime_ids, policy.response_mask, policy.logprobs
         response_ids = runtime_ids[len(prompt_ids):]
         assert len(response_ids) == len(response_mask) <= self.response_length
-        turn_scores = [float(r) for r in episode["turn_scores"]]
+        turn_scores = [float(r) for r in policy.turn_scores]
         extra_fields = {
-            **episode["server_fields"],
+            **policy.server_fields,
             "turn_scores": turn_scores,
-            "turn_end_positions": episode["turn_end_positions"],
+            "turn_end_positions": policy.turn_end_positions,
             "reward_placement": self.reward_placement,
             "env_id": env_id,
             "task_id": task_id,
-            "end_reason": episode["end_reason"],
-            "grade": episode["grade"],
-            "assistant_turns": episode["assistant_turns"],
-            "format_errors": episode["format_errors"],
-            "truncated_turn": episode["end_reason"] in ("turn_truncated", "response_budget"),
+            "end_reason": policy.end_reason,
+            "grade": policy.grade,
+            "assistant_turns": policy.assistant_turns,
+            "format_errors": policy.format_errors,
+            "truncated_turn": policy.end_reason in ("turn_truncated", "response_budget"),
             # for the trainer's episode metrics (trainers/verl/metrics.py)
-            "reward_events": _count(episode["reward_events"]),
+            "reward_events": _count(policy.reward_events),
             "model_tokens": int(sum(response_mask)),
         }
         output = TermgymAgentLoopOutput(
@@ -218,132 +220,16 @@ class TermgymAgentLoop(AgentLoopBase):
             response_mask=response_mask,
             response_logprobs=logprobs if logprobs is not None and len(logprobs) == len(response_mask) else None,
             reward_score=float(sum(turn_scores)),
-            num_turns=len(episode["messages"]) - 1,  # user + assistant + observation turns, as veRL counts
+            num_turns=len(policy.messages) - 1,  # user + assistant + observation turns, as veRL counts
             metrics=AgentLoopMetrics(**metrics),
             extra_fields=extra_fields,
         )
-        self._maybe_log(output, episode["messages"], kwargs, time.monotonic() - started)
         # veRL makes one agent-loop instance per sample: keep the episode's messages here for
         # inspection (tests, debugging) rather than shipping them through the training batch.
-        self.last_episode = {**episode, "request_id": request_id}
+        self.last_episode = {**policy.summary(), "request_id": request_id}
         return output
 
-    async def _turns(self, env, messages: list[dict[str, Any]], prompt_ids: list[int], sampling_params: dict[str, Any],
-                     request_id: str, metrics: dict[str, Any]) -> dict[str, Any]:
-        from termgym.sandbox import run_blocking
-
-        runtime_ids = list(prompt_ids)
-        response_mask: list[int] = []
-        logprobs: list[float] | None = [] if sampling_params.get("logprobs") else None
-        turn_scores: list[float] = []
-        turn_end_positions: list[int] = []
-        grade: dict[str, Any] | None = None
-        end_reason = "max_turns"
-        assistant_turns = format_errors = stepped_turns = 0
-        # What veRL's server client tags each generation with (the weight versions, ``global_steps``,
-        # ``min_global_steps``/``max_global_steps``): kept from the first turn, with the latest
-        # ``max_global_steps``, as veRL's own tool agent loop does; the v1 trainer reads them.
-        server_fields: dict[str, Any] = {}
-        reward_events: list[str] = []  # names of ProcessReward's events, when the wrapper is on
-        cut_turn = False  # the last assistant turn did not finish (never sent to the env as an action)
-
-        while self.max_turns is None or assistant_turns < self.max_turns:
-            budget = self.response_length - len(response_mask)
-            if budget <= 0:
-                end_reason = "response_budget"
-                break
-            max_tokens = min(self.max_tokens_per_turn, budget)
-            with simple_timer("generate_sequences", metrics):
-                output: TokenOutput = await self.server_manager.generate(
-                    request_id=request_id,
-                    prompt_ids=runtime_ids,
-                    sampling_params={**sampling_params, "max_tokens": max_tokens},
-                )
-            metrics["num_preempted"] += output.num_preempted or 0
-            _merge_server_fields(server_fields, output.extra_fields or {})
-            tokens = list(output.token_ids)[:max_tokens]
-            if not tokens:
-                end_reason = "turn_truncated"
-                break
-            merge, response_mask, logprobs = await self.ct_merge_assistant_token(
-                runtime_ids, tokens, response_mask, logprobs,
-                assistant_logprobs=list(output.log_probs)[: len(tokens)] if logprobs is not None else None,
-            )
-            runtime_ids = merge.token_ids
-            assistant_turns += 1
-            finished = tokens[-1] in self.stop_token_ids
-            text = self.tokenizer.decode(tokens[:-1] if finished else tokens, skip_special_tokens=False)
-            messages.append({"role": "assistant", "content": text})
-            if not finished:
-                # A turn cut by max_tokens is not a message the env can judge: end the episode here.
-                cut_turn = True
-                if len(tokens) >= self.max_tokens_per_turn:
-                    end_reason = "turn_truncated"
-                elif len(tokens) >= budget:
-                    end_reason = "response_budget"
-                else:
-                    end_reason = "stopped_early"  # the server stopped on something else (abort, other stop id)
-                break
-
-            with simple_timer("tool_calls", metrics):
-                observation, reward, terminated, truncated, info = await run_blocking(env.step, text)
-            stepped_turns += 1
-            turn_scores.append(float(reward))
-            turn_end_positions.append(len(response_mask) - 1)
-            if (info.get("action") or {}).get("kind") == "format_error":
-                format_errors += 1
-            reward_events.extend(e["event"] for e in info.get("reward_events") or ())
-            if terminated or truncated:
-                grade = info.get("grade")
-                end_reason = info.get("end_reason", "submitted" if terminated else "truncated")
-                break
-
-            observation_message = _observation_message(env, observation)
-            merge, merged_mask, merged_logprobs = await self.ct_merge_context_msg(
-                messages, messages + [observation_message], runtime_ids, response_mask, logprobs,
-            )
-            if len(merged_mask) >= self.response_length:
-                # No room for another turn after this observation: stop before it, so the response
-                # ends on the model's own last token.
-                end_reason = "response_budget"
-                break
-            messages.append(observation_message)
-            runtime_ids, response_mask, logprobs = merge.token_ids, merged_mask, merged_logprobs
-
-        if grade is None and end_reason in LOOP_END_REASONS:
-            # The loop, not the env, ended the episode (a cut turn, the token budget, max turns). It
-            # still ends through a step, so wrappers (ProcessReward's outcome) score it like any
-            # other last step: the env truncates on the next step, recording the cut turn's text
-            # (or nothing, between turns) without acting on it.
-            cut_text = messages[-1]["content"] if cut_turn else ""
-            with simple_timer("tool_calls", metrics):
-                env.unwrapped.request_truncation(end_reason)
-                _, reward, _, _, info = await run_blocking(env.step, cut_text)
-            grade = info.get("grade")
-            reward_events.extend(e["event"] for e in info.get("reward_events") or ())
-            if response_mask and turn_end_positions and turn_end_positions[-1] == len(response_mask) - 1:
-                turn_scores[-1] += float(reward)
-            elif response_mask:
-                turn_scores.append(float(reward))
-                turn_end_positions.append(len(response_mask) - 1)
-
-        return {
-            "runtime_ids": runtime_ids,
-            "response_mask": response_mask,
-            "logprobs": logprobs,
-            "turn_scores": turn_scores,
-            "turn_end_positions": turn_end_positions,
-            "grade": grade,
-            "end_reason": end_reason,
-            "messages": messages,
-            "assistant_turns": assistant_turns,
-            "stepped_turns": stepped_turns,  # assistant turns the env saw (a cut turn is not sent)
-            "format_errors": format_errors,
-            "server_fields": server_fields,
-            "reward_events": reward_events,
-        }
-
-    def _make_env(self, env_id: str, extra_info: dict[str, Any]):
+    def _make_env(self, env_id: str, extra_info: dict[str, Any], global_step: int = -1):
         import gymnasium as gym
 
         import termgym  # noqa: F401 - registers the termgym/* ids
@@ -361,34 +247,158 @@ class TermgymAgentLoop(AgentLoopBase):
         env = gym.make(env_id, **env_kwargs)
         for wrapper in self.wrappers:
             env = wrapper(env)
+        if self.trajectory_dir and self.log_sample_rate > 0:
+            # Sampled episodes are written by termgym's recorder (outermost, so it sees every
+            # wrapper's rewards): one record per episode, the same format as ``termgym eval --record``.
+            from termgym.wrappers.recording import RecordEpisodes, episode_log_path
+
+            step = global_step if global_step >= 0 else None
+            env = RecordEpisodes(env, episode_log_path(self.trajectory_dir, TRAJECTORY_EXPERIMENT, step),
+                                 experiment=TRAJECTORY_EXPERIMENT, sample_rate=self.log_sample_rate,
+                                 metadata={"trainer": "verl"})
+            env.set_training_step(step)
         return env
 
-    def _maybe_log(self, output: TermgymAgentLoopOutput, messages: list[dict[str, Any]], kwargs: dict[str, Any],
-                   seconds: float) -> None:
-        if not self.trajectory_dir or self.log_sample_rate <= 0 or random.random() >= self.log_sample_rate:
+
+class _TokenPolicy:
+    """The agent loop's policy for one veRL sample: tokens around termgym's one loop.
+
+    ``act`` generates the next turn and appends exactly its tokens (``response_mask`` 1); a turn
+    that did not finish, or no budget left, becomes a :class:`~termgym.env.Truncate` (the episode
+    ends through a step, so wrappers settle it). ``observe`` places each step's reward on its
+    turn's last token and merges the observation's tokens (``response_mask`` 0), or, when they
+    would leave no room for another turn, asks for a ``Truncate("response_budget")`` next.
+    """
+
+    def __init__(self, loop: TermgymAgentLoop, env: Any, env_id: str, task_id: str, sampling_params: dict[str, Any],
+                 request_id: str, metrics: dict[str, Any]) -> None:
+        self.loop, self.env, self.env_id, self.task_id = loop, env, env_id, task_id
+        self.sampling_params, self.request_id, self.metrics = sampling_params, request_id, metrics
+        self.prompt_ids: list[int] = []
+        self.runtime_ids: list[int] = []
+        self.response_mask: list[int] = []
+        self.logprobs: list[float] | None = [] if sampling_params.get("logprobs") else None
+        self.messages: list[dict[str, Any]] = []
+        self.turn_scores: list[float] = []
+        self.turn_end_positions: list[int] = []
+        self.grade: dict[str, Any] | None = None
+        self.end_reason = "max_turns"
+        self.assistant_turns = self.format_errors = self.stepped_turns = 0
+        # What veRL's server client tags each generation with (the weight versions, ``global_steps``,
+        # ``min_global_steps``/``max_global_steps``): kept from the first turn, with the latest
+        # ``max_global_steps``, as veRL's own tool agent loop does; the v1 trainer reads them.
+        self.server_fields: dict[str, Any] = {}
+        self.reward_events: list[str] = []  # names of ProcessReward's events, when the wrapper is on
+        self._stop: str | None = None  # a limit reached between turns: the next action truncates
+
+    async def start(self, prompt: Any, info: dict[str, Any]) -> None:
+        if info.get("tools"):
+            raise ValueError(f"{self.env_id}: protocols with function tools (toolcall) are not supported by "
+                             "TermgymAgentLoop yet; use protocol='minisweagent' or a text protocol")
+        self.messages = [dict(m) for m in info["messages"]]
+        self.prompt_ids = await self.loop.ct_build_initial_tokens(self.messages)
+        if len(self.prompt_ids) >= self.loop.prompt_length:
+            raise ValueError(
+                f"task {self.task_id!r} of {self.env_id}: the initial prompt is {len(self.prompt_ids)} tokens but "
+                f"actor_rollout_ref.rollout.prompt_length is {self.loop.prompt_length}; raise data.max_prompt_length"
+            )
+        self.runtime_ids = list(self.prompt_ids)
+
+    async def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        from termgym.env import Truncate
+
+        loop = self.loop
+        if self._stop is not None:
+            return Truncate(self._stop)
+        budget = loop.response_length - len(self.response_mask)
+        if budget <= 0:
+            return Truncate("response_budget")
+        max_tokens = min(loop.max_tokens_per_turn, budget)
+        with simple_timer("generate_sequences", self.metrics):
+            output: TokenOutput = await loop.server_manager.generate(
+                request_id=self.request_id,
+                prompt_ids=self.runtime_ids,
+                sampling_params={**self.sampling_params, "max_tokens": max_tokens},
+            )
+        self.metrics["num_preempted"] += output.num_preempted or 0
+        _merge_server_fields(self.server_fields, output.extra_fields or {})
+        tokens = list(output.token_ids)[:max_tokens]
+        if not tokens:
+            return Truncate("turn_truncated")
+        turn_logprobs = list(output.log_probs)[: len(tokens)] if self.logprobs is not None else None
+        merge, self.response_mask, self.logprobs = await loop.ct_merge_assistant_token(
+            self.runtime_ids, tokens, self.response_mask, self.logprobs, assistant_logprobs=turn_logprobs)
+        self.runtime_ids = merge.token_ids
+        self.assistant_turns += 1
+        finished = tokens[-1] in loop.stop_token_ids
+        text = loop.tokenizer.decode(tokens[:-1] if finished else tokens, skip_special_tokens=False)
+        self.messages.append({"role": "assistant", "content": text})
+        # The turn's tokens ride on the message (the env hands them back in info; a recorder stores them).
+        message = {"role": "assistant", "content": text,
+                   "extra": {"token_ids": tokens, **({"logprobs": turn_logprobs} if turn_logprobs else {})}}
+        if finished:
+            return message
+        # A turn cut by max_tokens is not a message the env can judge: the episode ends on it,
+        # the env recording its text without acting on it.
+        if len(tokens) >= loop.max_tokens_per_turn:
+            reason = "turn_truncated"
+        elif len(tokens) >= budget:
+            reason = "response_budget"
+        else:
+            reason = "stopped_early"  # the server stopped on something else (abort, other stop id)
+        return Truncate(reason, message)
+
+    async def observe(self, step: Any) -> None:
+        from termgym.env import Truncate
+
+        info = step.info
+        self.reward_events.extend(e["event"] for e in info.get("reward_events") or ())
+        if isinstance(step.action, Truncate):
+            # The loop, not the env, ended the episode (a cut turn, the token budget, max turns): its
+            # last step's reward (ProcessReward's outcome) goes on the last token of the response.
+            self.grade, self.end_reason = info.get("grade"), step.action.reason
+            mask = self.response_mask
+            if mask and self.turn_end_positions and self.turn_end_positions[-1] == len(mask) - 1:
+                self.turn_scores[-1] += step.reward
+            elif mask:
+                self.turn_scores.append(step.reward)
+                self.turn_end_positions.append(len(mask) - 1)
             return
-        step = kwargs.get("global_steps", -1)
-        step = int(step.item() if hasattr(step, "item") else step)
-        directory = Path(self.trajectory_dir) / f"step_{step:06d}"
-        directory.mkdir(parents=True, exist_ok=True)
-        record = {
-            "env_id": output.extra_fields["env_id"],
-            "task_id": output.extra_fields["task_id"],
-            "reward": output.reward_score,
-            "turn_scores": output.extra_fields["turn_scores"],
-            "end_reason": output.extra_fields["end_reason"],
-            "grade": output.extra_fields["grade"],
-            "prompt_tokens": len(output.prompt_ids),
-            "response_tokens": len(output.response_ids),
-            "model_tokens": int(sum(output.response_mask)),
-            "seconds": round(seconds, 3),
-            "messages": messages,
-        }
-        name = f"{output.extra_fields['task_id']}-{uuid4().hex[:8]}.json".replace("/", "_")
-        try:
-            (directory / name).write_text(json.dumps(record, indent=1, default=str))
-        except OSError as exc:  # logging must never fail a rollout
-            logger.warning("could not write trajectory %s: %s", directory / name, exc)
+        self.stepped_turns += 1
+        self.turn_scores.append(step.reward)
+        self.turn_end_positions.append(len(self.response_mask) - 1)
+        if (info.get("action") or {}).get("kind") == "format_error":
+            self.format_errors += 1
+        if step.done:
+            self.grade = info.get("grade")
+            self.end_reason = info.get("end_reason", "submitted" if step.terminated else "truncated")
+            return
+        observation_message = _observation_message(self.env, step.observation)
+        merge, merged_mask, merged_logprobs = await self.loop.ct_merge_context_msg(
+            self.messages, self.messages + [observation_message], self.runtime_ids, self.response_mask, self.logprobs,
+        )
+        if len(merged_mask) >= self.loop.response_length:
+            # No room for another turn after this observation: stop before it, so the response
+            # ends on the model's own last token.
+            self._stop = "response_budget"
+            return
+        self.messages.append(observation_message)
+        self.runtime_ids, self.response_mask, self.logprobs = merge.token_ids, merged_mask, merged_logprobs
+
+    def summary(self) -> dict[str, Any]:
+        """The episode as tests and debugging read it (``TermgymAgentLoop.last_episode``)."""
+        return {"runtime_ids": self.runtime_ids, "response_mask": self.response_mask, "logprobs": self.logprobs,
+                "turn_scores": self.turn_scores, "turn_end_positions": self.turn_end_positions,
+                "grade": self.grade, "end_reason": self.end_reason, "messages": self.messages,
+                "assistant_turns": self.assistant_turns,
+                "stepped_turns": self.stepped_turns,  # assistant turns the env acted on (a cut turn is not)
+                "format_errors": self.format_errors, "server_fields": self.server_fields,
+                "reward_events": self.reward_events}
+
+
+def _global_step(kwargs: dict[str, Any]) -> int:
+    step = kwargs.get("global_steps", -1)
+    return int(step.item() if hasattr(step, "item") else step)
 
 
 def _count(names: Sequence[str]) -> dict[str, int]:
@@ -412,7 +422,7 @@ def _merge_server_fields(fields: dict[str, Any], turn_fields: dict[str, Any]) ->
 
 def _observation_message(env, observation: str) -> dict[str, Any]:
     """The message the env appended for ``observation`` (its protocol decides the role)."""
-    history = getattr(env.unwrapped, "messages", None) or []
+    history = env.get_wrapper_attr("messages") or []
     if history and history[-1].get("role") != "assistant" and history[-1].get("content") == observation:
         return {"role": history[-1]["role"], "content": observation}
     return {"role": "user", "content": observation}
@@ -434,10 +444,7 @@ def _stop_token_ids(tokenizer) -> set[int]:
 def _resolve(obj: str | Callable) -> Callable:
     if callable(obj):
         return obj
-    if not isinstance(obj, str) or ":" not in obj:
-        raise ValueError(f"a wrapper must be a callable or 'module:attr', not {obj!r}")
-    module, attr = obj.split(":", 1)
-    return getattr(importlib.import_module(module), attr)
+    return load_object(obj, what="wrapper")
 
 
 def _plain(value: Any) -> Any:

@@ -1,8 +1,9 @@
 """Data prep for the veRL recipe.
 
-``rl``  — one veRL RL parquet row per (task, epoch): the env id and task id travel in
-``extra_info``; ``TermgymAgentLoop`` makes the env and renders the real prompt itself, so the
-``prompt`` column is only a readable placeholder (veRL's dataset requires one)::
+``rl``  — one veRL RL parquet row per (task, epoch), built by termgym's one RL-row builder
+(:func:`termgym.data.rl.build_rl_rows`, whose docstring is the row contract: the real opening
+chat as ``prompt``, the task id as ``ground_truth``, env id / task id / ``gym.make`` arguments in
+``extra_info``); ``TermgymAgentLoop`` makes the env from ``extra_info`` at rollout time::
 
     python -m trainers.verl.prepare_data rl --env termgym/SweSynth-v0 --train 0-899 --val 900-999 --out data/swesynth
 
@@ -27,7 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-AGENT_NAME = "termgym_agent"
+from termgym.data.rl import DEFAULT_AGENT_NAME as AGENT_NAME
+from termgym.data.rl import build_rl_rows, suite_task_ids
 
 
 def parse_range(spec: str, task_ids: Sequence[str], *, what: str = "range") -> list[str]:
@@ -50,42 +52,6 @@ def parse_range(spec: str, task_ids: Sequence[str], *, what: str = "range") -> l
     return selected
 
 
-def rl_rows(env_id: str, task_ids: Sequence[str], *, split: str, env_kwargs: dict[str, Any] | None = None,
-            epochs: int = 1, start_index: int = 0) -> list[dict[str, Any]]:
-    """veRL RL rows for ``task_ids`` (``epochs`` copies each, in order)."""
-    rows = []
-    env_kwargs_json = json.dumps(env_kwargs or {}, sort_keys=True)
-    index = start_index
-    for _ in range(epochs):
-        for task_id in task_ids:
-            rows.append({
-                "data_source": env_id,
-                "agent_name": AGENT_NAME,
-                "prompt": [{"role": "user", "content": f"termgym episode: env {env_id}, task {task_id}"}],
-                "reward_model": {"style": "env", "ground_truth": ""},
-                "extra_info": {"env_id": env_id, "task_id": str(task_id), "index": index, "split": split,
-                               "env_kwargs": env_kwargs_json},
-            })
-            index += 1
-    return rows
-
-
-def suite_task_ids(env_id: str, env_kwargs: dict[str, Any] | None = None, split: str | None = None) -> list[str]:
-    """The ordered task ids of ``env_id``'s suite (the env is built, no sandbox is started)."""
-    import gymnasium as gym
-
-    import termgym  # noqa: F401 - registers the termgym/* ids
-
-    if env_id not in gym.registry:
-        raise ValueError(f"unknown env id {env_id!r}; registered termgym ids: "
-                         f"{', '.join(termgym.registration.termgym_env_ids())}")
-    env = gym.make(env_id, **(env_kwargs or {}))
-    try:
-        return [str(t) for t in env.unwrapped.suite.task_ids(split)]
-    finally:
-        env.close()
-
-
 def write_rl(env_id: str, out: str | Path, *, train: str, val: str | None, env_kwargs: dict[str, Any] | None = None,
              split: str | None = None, epochs: int = 1) -> dict[str, Path]:
     """Write ``train.parquet`` (and ``val.parquet``) under ``out``; returns their paths."""
@@ -99,11 +65,12 @@ def write_rl(env_id: str, out: str | Path, *, train: str, val: str | None, env_k
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"train": out / "train.parquet"}
-    _write_parquet(rl_rows(env_id, train_ids, split="train", env_kwargs=env_kwargs, epochs=epochs), paths["train"])
+    _write_parquet(build_rl_rows(env_id, split=split, env_kwargs=env_kwargs, task_ids=train_ids, epochs=epochs,
+                                 agent_name=AGENT_NAME), paths["train"])
     if val_ids:
         paths["val"] = out / "val.parquet"
-        _write_parquet(rl_rows(env_id, val_ids, split="val", env_kwargs=env_kwargs, start_index=len(train_ids) * epochs),
-                       paths["val"])
+        _write_parquet(build_rl_rows(env_id, split=split, env_kwargs=env_kwargs, task_ids=val_ids,
+                                     start_index=len(train_ids) * epochs, agent_name=AGENT_NAME), paths["val"])
     return paths
 
 

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from termgym.tasks.liveweb.noise import HOUR
 from termgym.tasks.liveweb.sites import SITES, collection_spec
 from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec
-from termgym.tasks.liveweb.world import HOUR
 
 #: Answer types and what the agent must give: a number, a whole number, a name, a set of names
 #: (any order) or a list of names (order matters).

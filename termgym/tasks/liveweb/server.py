@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import parse_qsl, urlsplit
 
+from termgym.sandbox.forwarding import start_loop_thread
 from termgym.tasks.liveweb.sites.base import API_MODES, Response
 from termgym.tasks.liveweb.world import SimClock, World
 
@@ -76,18 +77,7 @@ class WorldServer:
         with self._lock:
             if self.running:
                 return self
-            loop = asyncio.new_event_loop()
-            ready = threading.Event()
-
-            def run() -> None:
-                asyncio.set_event_loop(loop)
-                loop.call_soon(ready.set)
-                loop.run_forever()
-
-            self._thread = threading.Thread(target=run, name="termgym-liveweb", daemon=True)
-            self._thread.start()
-            ready.wait()
-            self._loop = loop
+            self._loop, self._thread = start_loop_thread("termgym-liveweb")
             self._main = self._call(self._listen(None, self.port))
             self.port = self._main.sockets[0].getsockname()[1]
             return self

@@ -19,11 +19,12 @@ from termgym.sandbox.base import SandboxSpec, ServicePort
 from termgym.tasks.base import Grade, GradingContext, Task
 from termgym.tasks.liveweb.answers import sources
 from termgym.tasks.liveweb.grading import SUCCESS_THRESHOLD, LLMValidator, grade_answers, parse_submission
+from termgym.tasks.liveweb.noise import HISTORY, TICK, stable_hash
 from termgym.tasks.liveweb.questions import Question
 from termgym.tasks.liveweb.server import Episode, WorldServer, shared_server
 from termgym.tasks.liveweb.sites import SITES, collection_spec
 from termgym.tasks.liveweb.sites.base import API_MODES
-from termgym.tasks.liveweb.world import HISTORY, TICK, SimClock, World, stable_hash
+from termgym.tasks.liveweb.world import SimClock, World
 
 #: Where the page reader is installed inside the sandbox (and put on PATH).
 BROWSE_DIR = "/opt/liveweb/bin"

@@ -9,15 +9,16 @@ round their numbers, as real list pages do; detail pages and the API are exact.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import random
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
-from termgym.tasks.liveweb.world import TICK, HashRandom
+from termgym.tasks.liveweb.noise import TICK
+from termgym.tasks.liveweb.sites import markup
+from termgym.tasks.liveweb.sites.markup import Response, json_response
 
 if TYPE_CHECKING:
     from termgym.tasks.liveweb.world import World
@@ -96,22 +97,25 @@ class CollectionSpec:
         return self.mention.format(**record)
 
 
-@dataclass
-class Response:
-    status: int
-    body: bytes
-    content_type: str = "text/html; charset=utf-8"
-    headers: dict[str, str] = field(default_factory=dict)
-
-
 class Site:
-    """Base class of the simulated sites; subclasses fill in the class attributes and hooks."""
+    """Base class of the simulated sites; subclasses fill in the hooks and say who they are in the
+    class line: ``class CryptoSite(Site, key="crypto", host="coingecko.test", title=..., live_host=...)``.
+    """
 
     key: str = ""
     host: str = ""
     title: str = ""
     live_host: str = ""  # the real site this one is modelled on
     collections: dict[str, CollectionSpec] = {}
+    #: The menu every HTML page of the site shows: ``(path, label)`` pairs.
+    NAV: list[tuple[str, str]] = []
+
+    def __init_subclass__(cls, *, key: str = "", host: str = "", title: str = "", live_host: str = "",
+                          **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, value in (("key", key), ("host", host), ("title", title), ("live_host", live_host)):
+            if value:
+                setattr(cls, name, value)
 
     def generate(self, world: World) -> Any:
         """Static, time-independent data of this site in ``world``."""
@@ -126,6 +130,18 @@ class Site:
         raise NotImplementedError
 
     # -- shared machinery -------------------------------------------------------------------------
+
+    def page(self, title: str, body: str, status: int = 200) -> Response:
+        """An HTML page of this site (its header, menu and footer around ``body``)."""
+        return markup.page(self, title, body, self.NAV, status=status)
+
+    def not_found(self, path: str) -> Response:
+        """This site's 404 page for ``path``."""
+        return markup.not_found(self, path, self.NAV)
+
+    def find(self, world: World, t: float, collection: str, match: Callable[[dict], bool]) -> dict | None:
+        """The first exact record of ``collection`` at ``t`` that ``match`` accepts (detail pages)."""
+        return next((r for r in world.records(self.key, t)[collection] if match(r)), None)
 
     def rng(self, world: World, *parts: object) -> random.Random:
         return random.Random(f"{world.seed}:{self.key}:" + ":".join(map(str, parts)))
@@ -213,128 +229,3 @@ def _pinned_time(t: float, query: dict[str, str]) -> tuple[float, str | None]:
     if not tick - API_PIN_WINDOW <= at <= t:
         return t, f"at={at} is outside the last {API_PIN_WINDOW} s (now {int(t)}); drop at= or use a later time"
     return float(at), None
-
-
-# -- small rendering helpers ----------------------------------------------------------------------
-
-
-def json_response(obj: Any, status: int = 200) -> Response:
-    return Response(status, json.dumps(obj, separators=(",", ":")).encode(), "application/json")
-
-
-def esc(x: object) -> str:
-    return html.escape(str(x))
-
-
-def link(href: str, text: object) -> str:
-    return f'<a href="{esc(href)}">{esc(text)}</a>'
-
-
-def page(site: Site, title: str, body: str, nav: list[tuple[str, str]] = (), status: int = 200) -> Response:
-    menu = " | ".join(link(h, t) for h, t in nav)
-    doc = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{esc(title)} - {esc(site.title)}</title>"
-           f"</head><body><header><h1>{esc(site.title)}</h1><nav>{menu}</nav></header>"
-           f"<main><h2>{esc(title)}</h2>{body}</main>"
-           f"<footer>{esc(site.host)} &middot; JSON API at {link('/api', '/api')}</footer></body></html>")
-    return Response(status, doc.encode())
-
-
-def not_found(site: Site, path: str, nav: list[tuple[str, str]] = ()) -> Response:
-    return page(site, "Not found", f"<p>No page at {esc(path)}.</p>", nav, status=404)
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    """An HTML table; cells are already-escaped HTML."""
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def dl(pairs: list[tuple[str, object]]) -> str:
-    """A definition list of exact values (detail pages)."""
-    return "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in pairs) + "</dl>"
-
-
-def paginate(items: list, query: dict[str, str], per_page: int) -> tuple[list, int, int]:
-    """The slice for ``?page=N`` (1-based, clamped), the page number and the page count."""
-    pages = max(1, math.ceil(len(items) / per_page))
-    try:
-        n = int(query.get("page", "1"))
-    except ValueError:
-        n = 1
-    n = min(max(n, 1), pages)
-    return items[(n - 1) * per_page : n * per_page], n, pages
-
-
-def pager(base: str, n: int, pages: int, extra: str = "") -> str:
-    sep = "&" if "?" in base else "?"
-    parts = [f"Page {n} of {pages}"]
-    if n > 1:
-        parts.append(link(f"{base}{sep}page={n - 1}{extra}", "« previous"))
-    if n < pages:
-        parts.append(link(f"{base}{sep}page={n + 1}{extra}", "next »"))
-    return "<p class=\"pager\">" + " &middot; ".join(parts) + "</p>"
-
-
-def compact(x: float, prefix: str = "") -> str:
-    """Abbreviate a large number as list pages do: 1234567 -> 1.23M."""
-    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(x) >= div:
-            return f"{prefix}{x / div:.2f}{suffix}"
-    return f"{prefix}{x:.2f}"
-
-
-def rounded_price(x: float) -> str:
-    """Round a price for a list page: cents above 1, four significant digits below."""
-    return f"{x:,.2f}" if abs(x) >= 1 else f"{x:.4g}"
-
-
-def slug(text: str) -> str:
-    return quote("-".join("".join(c.lower() if c.isalnum() else " " for c in text).split()))
-
-
-# -- invented names -----------------------------------------------------------------------------------
-
-_ONSETS = ["b", "br", "c", "cr", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pr", "qu", "r",
-           "s", "st", "t", "tr", "v", "vel", "x", "z", "zan", "th", "ph", "sol", "nor", "kai", "lum", "or"]
-_VOWELS = ["a", "e", "i", "o", "u", "ae", "io", "ea", "y"]
-_CODAS = ["", "n", "r", "x", "l", "s", "th", "m", "nd", "rk", "ra", "on", "is", "ex", "ium", "ora"]
-
-
-def coined_word(rng: random.Random | HashRandom, syllables: int | None = None) -> str:
-    """An invented, pronounceable word (capitalised), e.g. ``Velorax``."""
-    n = syllables or rng.choice((2, 2, 3))
-    word = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(n - 1)) + rng.choice(_ONSETS)
-    word += rng.choice(_VOWELS) + rng.choice(_CODAS)
-    return word.capitalize()
-
-
-def unique_words(rng: random.Random, n: int, make=coined_word) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    while len(out) < n:
-        w = make(rng)
-        if w.lower() not in seen and 4 <= len(w) <= 12:
-            seen.add(w.lower())
-            out.append(w)
-    return out
-
-
-def symbol_for(name: str, taken: set[str], rng: random.Random, length: int = 3) -> str:
-    """A ticker-like symbol for ``name`` not in ``taken`` (then added to it)."""
-    letters = [c for c in name.upper() if c.isalpha()]
-    first = "".join(letters[:length])
-    if len(first) == length and first not in taken:
-        taken.add(first)
-        return first
-    for _ in range(50):  # the first letter plus others from the name, in order
-        picks = [letters[0]] + sorted(rng.sample(letters[1:], min(length - 1, len(letters) - 1)))
-        cand = "".join(picks)
-        if len(cand) == length and cand not in taken:
-            taken.add(cand)
-            return cand
-    while True:
-        cand = letters[0] + "".join(rng.choice("ABCDEFGHJKLMNPRSTVWXZ") for _ in range(length - 1))
-        if cand not in taken:
-            taken.add(cand)
-            return cand

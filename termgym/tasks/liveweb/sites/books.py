@@ -7,25 +7,15 @@ stock levels drift and reviews accumulate. Ratings (1–5 stars) never change.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from termgym.tasks.liveweb.sites.base import (
-    CollectionSpec,
-    FieldSpec,
-    Response,
-    Site,
-    coined_word,
-    dl,
-    esc,
-    link,
-    not_found,
-    page,
-    pager,
-    paginate,
-    slug,
-    table,
-)
-from termgym.tasks.liveweb.world import DAY, HOUR, HashRandom, World, unit01, value_noise
+from termgym.tasks.liveweb.noise import DAY, HOUR, HashRandom, unit01, value_noise
+from termgym.tasks.liveweb.sites import markup
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.naming import coined_word, slug
+
+if TYPE_CHECKING:
+    from termgym.tasks.liveweb.world import World
 
 BASE_BOOKS = 240
 NEW_EVERY = 8 * HOUR
@@ -69,11 +59,8 @@ def _book(world: World, anchor: int, i: int) -> dict:
     }
 
 
-class BooksSite(Site):
-    key = "books"
-    host = "books.test"
-    title = "Books to Browse (simulated)"
-    live_host = "openlibrary.org"
+class BooksSite(Site, key="books", host="books.test", title="Books to Browse (simulated)",
+                live_host="openlibrary.org"):
     collections = {"books": BOOKS}
 
     def generate(self, world: World) -> Any:
@@ -108,7 +95,7 @@ class BooksSite(Site):
     NAV = [("/", "Catalogue")] + [(f"/genre/{slug(g)}", g) for g in GENRES]
 
     def _rows(self, books: list[dict]) -> list[list[str]]:
-        return [[link(f"/book/{b['id']}", b["title"]), esc(b["author"]), esc(b["genre"]), f"£{b['price']:.2f}",
+        return [[markup.link(f"/book/{b['id']}", b["title"]), markup.esc(b["author"]), markup.esc(b["genre"]), f"£{b['price']:.2f}",
                  "★" * b["rating"] + "☆" * (5 - b["rating"]), "In stock" if b["in_stock"] else "Out of stock"]
                 for b in books]
 
@@ -121,20 +108,20 @@ class BooksSite(Site):
                 want = path.rsplit("/", 1)[-1]
                 genre = next((g for g in GENRES if slug(g) == want), None)
                 if genre is None:
-                    return not_found(self, path, self.NAV)
+                    return self.not_found(path)
                 books = [b for b in books if b["genre"] == genre]
                 title = f"{genre} (newest first)"
-            shown, n, pages = paginate(books, query, PER_PAGE)
+            shown, n, pages = markup.paginate(books, query, PER_PAGE)
             body = (f"<p>{len(books)} books. Listing refreshed every five minutes; stock counts and reviews "
-                    "are on each book's page.</p>" + table(headers, self._rows(shown)) + pager(path, n, pages))
-            return page(self, title, body, self.NAV)
+                    "are on each book's page.</p>" + markup.table(headers, self._rows(shown)) + markup.pager(path, n, pages))
+            return self.page(title, body)
         if path.startswith("/book/"):
             ref = path.rsplit("/", 1)[-1]
-            for b in world.records(self.key, t)["books"]:
-                if str(b["id"]) == ref:
-                    body = dl([("Title", b["title"]), ("Author", b["author"]), ("Genre", b["genre"]),
-                               ("Price (GBP)", f"{b['price']:.2f}"), ("Rating (stars)", b["rating"]),
-                               ("Reviews", b["reviews"]), ("Copies in stock", b["in_stock"]),
-                               ("Added (unix)", b["added"])])
-                    return page(self, b["title"], body, self.NAV)
-        return not_found(self, path, self.NAV)
+            b = self.find(world, t, "books", lambda b: str(b["id"]) == ref)
+            if b is not None:
+                body = markup.dl([("Title", b["title"]), ("Author", b["author"]), ("Genre", b["genre"]),
+                                  ("Price (GBP)", f"{b['price']:.2f}"), ("Rating (stars)", b["rating"]),
+                                  ("Reviews", b["reviews"]), ("Copies in stock", b["in_stock"]),
+                                  ("Added (unix)", b["added"])])
+                return self.page(b["title"], body)
+        return self.not_found(path)

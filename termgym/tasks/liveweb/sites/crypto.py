@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from termgym.tasks.liveweb.sites.base import (
-    CollectionSpec,
-    FieldSpec,
-    Response,
-    Site,
-    compact,
-    dl,
-    esc,
-    link,
-    not_found,
-    page,
-    pager,
-    paginate,
-    rounded_price,
-    slug,
-    symbol_for,
-    table,
-    unique_words,
-)
-from termgym.tasks.liveweb.world import DAY, World, sig, wander
+from termgym.tasks.liveweb.noise import DAY, sig, wander
+from termgym.tasks.liveweb.sites import markup
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.naming import slug, symbol_for, unique_words
+
+if TYPE_CHECKING:
+    from termgym.tasks.liveweb.world import World
 
 N_COINS = 50
 PER_PAGE = 25
@@ -62,11 +49,8 @@ def _price(coin: dict, t: float) -> float:
     return sig(coin["base"] * math.exp(wander(coin["key"], t, coin["vol"])))
 
 
-class CryptoSite(Site):
-    key = "crypto"
-    host = "coingecko.test"
-    title = "CoinGecko (simulated)"
-    live_host = "api.coingecko.com"
+class CryptoSite(Site, key="crypto", host="coingecko.test", title="CoinGecko (simulated)",
+                 live_host="api.coingecko.com"):
     collections = {"coins": COINS}
 
     def generate(self, world: World) -> Any:
@@ -111,24 +95,24 @@ class CryptoSite(Site):
     def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
         if path in ("/", "/index.html"):
             coins = world.records(self.key, self.list_time(t))["coins"]
-            shown, n, pages = paginate(coins, query, PER_PAGE)
-            rows = [[str(c["rank"]), link(f"/coins/{c['id']}", c["name"]), esc(c["symbol"]),
-                     "$" + rounded_price(c["price_usd"]), f"{c['change_24h_pct']:+.1f}%",
-                     f"{c['change_7d_pct']:+.1f}%", compact(c["market_cap_usd"], "$"),
-                     compact(c["volume_24h_usd"], "$")] for c in shown]
+            shown, n, pages = markup.paginate(coins, query, PER_PAGE)
+            rows = [[str(c["rank"]), markup.link(f"/coins/{c['id']}", c["name"]), markup.esc(c["symbol"]),
+                     "$" + markup.rounded_price(c["price_usd"]), f"{c['change_24h_pct']:+.1f}%",
+                     f"{c['change_7d_pct']:+.1f}%", markup.compact(c["market_cap_usd"], "$"),
+                     markup.compact(c["volume_24h_usd"], "$")] for c in shown]
             body = ("<p>Prices by market capitalisation. List prices are rounded and refreshed every five "
                     "minutes; open a coin for live figures.</p>"
-                    + table(["#", "Coin", "Symbol", "Price", "24h", "7d", "Market cap", "24h volume"], rows)
-                    + pager("/", n, pages))
-            return page(self, "Cryptocurrency prices by market cap", body, self.NAV)
+                    + markup.table(["#", "Coin", "Symbol", "Price", "24h", "7d", "Market cap", "24h volume"], rows)
+                    + markup.pager("/", n, pages))
+            return self.page("Cryptocurrency prices by market cap", body)
         if path.startswith("/coins/"):
             cid = path[len("/coins/"):].strip("/").lower()
-            for c in world.records(self.key, t)["coins"]:
-                if c["id"] == cid or c["symbol"].lower() == cid:
-                    body = dl([("Name", c["name"]), ("Symbol", c["symbol"]), ("Market-cap rank", c["rank"]),
-                               ("Price (USD)", c["price_usd"]), ("24h change (%)", c["change_24h_pct"]),
-                               ("7d change (%)", c["change_7d_pct"]), ("Market cap (USD)", c["market_cap_usd"]),
-                               ("24h volume (USD)", c["volume_24h_usd"]),
-                               ("Circulating supply", c["circulating_supply"])])
-                    return page(self, f"{c['name']} ({c['symbol']}) price", body, self.NAV)
-        return not_found(self, path, self.NAV)
+            c = self.find(world, t, "coins", lambda c: c["id"] == cid or c["symbol"].lower() == cid)
+            if c is not None:
+                body = markup.dl([("Name", c["name"]), ("Symbol", c["symbol"]), ("Market-cap rank", c["rank"]),
+                                  ("Price (USD)", c["price_usd"]), ("24h change (%)", c["change_24h_pct"]),
+                                  ("7d change (%)", c["change_7d_pct"]), ("Market cap (USD)", c["market_cap_usd"]),
+                                  ("24h volume (USD)", c["volume_24h_usd"]),
+                                  ("Circulating supply", c["circulating_supply"])])
+                return self.page(f"{c['name']} ({c['symbol']}) price", body)
+        return self.not_found(path)

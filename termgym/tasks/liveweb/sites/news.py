@@ -8,23 +8,15 @@ stories slide off as they age. The site shows the stories of the last four days.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from termgym.tasks.liveweb.sites.base import (
-    CollectionSpec,
-    FieldSpec,
-    Response,
-    Site,
-    coined_word,
-    dl,
-    esc,
-    link,
-    not_found,
-    page,
-    pager,
-    paginate,
-)
-from termgym.tasks.liveweb.world import DAY, HOUR, HashRandom, World, unit01
+from termgym.tasks.liveweb.noise import DAY, HOUR, HashRandom, unit01
+from termgym.tasks.liveweb.sites import markup
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.naming import coined_word
+
+if TYPE_CHECKING:
+    from termgym.tasks.liveweb.world import World
 
 GAP = 20 * 60
 WINDOW = 4 * DAY
@@ -82,11 +74,8 @@ def _story(world: World, anchor: int, i: int) -> dict:
     }
 
 
-class NewsSite(Site):
-    key = "news"
-    host = "news.test"
-    title = "Terminal News (simulated)"
-    live_host = "hacker-news.firebaseio.com"
+class NewsSite(Site, key="news", host="news.test", title="Terminal News (simulated)",
+               live_host="hacker-news.firebaseio.com"):
     collections = {"stories": STORIES}
 
     def generate(self, world: World) -> Any:
@@ -128,9 +117,9 @@ class NewsSite(Site):
         for s in stories:
             age_h = max(0, int((t - s["posted"]) // HOUR))
             href = f"/item?id={s['id']}"
-            items.append(f"<li value=\"{s['rank']}\">{link(href, s['title'])} ({esc(s['domain'])})"
-                         f"<br>{s['points']} points by {esc(s['author'])} {age_h} hours ago | "
-                         f"{link(href, str(s['comments']) + ' comments')}</li>")
+            items.append(f"<li value=\"{s['rank']}\">{markup.link(href, s['title'])} ({markup.esc(s['domain'])})"
+                         f"<br>{s['points']} points by {markup.esc(s['author'])} {age_h} hours ago | "
+                         f"{markup.link(href, str(s['comments']) + ' comments')}</li>")
         return "<ol>" + "".join(items) + "</ol>"
 
     def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
@@ -139,16 +128,16 @@ class NewsSite(Site):
             stories = world.records(self.key, lt)["stories"]
             if path == "/newest":
                 stories = sorted(stories, key=lambda s: -s["posted"])
-            shown, n, pages = paginate(stories, query, PER_PAGE)
+            shown, n, pages = markup.paginate(stories, query, PER_PAGE)
             base = "/newest" if path == "/newest" else "/"
             body = ("<p>Front page, refreshed every five minutes. Points and comments on story pages are "
-                    "live.</p>" + self._rows(shown, lt) + pager(base, n, pages))
-            return page(self, "Newest stories" if path == "/newest" else "Top stories", body, self.NAV)
+                    "live.</p>" + self._rows(shown, lt) + markup.pager(base, n, pages))
+            return self.page("Newest stories" if path == "/newest" else "Top stories", body)
         if path == "/item":
-            for s in world.records(self.key, t)["stories"]:
-                if str(s["id"]) == query.get("id", ""):
-                    body = dl([("Title", s["title"]), ("Site", s["domain"]), ("Author", s["author"]),
-                               ("Points", s["points"]), ("Comments", s["comments"]),
-                               ("Front-page rank", s["rank"]), ("Posted (unix)", s["posted"])])
-                    return page(self, s["title"], body, self.NAV)
-        return not_found(self, path, self.NAV)
+            s = self.find(world, t, "stories", lambda s: str(s["id"]) == query.get("id", ""))
+            if s is not None:
+                body = markup.dl([("Title", s["title"]), ("Site", s["domain"]), ("Author", s["author"]),
+                                  ("Points", s["points"]), ("Comments", s["comments"]),
+                                  ("Front-page rank", s["rank"]), ("Posted (unix)", s["posted"])])
+                return self.page(s["title"], body)
+        return self.not_found(path)

@@ -7,26 +7,15 @@ last price before midnight and ``change_pct`` is measured against it.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from termgym.tasks.liveweb.sites.base import (
-    CollectionSpec,
-    FieldSpec,
-    Response,
-    Site,
-    compact,
-    dl,
-    esc,
-    link,
-    not_found,
-    page,
-    pager,
-    paginate,
-    symbol_for,
-    table,
-    unique_words,
-)
-from termgym.tasks.liveweb.world import DAY, TICK, World, sig, unit01, wander
+from termgym.tasks.liveweb.noise import DAY, TICK, sig, unit01, wander
+from termgym.tasks.liveweb.sites import markup
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.naming import symbol_for, unique_words
+
+if TYPE_CHECKING:
+    from termgym.tasks.liveweb.world import World
 
 N_STOCKS = 40
 PER_PAGE = 20
@@ -63,11 +52,8 @@ def _price(s: dict, t: float) -> float:
     return sig(s["base"] * math.exp(wander(s["key"], t, s["vol"])), 6)
 
 
-class StocksSite(Site):
-    key = "stocks"
-    host = "stooq.test"
-    title = "Stooq (simulated)"
-    live_host = "stooq.com"
+class StocksSite(Site, key="stocks", host="stooq.test", title="Stooq (simulated)",
+                 live_host="stooq.com"):
     collections = {"quotes": QUOTES}
 
     def generate(self, world: World) -> Any:
@@ -102,33 +88,33 @@ class StocksSite(Site):
     NAV = [("/", "All quotes"), ("/sectors", "Sectors")]
 
     def _rows(self, quotes: list[dict]) -> list[list[str]]:
-        return [[link(f"/q/?s={q['symbol'].lower()}", q["symbol"]), esc(q["name"]), esc(q["sector"]),
-                 f"{q['price']:.2f}", f"{q['change_pct']:+.2f}%", compact(q["volume"]),
-                 compact(q["market_cap"], "$")] for q in quotes]
+        return [[markup.link(f"/q/?s={q['symbol'].lower()}", q["symbol"]), markup.esc(q["name"]), markup.esc(q["sector"]),
+                 f"{q['price']:.2f}", f"{q['change_pct']:+.2f}%", markup.compact(q["volume"]),
+                 markup.compact(q["market_cap"], "$")] for q in quotes]
 
     def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
         headers = ["Symbol", "Name", "Sector", "Last", "Change", "Volume", "Market cap"]
         if path in ("/", "/index.html"):
             quotes = world.records(self.key, self.list_time(t))["quotes"]
-            shown, n, pages = paginate(quotes, query, PER_PAGE)
+            shown, n, pages = markup.paginate(quotes, query, PER_PAGE)
             body = ("<p>Delayed quotes (refreshed every five minutes), sorted by symbol. Open a symbol for "
-                    "the live quote.</p>" + table(headers, self._rows(shown)) + pager("/", n, pages))
-            return page(self, "Quotes", body, self.NAV)
+                    "the live quote.</p>" + markup.table(headers, self._rows(shown)) + markup.pager("/", n, pages))
+            return self.page("Quotes", body)
         if path == "/sectors":
-            items = "".join(f"<li>{link(f'/sectors/{name.lower()}', name)}</li>" for name in sorted(SECTORS))
-            return page(self, "Sectors", f"<ul>{items}</ul>", self.NAV)
+            items = "".join(f"<li>{markup.link(f'/sectors/{name.lower()}', name)}</li>" for name in sorted(SECTORS))
+            return self.page("Sectors", f"<ul>{items}</ul>")
         if path.startswith("/sectors/"):
             name = path.rsplit("/", 1)[-1].capitalize()
             if name in SECTORS:
                 quotes = [q for q in world.records(self.key, self.list_time(t))["quotes"] if q["sector"] == name]
-                return page(self, f"{name} sector", table(headers, self._rows(quotes)), self.NAV)
+                return self.page(f"{name} sector", markup.table(headers, self._rows(quotes)))
         if path in ("/q", "/q/"):
             sym = query.get("s", "").upper()
-            for q in world.records(self.key, t)["quotes"]:
-                if q["symbol"] == sym:
-                    body = dl([("Symbol", q["symbol"]), ("Name", q["name"]), ("Sector", q["sector"]),
-                               ("Last (USD)", q["price"]), ("Open (USD)", q["open"]),
-                               ("Previous close (USD)", q["prev_close"]), ("Change (%)", q["change_pct"]),
-                               ("Volume (shares)", q["volume"]), ("Market cap (USD)", q["market_cap"])])
-                    return page(self, f"{q['symbol']}: {q['name']}", body, self.NAV)
-        return not_found(self, path, self.NAV)
+            q = self.find(world, t, "quotes", lambda q: q["symbol"] == sym)
+            if q is not None:
+                body = markup.dl([("Symbol", q["symbol"]), ("Name", q["name"]), ("Sector", q["sector"]),
+                                  ("Last (USD)", q["price"]), ("Open (USD)", q["open"]),
+                                  ("Previous close (USD)", q["prev_close"]), ("Change (%)", q["change_pct"]),
+                                  ("Volume (shares)", q["volume"]), ("Market cap (USD)", q["market_cap"])])
+                return self.page(f"{q['symbol']}: {q['name']}", body)
+        return self.not_found(path)

@@ -7,26 +7,16 @@ whose price in TAO wanders; emission shares follow prices; a block is produced e
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from termgym.tasks.liveweb.sites.base import (
-    CollectionSpec,
-    FieldSpec,
-    Response,
-    Site,
-    compact,
-    dl,
-    esc,
-    link,
-    not_found,
-    page,
-    pager,
-    paginate,
-    table,
-    unique_words,
-)
+from termgym.tasks.liveweb.noise import DAY, EPOCH, sig, value_noise, wander
+from termgym.tasks.liveweb.sites import markup
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
 from termgym.tasks.liveweb.sites.crypto import tao_usd
-from termgym.tasks.liveweb.world import DAY, EPOCH, World, sig, value_noise, wander
+from termgym.tasks.liveweb.sites.naming import unique_words
+
+if TYPE_CHECKING:
+    from termgym.tasks.liveweb.world import World
 
 PER_PAGE = 16
 INITIAL_SUBNETS = 40
@@ -59,11 +49,8 @@ NETWORK = CollectionSpec(
 )
 
 
-class SubnetsSite(Site):
-    key = "subnets"
-    host = "taostats.test"
-    title = "taostats (simulated)"
-    live_host = "api.taostats.io"
+class SubnetsSite(Site, key="subnets", host="taostats.test", title="taostats (simulated)",
+                  live_host="api.taostats.io"):
     collections = {"subnets": SUBNETS, "network": NETWORK}
 
     def generate(self, world: World) -> Any:
@@ -109,29 +96,29 @@ class SubnetsSite(Site):
     def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
         if path in ("/", "/index.html"):
             net = world.records(self.key, t)["network"][0]
-            body = dl([("Block", net["block"]), ("Subnets", net["subnets"]),
-                       ("TAO price (USD)", net["tao_price_usd"])])
-            return page(self, "Network overview", body + f"<p>{link('/subnets', 'Browse subnets')}</p>", self.NAV)
+            body = markup.dl([("Block", net["block"]), ("Subnets", net["subnets"]),
+                              ("TAO price (USD)", net["tao_price_usd"])])
+            return self.page("Network overview", body + f"<p>{markup.link('/subnets', 'Browse subnets')}</p>")
         if path in ("/subnets", "/subnets/"):
             subnets = sorted(world.records(self.key, self.list_time(t))["subnets"], key=lambda r: r["rank"])
-            shown, n, pages = paginate(subnets, query, PER_PAGE)
-            rows = [[str(s["rank"]), link(f"/subnets/{s['netuid']}", f"SN{s['netuid']}"), esc(s["name"]),
-                     f"{s['price_tao']:.4f} τ", f"{s['change_24h_pct']:+.1f}%", compact(s["market_cap_tao"]) + " τ",
+            shown, n, pages = markup.paginate(subnets, query, PER_PAGE)
+            rows = [[str(s["rank"]), markup.link(f"/subnets/{s['netuid']}", f"SN{s['netuid']}"), markup.esc(s["name"]),
+                     f"{s['price_tao']:.4f} τ", f"{s['change_24h_pct']:+.1f}%", markup.compact(s["market_cap_tao"]) + " τ",
                      f"{s['emission_pct']:.2f}%", str(s["neurons"])] for s in shown]
             body = ("<p>Subnets ranked by market cap (refreshed every five minutes; open a subnet for live "
-                    "figures).</p>" + table(["#", "Netuid", "Name", "Price", "24h", "Market cap", "Emission",
-                                             "Neurons"], rows) + pager("/subnets", n, pages))
-            return page(self, "Subnets", body, self.NAV)
+                    "figures).</p>" + markup.table(["#", "Netuid", "Name", "Price", "24h", "Market cap", "Emission",
+                                                    "Neurons"], rows) + markup.pager("/subnets", n, pages))
+            return self.page("Subnets", body)
         if path.startswith("/subnets/"):
             ref = path.rsplit("/", 1)[-1].lower().removeprefix("sn")
-            for s in world.records(self.key, t)["subnets"]:
-                if str(s["netuid"]) == ref:
-                    body = dl([("Netuid", s["netuid"]), ("Name", s["name"]), ("Rank by market cap", s["rank"]),
-                               ("Alpha price (TAO)", s["price_tao"]), ("24h change (%)", s["change_24h_pct"]),
-                               ("Market cap (TAO)", s["market_cap_tao"]), ("Emission (%)", s["emission_pct"]),
-                               ("Registered neurons", s["neurons"]), ("Registered at (unix)", s["registered"])])
-                    return page(self, f"SN{s['netuid']}: {s['name']}", body, self.NAV)
-        return not_found(self, path, self.NAV)
+            s = self.find(world, t, "subnets", lambda s: str(s["netuid"]) == ref)
+            if s is not None:
+                body = markup.dl([("Netuid", s["netuid"]), ("Name", s["name"]), ("Rank by market cap", s["rank"]),
+                                  ("Alpha price (TAO)", s["price_tao"]), ("24h change (%)", s["change_24h_pct"]),
+                                  ("Market cap (TAO)", s["market_cap_tao"]), ("Emission (%)", s["emission_pct"]),
+                                  ("Registered neurons", s["neurons"]), ("Registered at (unix)", s["registered"])])
+                return self.page(f"SN{s['netuid']}: {s['name']}", body)
+        return self.not_found(path)
 
 
 def _price(s: dict, t: float) -> float:

@@ -1,7 +1,7 @@
 """A warm pool of started Docker containers, so a sandbox's ``start()`` need not wait for ``docker run``.
 
 Containers are interchangeable when their image, limits and network setting agree
-(:func:`termgym.sandbox.docker.pool_key`); workdir, files, env and setup commands are applied after
+(:func:`termgym.sandbox.docker.container.pool_key`); workdir, files, env and setup commands are applied after
 a container is taken. The pool keeps up to ``size`` ready containers per key, refilling in a
 background thread after each take; the first request for a key is a miss (the caller starts its
 own container) and starts filling. A taken container belongs to its sandbox, which removes it on
@@ -21,7 +21,7 @@ import threading
 from collections import deque
 
 from termgym.sandbox.base import SandboxSpec
-from termgym.sandbox.docker import create_container, get_client, pool_key, remove_container
+from termgym.sandbox.docker.container import create_container, get_client, pool_key, remove_container
 
 
 class WarmPool:
@@ -113,13 +113,12 @@ class WarmPool:
 
     def close(self) -> None:
         """Stop refilling and remove every container still waiting. Idempotent."""
-        with self._lock:
-            if self.closed:
-                return
+        with self._lock:  # a second call finds nothing waiting and no filler to join
             self.closed = True
             waiting = [cid for q in self._ready.values() for cid in q]
             self._ready.clear()
             threads = list(self._filling.values())
+            self._filling.clear()
         for thread in threads:
             thread.join(timeout=60)
         for container_id in waiting:

@@ -1,0 +1,212 @@
+"""Docker containers for sandboxes: creating them with a spec's limits, labelling, removing them.
+
+A sandbox's container is made from ``spec.image`` (default ``termgym/base:bookworm``, see
+:mod:`termgym.sandbox.images`) with ``--network none`` unless ``spec.network``, memory (no swap),
+pids, CPU share and rlimits from ``spec.limits``, ``spec.ro_binds`` as read-only volumes, ``--init``
+so orphans are reaped, ``no-new-privileges``, and labels that mark it as termgym's (``termgym=1``,
+the session id, the creating host and pid) so ``termgym gc`` (:mod:`termgym.sandbox.docker.gc`)
+can find what a crashed run left behind. Its main process only sleeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import threading
+import uuid
+from pathlib import Path
+
+from termgym.sandbox.base import BackendUnavailable, Limits, SandboxError, SandboxSpec, read_only_binds
+from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
+
+LABEL = "termgym"
+LABEL_SESSION = "termgym.session"
+LABEL_HOST = "termgym.host"
+LABEL_PID = "termgym.pid"
+LABEL_PID_START = "termgym.pid_start"
+LABEL_POOL = "termgym.pool"
+
+#: One id per Python process, so a run's containers can be told apart from another run's.
+SESSION_ID = uuid.uuid4().hex[:12]
+
+# Environment for commands: no pagers, no progress bars (the agent sees plain text). PATH comes
+# from the image, which may have its own (a virtualenv, a toolchain).
+COMMAND_ENV = {
+    "HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat",
+    "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+# The shell loop (argv: mode, workdir, pids threshold; first stdin line: the token). The token never appears in
+
+_clients: dict[str | None, object] = {}
+_clients_lock = threading.Lock()
+
+
+def get_client(docker_host: str | None = None):
+    """A shared Docker SDK client per engine address (``None``: ``DOCKER_HOST`` or the local socket)."""
+    key = docker_host or os.environ.get("DOCKER_HOST")
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = docker_client(docker_host)
+        return client
+
+
+def process_start_ticks(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot ("" if unknown): tells pid reuse apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def container_labels(*, pool: bool = False) -> dict[str, str]:
+    """Labels for a container this process creates."""
+    labels = {
+        LABEL: "1",
+        LABEL_SESSION: SESSION_ID,
+        LABEL_HOST: socket.gethostname(),
+        LABEL_PID: str(os.getpid()),
+        LABEL_PID_START: process_start_ticks(os.getpid()),
+    }
+    if pool:
+        labels[LABEL_POOL] = "1"
+    return labels
+
+
+def pool_key(spec: SandboxSpec) -> tuple:
+    """What makes two specs' containers interchangeable before start: image, limits, network."""
+    binds = tuple(read_only_binds(spec))  # mounts are fixed when a container is created
+    return (spec.image or DEFAULT_BASE_IMAGE, spec.limits, bool(spec.network), binds)
+
+
+def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
+    """Create and start a container for ``spec`` (without files or setup); return its id.
+
+    Pool containers get no workdir (the shell creates it at ``start()``), so one pool serves
+    specs that differ only in workdir, files, env and setup.
+    """
+    import docker.errors
+    import docker.types
+
+    image = spec.image or DEFAULT_BASE_IMAGE
+    lim: Limits = spec.limits
+    ulimits = []
+    if lim.cpu_seconds:
+        ulimits.append(docker.types.Ulimit(name="cpu", soft=int(lim.cpu_seconds), hard=int(lim.cpu_seconds)))
+    if lim.file_size_mb:
+        size = int(lim.file_size_mb) * 1024 * 1024
+        ulimits.append(docker.types.Ulimit(name="fsize", soft=size, hard=size))
+    if lim.open_files:
+        ulimits.append(docker.types.Ulimit(name="nofile", soft=int(lim.open_files), hard=int(lim.open_files)))
+    kwargs: dict = dict(
+        command=["sleep", "infinity"],
+        init=True,
+        name=f"termgym-{SESSION_ID}-{secrets.token_hex(4)}",
+        hostname="sandbox",
+        labels=container_labels(pool=pool),
+        network_mode="bridge" if spec.network else "none",
+        security_opt=["no-new-privileges"],
+        ulimits=ulimits,
+        stdin_open=False,
+        environment=dict(COMMAND_ENV) if pool else {**COMMAND_ENV, **spec.env},
+    )
+    if not pool:
+        kwargs["working_dir"] = spec.workdir
+    binds = read_only_binds(spec)
+    if binds:
+        kwargs["volumes"] = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in binds}
+    if lim.memory_mb:
+        kwargs["mem_limit"] = f"{int(lim.memory_mb)}m"
+        kwargs["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed
+    if lim.pids:
+        kwargs["pids_limit"] = int(lim.pids)
+    if lim.cpus:
+        kwargs["nano_cpus"] = int(lim.cpus * 1e9)
+    if lim.storage_mb:
+        kwargs["storage_opt"] = {"size": f"{int(lim.storage_mb)}M"}
+    try:
+        # create + start rather than run: run() would try to pull a missing image from a registry.
+        try:
+            container = client.containers.create(image, **kwargs)
+        except docker.errors.APIError as exc:
+            # storage_opt needs overlay2 on xfs with pquota; the limit is documented as best effort.
+            if "storage_opt" not in kwargs or "storage" not in str(exc).lower() or isinstance(
+                exc, docker.errors.ImageNotFound
+            ):
+                raise
+            kwargs.pop("storage_opt")
+            container = client.containers.create(image, **kwargs)
+        try:
+            container.start()
+        except BaseException:
+            remove_container(client, container.id)
+            raise
+    except docker.errors.ImageNotFound as exc:
+        raise BackendUnavailable(
+            f"image {image!r} is not on the Docker host. Build termgym's base image with "
+            f"`termgym images build-base`, build the task's Dockerfile (termgym.sandbox.images.build_image), "
+            f"or `docker load` the image. ({exc.explanation})"
+        ) from exc
+    except docker.errors.APIError as exc:
+        raise SandboxError(f"docker could not start a container from {image!r}: {exc.explanation or exc}") from exc
+    return container.id
+
+
+_image_runtimes: dict[str, str] = {}
+
+
+def image_runtime(client, image: str) -> str:
+    """What records call the system of containers made from ``image`` (cached per image name).
+
+    termgym's base image carries the runtime version it was imported from; a task's own image is
+    named as ``image:<name>@<short id>``.
+    """
+    cached = _image_runtimes.get(image)
+    if cached is None:
+        from termgym.sandbox.images import LABEL_KIND, LABEL_RECIPE
+
+        try:
+            found = client.images.get(image)
+        except Exception:
+            return f"image:{image}"
+        labels = found.labels or {}
+        if labels.get(LABEL_KIND) == "base" and labels.get(LABEL_RECIPE):
+            cached = labels[LABEL_RECIPE]
+        else:
+            cached = f"image:{image}@{found.short_id.split(':')[-1]}"
+        _image_runtimes[image] = cached
+    return cached
+
+
+def remove_container(client, container_id: str) -> None:
+    """Remove a container and everything running in it; a missing container is fine."""
+    import docker.errors
+
+    with contextlib.suppress(docker.errors.NotFound):
+        try:
+            client.api.remove_container(container_id, force=True, v=True)
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+
+
+def container_host_pid(client, container_id: str) -> int | None:
+    """The pid of the container's init on this machine, or None when the engine runs elsewhere.
+
+    The engine reports a pid in its own pid namespace; it is ours only if that process's cgroup
+    names the container (true for a local engine whatever DOCKER_HOST spells it as).
+    """
+    info = client.api.inspect_container(container_id)
+    pid = int(info.get("State", {}).get("Pid") or 0)
+    if not pid:
+        return None
+    try:
+        cgroups = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return None
+    return pid if info["Id"] in cgroups else None
+

@@ -1,0 +1,330 @@
+"""The Docker sandbox: a container per sandbox, its shell and supervisor on exec channels.
+
+The container (:mod:`~termgym.sandbox.docker.container`) is created at ``start()``, or taken from a
+warm pool (:mod:`~termgym.sandbox.docker.pool`); ``close()`` removes it with everything in it.
+
+Execution. The shell session of :mod:`termgym.sandbox.shell` over one ``docker exec``
+(:class:`~termgym.sandbox.docker.channel.ExecChannel`) whose stdin and output are a socket we hold;
+the shell's control lines travel in band, after a random per-shell token. That is one socket round
+trip per command instead of a ``docker exec`` per command.
+
+Killing. A second long-lived exec, the supervisor, is a bash loop that kills on request every
+process in the container except the init, the main process, itself and the shell, using builtins
+only, so it works even when a fork bomb has used up the pids limit. A timeout (or output past
+``limits.output_bytes``) asks it to kill; a shell stuck in a builtin loop is killed too and a new
+shell started (the result says ``restarted``), as after ``on_timeout="kill_shell"`` or ``abort()``,
+which ask it to kill the shell first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import shlex
+import tarfile
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+
+from termgym.sandbox.base import Mode, SandboxError, SandboxSpec
+from termgym.sandbox.docker.archive import extract_dir, tar_dir
+from termgym.sandbox.docker.channel import ExecChannel
+from termgym.sandbox.docker.container import (
+    COMMAND_ENV,
+    container_host_pid,
+    create_container,
+    get_client,
+    image_runtime,
+    remove_container,
+)
+from termgym.sandbox.docker.pool import WarmPool, shared_pool
+from termgym.sandbox.images import DEFAULT_BASE_IMAGE
+from termgym.sandbox.shell import InBandChannel, ShellChannel, ShellSandbox, shell_argv
+
+# The supervisor. At start it spares pid 1, its children (the container's main process) and
+# itself; each request line "K <pid>..." kills every other process not listed, in passes until
+# none is left (a fork bomb refills between passes); "A <shell>" kills that shell first (so it
+# runs nothing more of its command line), then every other process. Builtins only: it must not
+# need a new pid.
+_SUPERVISOR = r"""
+exec 2>/dev/null
+__keep=" 1 $$ "
+for __d in /proc/[0-9]*; do
+  read -r __s <"$__d/stat" || continue
+  __r=${__s##*) }; set -- $__r
+  [ "$2" = 1 ] && __keep="$__keep${__d#/proc/} "
+done
+printf 'READY %d\n' "$$"
+while read -r __op __args; do
+  if [ "$__op" = A ]; then kill -9 $__args; __args=; fi
+  __spare="$__keep $__args "
+  __n=1 __passes=0
+  while [ "$__n" -gt 0 ] && [ "$__passes" -lt 200 ]; do
+    __n=0 __passes=$((__passes + 1))
+    for __d in /proc/[0-9]*; do
+      __p=${__d#/proc/}
+      case "$__spare" in *" $__p "*) continue ;; esac
+      read -r __s <"$__d/stat" || continue
+      __r=${__s##*) }; set -- $__r
+      [ "$1" = Z ] && continue
+      kill -9 "$__p" && __n=$((__n + 1))
+    done
+  done
+  printf 'DONE %d\n' "$__passes"
+done
+"""
+
+_STARTER = ThreadPoolExecutor(max_workers=64, thread_name_prefix="termgym-docker-start")
+
+class DockerSandbox(ShellSandbox):
+    """A sandbox in a Docker container (see the module docstring).
+
+    ``docker_host`` overrides ``DOCKER_HOST``. ``pool`` takes a started container from a
+    :class:`~termgym.sandbox.docker.pool.WarmPool` instead of waiting for ``docker run``; ``pool_size=N``
+    uses the process-wide pool of that size for this engine (what ``sandbox_options={"pool_size":
+    N}`` of an env does).
+    """
+
+    backend = "docker"
+
+    def __init__(self, spec: SandboxSpec | None = None, *, mode: Mode = "persistent",
+                 docker_host: str | None = None, pool: WarmPool | None = None,
+                 pool_size: int | None = None) -> None:
+        super().__init__(spec, mode=mode)
+        if pool is not None and pool_size is not None:
+            raise ValueError("pass either pool= or pool_size=, not both")
+        if pool_size is not None and (not isinstance(pool_size, int) or pool_size < 0):
+            raise ValueError(f"pool_size must be a non-negative int, got {pool_size!r}")
+        self.docker_host = docker_host
+        self._pool = pool
+        self._pool_size = pool_size
+        self._client = None
+        self.container_id: str | None = None
+        self.from_pool = False
+        self._supervisor: ExecChannel | None = None
+        self._supervisor_pid: int | None = None
+        self._forwarder = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def _create(self) -> None:
+        self._client = get_client(self.docker_host)
+        pool = self._pool
+        if pool is None and self._pool_size:
+            pool = shared_pool(self._pool_size, docker_host=self.docker_host)
+        if pool is not None:
+            self.container_id = pool.acquire(self.spec)
+            self.from_pool = self.container_id is not None
+        if self.container_id is None:
+            self.container_id = create_container(self._client, self.spec)
+        # The two execs are independent: start them side by side (each is an API round trip).
+        supervisor = _STARTER.submit(self._start_supervisor)
+        try:
+            self._session.start()
+        finally:
+            supervisor.result()
+        if self.spec.services:
+            self._start_services()
+        self._copy_spec_files()
+        self._hide_installed_copies()
+
+    def _hide_installed_copies(self) -> None:
+        """Delete termgym and installed copies of the workspace's project from the image's Python dirs.
+
+        The container's file system is its own, so they are removed before the agent's first
+        command (the local backend mounts over them instead); see :mod:`termgym.sandbox.runtime`.
+        """
+        from termgym.sandbox.runtime import hidden_distributions, mask_shell_command, runtime_has_none_of
+
+        hidden = hidden_distributions(self.spec)
+        if runtime_has_none_of(self.runtime, hidden):
+            return  # the image is a runtime known here to hold none of them: no command needed
+        result = self._session.run(mask_shell_command(hidden), 60)
+        if result.exit_code != 0:
+            raise SandboxError(f"could not hide installed package copies in the container: {result.output[-500:]}")
+
+    @property
+    def runtime(self) -> str | None:
+        """The task runtime version the image was imported from, else ``image:<name>``."""
+        image = self.spec.image or DEFAULT_BASE_IMAGE
+        if self._client is None:
+            return None
+        return image_runtime(self._client, image)
+
+    def _destroy(self) -> None:
+        if self._forwarder is not None:
+            with contextlib.suppress(Exception):
+                self._forwarder.close()
+        if self._supervisor is not None:
+            self._supervisor.close()
+        self._supervisor = None
+        if self.container_id is not None and self._client is not None:
+            remove_container(self._client, self.container_id)
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
+        self._put_files({self.resolve(path): (data, mode)})
+
+    def write_files(self, files: Mapping[str, str | bytes]) -> None:
+        # One archive for all of them: one API call instead of one per file.
+        self._put_files({self.resolve(p): (d, 0o644) for p, d in files.items()})
+
+    def read_file(self, path: str) -> bytes:
+        target = self.resolve(path)
+        for _ in range(16):  # follow symlinks inside the container (get_archive returns the link)
+            member, data = self._get_single(target)
+            if member.issym():
+                link = PurePosixPath(member.linkname)
+                target = str(link if link.is_absolute() else PurePosixPath(target).parent / link)
+                continue
+            if member.isdir():
+                raise IsADirectoryError(errno.EISDIR, "is a directory in the sandbox", target)
+            return data
+        raise OSError(errno.ELOOP, "too many symlinks in the sandbox", target)
+
+    def put_dir(self, host_dir: str | Path, sandbox_dir: str) -> None:
+        host_dir = Path(host_dir)
+        if not host_dir.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory on the host", str(host_dir))
+        self._put_archive(tar_dir(host_dir, self.resolve(sandbox_dir)))
+
+    def get_dir(self, sandbox_dir: str, host_dir: str | Path) -> None:
+        import docker.errors
+
+        target = self.resolve(sandbox_dir)
+        self._ensure_running()
+        try:
+            stream, stat = self._client.api.get_archive(self.container_id, target)
+        except docker.errors.NotFound as exc:
+            raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", target) from exc
+        if not stat.get("mode", 0) & (1 << 31):  # Go's os.ModeDir
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory in the sandbox", target)
+        extract_dir(b"".join(stream), Path(host_dir))
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _ensure_running(self) -> None:
+        if self.closed:
+            raise SandboxError("this sandbox is closed")
+        if not self._started and self.container_id is None:
+            self.start()
+
+    def _put_files(self, files: Mapping[str, tuple[str | bytes, int]]) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for target, (data, mode) in files.items():
+                payload = data.encode() if isinstance(data, str) else bytes(data)
+                info = tarfile.TarInfo(target.lstrip("/"))
+                info.size, info.mode, info.mtime = len(payload), mode, int(time.time())
+                tar.addfile(info, io.BytesIO(payload))
+        self._put_archive(buf.getvalue())
+
+    def _put_archive(self, archive: bytes) -> None:
+        import docker.errors
+
+        self._ensure_running()
+        try:
+            ok = self._client.api.put_archive(self.container_id, "/", archive)
+        except docker.errors.APIError as exc:
+            raise OSError(f"cannot copy into the sandbox: {exc.explanation or exc}") from exc
+        if not ok:
+            raise OSError("cannot copy into the sandbox: docker refused the archive")
+
+    def _get_single(self, target: str) -> tuple[tarfile.TarInfo, bytes]:
+        import docker.errors
+
+        self._ensure_running()
+        try:
+            stream, _ = self._client.api.get_archive(self.container_id, target)
+        except docker.errors.NotFound as exc:
+            raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", target) from exc
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            if member is None:
+                raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", target)
+            if member.isfile():
+                extracted = tar.extractfile(member)
+                return member, extracted.read() if extracted else b""
+            return member, b""
+
+    def _copy_spec_files(self) -> None:
+        for host_src, dest in self.spec.copy_dirs.items():
+            self.put_dir(host_src, dest)
+        if self.spec.files:
+            self.write_files(self.spec.files)
+
+    def _environment(self) -> dict[str, str]:
+        return {**COMMAND_ENV, **self.spec.env}
+
+    def _start_supervisor(self) -> None:
+        channel = ExecChannel(self._client.api, self.container_id,
+                              ["bash", "--noprofile", "--norc", "-c", _SUPERVISOR, "termgym-supervisor"])
+        try:
+            _, pid = channel.read_line(b"READY ", timeout=30)
+        except (TimeoutError, EOFError) as exc:
+            channel.close()
+            raise SandboxError(f"the sandbox supervisor did not start (does the image have bash?): {exc}") from exc
+        self._supervisor, self._supervisor_pid = channel, int(pid)
+
+    def _open_shell(self, token: bytes) -> ShellChannel:
+        """A new ``docker exec`` running the sandbox shell, its control lines in band."""
+        exec_channel = ExecChannel(self._client.api, self.container_id,
+                                   shell_argv(self.mode, self.workdir, full_at=self._pids_threshold()),
+                                   self._environment())
+        return InBandChannel(exec_channel, token)
+
+    def _pids_threshold(self) -> int | None:
+        """Process count at which the sandbox counts as full (a few below the pids limit)."""
+        pids = self.spec.limits.pids
+        return max(int(pids) - 3, 1) if pids else None
+
+    def _kill_processes(self, *, include_shell: bool = False) -> None:
+        """Kill every process but the init, the main process, the supervisor (and the shell)."""
+        shell = [] if self._session.pid is None else [str(self._session.pid)]
+        request = f"A {' '.join(shell)}" if include_shell else f"K {' '.join(shell)}"
+        for attempt in range(2):
+            supervisor = self._supervisor
+            try:
+                if supervisor is None or supervisor.eof:
+                    raise EOFError("supervisor gone")
+                supervisor.send(f"{request}\n".encode())
+                supervisor.read_line(b"DONE ", timeout=30)
+                return
+            except (EOFError, TimeoutError):
+                if supervisor is not None:
+                    supervisor.close()
+                self._supervisor = None
+                if attempt == 0:
+                    with contextlib.suppress(Exception):
+                        self._start_supervisor()
+        # Without a supervisor nothing can kill selectively: restart the container's processes
+        # (the filesystem stays) and begin again with a fresh shell.
+        self._client.api.restart(self.container_id, timeout=0)
+        self._start_supervisor()
+        if self._session.channel is not None:
+            self._session.channel.close()  # its shell died with the restart: the session starts another
+        if self._forwarder is not None:
+            self._forwarder.close()
+            self._forwarder = None
+            self._start_services()
+
+    def _start_services(self) -> None:
+        from termgym.sandbox.forwarding import PortForwarder, plan_addresses
+
+        pid = container_host_pid(self._client, self.container_id)
+        if pid is None:
+            raise SandboxError(
+                "spec.services (host TCP services reachable from a sandbox without network, as LIVEWEB "
+                "uses) need a Docker engine on this machine: the forwarder opens the ports inside the "
+                "container's network namespace. With a remote DOCKER_HOST use the local backend "
+                "(backend='local') for LIVEWEB, or set spec.network=True and reach the service by address."
+            )
+        self._forwarder = PortForwarder()
+        self._forwarder.start(pid, self.spec.services)
+        lines = "".join(f"{ip}\t{name}\n" for name, ip in plan_addresses(self.spec.services).items())
+        result = self._session.run(f"printf %s {shlex.quote(lines)} >> /etc/hosts", 30)
+        if result.exit_code != 0:
+            raise SandboxError(f"cannot add the service host names to /etc/hosts: {result.output}")

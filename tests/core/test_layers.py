@@ -1,0 +1,197 @@
+"""termgym's import graph: no cycles, and no import back up the layers (docs/concepts.md, "Layers").
+
+The graph is read from the source (``ast``), not by importing it: every ``import`` and
+``from … import`` of a ``termgym`` module, at module level or inside a function (a lazy import
+still runs), except those under ``if TYPE_CHECKING:`` (they never run).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import termgym
+
+ROOT = Path(termgym.__file__).parent
+
+#: The layers, bottom first. A module may import its own layer and the layers below it. The order
+#: follows the data flow, task -> sandbox -> protocol -> env -> wrappers -> agents/evaluation ->
+#: commands, except that a task *describes* its sandbox (a ``SandboxSpec``) and grades in one, so
+#: the sandbox contract sits under the tasks: sandboxes know nothing of tasks.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("foundation", ("termgym.imports",)),
+    ("sandbox", ("termgym.sandbox",)),
+    ("tasks", ("termgym.tasks",)),
+    ("protocols", ("termgym.protocols",)),
+    ("env", ("termgym.config", "termgym.env", "termgym.registration", "termgym")),
+    ("wrappers", ("termgym.wrappers",)),
+    ("data", ("termgym.data",)),
+    ("agents", ("termgym.agents",)),
+    ("evaluation", ("termgym.evaluation", "termgym.integrations")),
+    ("commands", ("termgym.commands", "termgym.cli")),
+]
+
+#: Known cycles and upward imports still to remove (empty: none are allowed); each entry is checked
+#: to still exist, so the lists can only shrink.
+PENDING_CYCLES: set[frozenset[str]] = set()
+PENDING_UPWARD: set[tuple[str, str]] = set()
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except what sits under ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """``{module: {termgym modules it imports}}`` for every module under ``root``."""
+    modules = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                for alias in node.names:
+                    # ``from termgym.sandbox import docker`` imports the submodule, not the package's names
+                    submodule = f"{module}.{alias.name}"
+                    targets.add(submodule if submodule in modules else module)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), index
+    if rank is None:
+        raise AssertionError(f"module {module} is in no layer: add it to LAYERS (and docs/concepts.md)")
+    return rank
+
+
+def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components with more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(frozenset(component))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_graph_is_read_from_the_source(graph):
+    assert "termgym.tasks.base" in graph["termgym.env"]
+    assert "termgym.sandbox.base" in graph["termgym.tasks.swesynth.suite"]
+    # a TYPE_CHECKING import is not an edge: protocols name tasks in type hints only
+    assert "termgym.tasks.base" not in graph["termgym.protocols.base"]
+
+
+def test_every_module_is_in_a_layer(graph):
+    for module in graph:
+        layer_of(module)
+
+
+def test_no_import_cycles(graph):
+    found = set(cycles(graph))
+    new = [sorted(c) for c in found - PENDING_CYCLES]
+    assert not new, f"import cycles: {new}"
+    gone = [sorted(c) for c in PENDING_CYCLES - found]
+    assert not gone, f"these cycles are gone: delete them from PENDING_CYCLES: {gone}"
+
+
+def test_no_import_goes_back_up_the_layers(graph):
+    upward = {(a, b) for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a)}
+    described = sorted(f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
+                       for a, b in upward - PENDING_UPWARD)
+    assert not described, "imports back up the layers:\n" + "\n".join(described)
+    gone = sorted(PENDING_UPWARD - upward)
+    assert not gone, f"these imports are gone: delete them from PENDING_UPWARD: {gone}"
+
+
+def test_task_families_only_share_the_task_contract(graph):
+    families = {m.split(".")[2] for m in graph if m.count(".") >= 2 and m.startswith("termgym.tasks.")
+                and m != "termgym.tasks.base"}
+    crossing = sorted((a, b) for a, targets in graph.items() for b in targets
+                      if a.startswith("termgym.tasks.") and b.startswith("termgym.tasks.") and b != "termgym.tasks.base"
+                      and a.split(".")[2] in families and b.split(".")[2] != a.split(".")[2])
+    assert not crossing, f"one task family imports another: {crossing}"
+
+
+def test_every_task_family_has_the_same_rooms():
+    for family in ("swesynth", "liveweb", "harbor"):
+        folder = ROOT / "tasks" / family
+        assert (folder / "suite.py").is_file(), f"tasks/{family}/suite.py is missing"
+
+
+def test_the_checker_sees_a_cycle_and_an_upward_import(tmp_path):
+    package = tmp_path / "termgym"
+    (package / "tasks").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "tasks" / "__init__.py").write_text("")
+    (package / "tasks" / "a.py").write_text("from termgym.tasks import b\n")
+    (package / "tasks" / "b.py").write_text("import termgym.tasks.a\nfrom termgym.env import TerminalEnv\n")
+    (package / "env.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import termgym.tasks.a\n")
+    fake = import_graph(package)
+    assert cycles(fake) == [frozenset({"termgym.tasks.a", "termgym.tasks.b"})]
+    assert fake["termgym.env"] == set()
+    assert layer_of("termgym.env") > layer_of("termgym.tasks.b")  # so tasks.b -> env is an upward import
