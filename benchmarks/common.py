@@ -313,13 +313,13 @@ class Context:
         """A SWE-SYNTH suite with at least one task (bundled, or generated here)."""
         if self._suite is not None:
             return self._suite
-        from termgym.tasks.swesynth import BUNDLED_DIR, SweSynthSuite
+        from termgym.tasks.swesynth import TOY_DIR, SweSynthSuite
 
         cache = self.scratch / "swesynth-cache"
-        if (BUNDLED_DIR / "suite.json").is_file():
-            suite = SweSynthSuite(BUNDLED_DIR, cache_dir=cache)
+        if (TOY_DIR / "suite.json").is_file():
+            suite = SweSynthSuite(TOY_DIR, cache_dir=cache)
             if suite.task_ids("all"):
-                self._suite, self.suite_origin = suite, "the bundled suite (termgym_data/swesynth/tasks)"
+                self._suite, self.suite_origin = suite, "the bundled toy suite (termgym_data/swesynth/tasks)"
                 return suite
         if self.generated_suite is None:
             self.generated_suite = self.scratch / "generated-suite"

@@ -273,9 +273,9 @@ def _driver(workload: str, cpus: list[int], concurrency: int, episodes: int, sta
     if workload == "light":
         suite = _light_suite()
     else:
-        from termgym.tasks.swesynth import BUNDLED_DIR, SweSynthSuite
+        from termgym.tasks.swesynth import TOY_DIR, SweSynthSuite
 
-        suite = SweSynthSuite(BUNDLED_DIR, cache_dir=cache_dir)
+        suite = SweSynthSuite(TOY_DIR, cache_dir=cache_dir)
 
     def make_env():
         return TerminalEnv(suite, max_steps=10)
@@ -324,11 +324,11 @@ def scaling_point(workload: str, cores: int, drivers: int, concurrency: int, epi
 def scaling(*, swesynth_dir=None, cache_dir: str, log=print, light_episodes: int = 256,
             swesynth_episodes: int = 32) -> tuple[Table, list[dict]]:
     """The scaling table: 1, 2, ... all cores (doubling), one driver vs one per core."""
-    from termgym.tasks.swesynth import BUNDLED_DIR, SweSynthSuite
+    from termgym.tasks.swesynth import TOY_DIR, SweSynthSuite
 
     total = len(os.sched_getaffinity(0))
     core_counts = sorted({1, *[c for c in (2, 4, 8, 16, 32, 64) if c < total], total})
-    ids = list(SweSynthSuite(BUNDLED_DIR, cache_dir=cache_dir).task_ids("all"))
+    ids = list(SweSynthSuite(TOY_DIR, cache_dir=cache_dir).task_ids("all"))
     work = {"light": ([f"light-{i}" for i in range(8)], light_episodes),
             "swesynth": ([ids[int(i * len(ids) / 4)] for i in range(4)], swesynth_episodes)}
     table = Table("Scaling over cores (taskset) and driving processes",

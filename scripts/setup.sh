@@ -103,6 +103,11 @@ fi
 echo "==> termgym runtime build"
 as_root "$venv/bin/termgym" runtime build
 
+# -- SWE-SYNTH's real projects: their test environments -----------------------------------------------
+# Pinned wheels (hash-checked) per project, beside the runtime (testenvs/); tasks then run offline.
+echo "==> termgym swesynth provision"
+as_root "$venv/bin/termgym" swesynth provision
+
 if [ "$want_docker" = 1 ]; then
   if ! docker info >/dev/null 2>&1; then
     echo "==> starting dockerd"

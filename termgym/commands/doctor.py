@@ -92,8 +92,29 @@ def check_docker() -> tuple[bool, str]:
     return True, f"Docker engine {version} reachable; {image}"
 
 
+def check_testenvs() -> tuple[bool, str]:
+    """Are the test environments of the bundled SWE-SYNTH projects provisioned here?"""
+    from termgym.tasks.swesynth.projects import (
+        PROVISION_COMMAND,
+        load_projects,
+        missing_testenvs,
+        testenv_root,
+    )
+
+    try:
+        total = len(load_projects())
+        missing = missing_testenvs()
+    except Exception as exc:
+        return False, f"cannot read the bundled projects: {exc}"
+    if missing:
+        return False, (f"{len(missing)} of {total} SWE-SYNTH project test environments missing "
+                       f"({', '.join(missing[:6])}{'...' if len(missing) > 6 else ''}): run `{PROVISION_COMMAND}`")
+    return True, f"all {total} SWE-SYNTH project test environments provisioned in {testenv_root()}"
+
+
 def run(args: argparse.Namespace) -> int:
-    rows = [("local", *check_local()), ("runtime", *check_runtime()), ("docker", *check_docker())]
+    rows = [("local", *check_local()), ("runtime", *check_runtime()), ("docker", *check_docker()),
+            ("testenvs", *check_testenvs())]
     for tool in ("tmux", "git", "python3", "debootstrap"):
         rows.append((tool, shutil.which(tool) is not None, shutil.which(tool) or "not installed"))
     for name, ok, detail in rows:

@@ -77,6 +77,21 @@ def register(subparsers) -> None:
     summary.add_argument("suite", nargs="?", default=None, help="suite directory (default: the bundled one)")
     summary.set_defaults(func=cmd_summary)
 
+    prov = sub.add_parser("provision", help="build the test environments of the bundled real projects "
+                                            "(needs the package index once; tasks then run offline)")
+    prov.add_argument("--project", action="append", default=None, metavar="NAME",
+                      help="only this project (repeatable; default: every bundled project)")
+    prov.add_argument("--force", action="store_true", help="rebuild environments that are already there")
+    prov.add_argument("--check", action="store_true",
+                      help="also run each project's clean suite in a sandbox under the grader (slow)")
+    prov.add_argument("--backend", default="local", help="sandbox backend for --check (local or docker)")
+    prov.set_defaults(func=cmd_provision)
+
+    projs = sub.add_parser("projects", help="list the bundled real projects and whether their test "
+                                            "environments are provisioned here")
+    projs.add_argument("--json", action="store_true")
+    projs.set_defaults(func=cmd_projects)
+
 
 class ProgressBar:
     """A one-line progress bar on a terminal; periodic plain lines otherwise (logs, CI)."""
@@ -248,4 +263,43 @@ def cmd_summary(args: argparse.Namespace) -> int:
         print(f"error: {suite} holds no suite.json (build one with `termgym swesynth bundle`)", file=sys.stderr)
         return 1
     print(bundle.summary_markdown(suite), end="")
+    return 0
+
+
+def cmd_provision(args: argparse.Namespace) -> int:
+    from termgym.tasks.swesynth.projects import ProjectError, load_projects, provision, run_clean_suite
+
+    try:
+        names = args.project or sorted(load_projects())
+        provision(names, force=args.force)
+    except (ProjectError, RuntimeError) as exc:
+        print(f"termgym swesynth provision: {exc}", file=sys.stderr)
+        return 1
+    if not args.check:
+        return 0
+    failed = 0
+    for name in names:
+        run = run_clean_suite(name, backend=args.backend)
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(run.counts.items()))
+        verdict = "ok" if run.exit_code == 0 and not run.tamper else "FAILED"
+        failed += verdict != "ok"
+        print(f"{name}: {verdict} in {run.seconds:.1f}s ({counts}; pytest exit {run.exit_code})"
+              + (f"; grader: {'; '.join(run.tamper[:2])}" if run.tamper else ""))
+    return 1 if failed else 0
+
+
+def cmd_projects(args: argparse.Namespace) -> int:
+    from termgym.tasks.swesynth.projects import load_projects, testenv_dir, testenv_ready
+
+    rows = []
+    for name, p in sorted(load_projects().items()):
+        rows.append({"name": name, "version": p.version, "license": p.license, "domain": p.domain,
+                     "lines": p.lines, "tests": p.tests, "suite_seconds": p.suite_seconds,
+                     "pytest": p.pytest_version, "provisioned": testenv_ready(p), "testenv": str(testenv_dir(p))})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['name']:12} {r['version']:9} {r['license']:13} {r['domain']:24} lines {r['lines'] or '?':>6}  "
+              f"tests {r['tests'] or '?':>5}  {'provisioned' if r['provisioned'] else 'NOT provisioned'}")
     return 0

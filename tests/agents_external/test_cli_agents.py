@@ -20,6 +20,7 @@ from termgym.agents.cli import RECIPES
 from termgym.evaluation import evaluate
 
 SWESYNTH = "termgym/SweSynth-v0"
+TOY = {"path": "toy"}  # the toy suite: tasks from the projects written for termgym
 STANDIN = str(Path(__file__).resolve().parent / "standin_cli_agent.py")
 COMMAND = 'python3 /opt/standin/agent.py "$TERMGYM_INSTRUCTION" --model "$TERMGYM_MODEL" --log /tmp/agent.jsonl'
 
@@ -28,8 +29,8 @@ def _run(tmp_path, task, commands, name, **options):
     with CommandScripted(commands) as server:
         agent_options = {"command": COMMAND, "files": {"/opt/standin/agent.py": STANDIN}, "model": "scripted-1",
                          "base_url": server.base_url, "log_path": "/tmp/agent.jsonl", **options}
-        outcome = evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent="cli", output_dir=tmp_path / name, task_ids=task.task_id, split="all",
-                           progress="off", infra_retries=0, agent_options=agent_options)
+        outcome = evaluate(SWESYNTH, agent="cli", output_dir=tmp_path / name, task_ids=task.task_id, split="all",
+                           progress="off", infra_retries=0, agent_options=agent_options, env_kwargs=TOY)
     episode = json.loads((tmp_path / name / "episodes" / f"{task.task_id}__a0.json").read_text())
     return outcome, server, episode
 

@@ -26,6 +26,7 @@ from termgym.sandbox import make_sandbox  # noqa: E402
 from termgym.sandbox.base import SandboxSpec  # noqa: E402
 
 SWESYNTH = "termgym/SweSynth-v0"
+TOY = {"path": "toy"}  # the toy suite: tasks from the projects written for termgym
 QUIET = {"record_terminal_session": False}  # no asciinema install attempt (no network in the sandbox)
 
 
@@ -36,7 +37,7 @@ def _episode(tmp_path, name, task):
 def _terminus(tmp_path, task, commands, name, backend="local"):
     with TerminusScripted(commands) as server:
         outcome = evaluate(SWESYNTH, agent="harbor", output_dir=tmp_path / name, task_ids=task.task_id,
-                           split="all", progress="off", infra_retries=0, env_kwargs={"backend": backend, "path": "toy"},
+                           split="all", progress="off", infra_retries=0, env_kwargs={**TOY, "backend": backend},
                            agent_options={"harbor_agent": "terminus-2", "model": "scripted-1",
                                           "base_url": server.base_url, "logs_dir": str(tmp_path / "logs"),
                                           "agent_kwargs": QUIET})

@@ -21,6 +21,7 @@ from termgym.cli import main as cli_main  # noqa: E402
 from termgym.evaluation import evaluate  # noqa: E402
 
 SWESYNTH = "termgym/SweSynth-v0"
+TOY = {"path": "toy"}  # the toy suite: tasks from the projects written for termgym
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
@@ -31,8 +32,8 @@ def _outputs(*commands: str) -> list[dict]:
 
 
 def _run(tmp_path, task, outputs, name, **options):
-    return evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent="minisweagent", output_dir=tmp_path / name, task_ids=task.task_id,
-                    split="all", progress="off", record=True,
+    return evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / name, task_ids=task.task_id,
+                    split="all", progress="off", record=True, env_kwargs=TOY,
                     agent_options={"model_class": "deterministic", "model_config": {"outputs": outputs},
                                    **options})
 
@@ -86,7 +87,7 @@ def test_mini_swe_agents_own_step_limit_ends_the_episode_with_a_grade(tmp_path, 
 def test_termgym_step_limit_stops_mini_swe_agent(tmp_path, swesynth_task):
     task = swesynth_task
     outcome = evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "cut", task_ids=task.task_id,
-                       split="all", progress="off", env_kwargs={"max_steps": 2, "path": "toy"},
+                       split="all", progress="off", env_kwargs={**TOY, "max_steps": 2},
                        agent_options={"model_class": "deterministic",
                                       "model_config": {"outputs": _outputs("ls", "ls", "ls", "ls")}})
     episode = _episode(tmp_path, "cut", task)
@@ -123,8 +124,9 @@ def test_bad_options_are_named(options, message):
 
 
 def test_a_bad_model_class_is_an_agent_error_naming_it(tmp_path, swesynth_task):
-    outcome = evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent=MiniSweAgent(model="m", model_class="no.such.ModelQ"),
-                       output_dir=tmp_path / "bad", task_ids=swesynth_task.task_id, split="all", progress="off")
+    outcome = evaluate(SWESYNTH, agent=MiniSweAgent(model="m", model_class="no.such.ModelQ"),
+                       output_dir=tmp_path / "bad", task_ids=swesynth_task.task_id, split="all", progress="off",
+                       env_kwargs=TOY)
     episode = _episode(tmp_path, "bad", swesynth_task)
     assert outcome.summary["agent_errors"] == 1
     assert "cannot build the model" in episode["error"]["message"] and "no.such.ModelQ" in episode["error"]["message"]
@@ -135,8 +137,8 @@ def test_the_episode_timeout_stops_mini_swe_agents_thread(tmp_path, swesynth_tas
 
     # The model "thinks" for 3 s (the deterministic model's /sleep action), past the 1 s episode cap.
     outputs = [make_output("", [{"command": "/sleep 3"}]), *_outputs("ls", "ls")]
-    outcome = evaluate(SWESYNTH, env_kwargs={"path": "toy"}, agent="minisweagent", output_dir=tmp_path / "t", task_ids=swesynth_task.task_id,
-                       split="all", progress="off", episode_timeout=1,
+    outcome = evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "t", task_ids=swesynth_task.task_id,
+                       split="all", progress="off", episode_timeout=1, env_kwargs=TOY,
                        agent_options={"model_class": "deterministic", "model_config": {"outputs": outputs}})
     episode = _episode(tmp_path, "t", swesynth_task)
     assert outcome.summary["agent_errors"] == 1 and episode["end_reason"] == "episode_timeout"
@@ -147,7 +149,7 @@ def test_the_toolcall_protocol_submits_through_mini_swe_agents_own_sentinel(tmp_
     # toolcall has no output sentinel: mini-swe-agent's environment sees it and the adapter submits.
     task = swesynth_task
     evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "tc", task_ids=task.task_id, split="all",
-             progress="off", env_kwargs={"protocol": "toolcall", "path": "toy"},
+             progress="off", env_kwargs={**TOY, "protocol": "toolcall"},
              agent_options={"model_class": "deterministic",
                             "model_config": {"outputs": _outputs(*task.oracle_commands(), SUBMIT)}})
     episode = _episode(tmp_path, "tc", task)
@@ -158,7 +160,7 @@ def test_the_toolcall_protocol_submits_through_mini_swe_agents_own_sentinel(tmp_
 
 def test_the_terminus_protocol_is_refused_with_the_reason(tmp_path, swesynth_task):
     evaluate(SWESYNTH, agent="minisweagent", output_dir=tmp_path / "tm", task_ids=swesynth_task.task_id,
-             split="all", progress="off", env_kwargs={"protocol": "terminus", "path": "toy"},
+             split="all", progress="off", env_kwargs={**TOY, "protocol": "terminus"},
              agent_options={"model_class": "deterministic", "model_config": {"outputs": _outputs("ls")}})
     episode = _episode(tmp_path, "tm", swesynth_task)
     assert episode["status"] == "agent_error" and "not keystrokes" in episode["error"]["message"]

@@ -155,10 +155,10 @@ def test_swesynth_recording_to_sample_to_replay_reproduces_the_grade(tmp_path):
     import termgym  # noqa: F401
 
     env_id = "termgym/SweSynth-v0"
-    task_id = gym.make(env_id).unwrapped.suite.task_ids()[1]
+    task_id = gym.make(env_id, path="toy").unwrapped.suite.task_ids()[1]
     look = "THOUGHT: look\n\n```bash\nls && git status --short\n```"
     quit_ = "THOUGHT: submit\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
-    records = record(env_id, tmp_path / "ss.jsonl", [(task_id, "oracle"), (task_id, [look, quit_])])
+    records = record(env_id, tmp_path / "ss.jsonl", [(task_id, "oracle"), (task_id, [look, quit_])], path="toy")
     assert records[0]["grade"]["all_passed"] and not records[1]["grade"]["all_passed"]
     assert records[1]["grade"]["all_result"] != records[0]["grade"]["all_result"]
     path = tmp_path / "samples.jsonl"
@@ -167,6 +167,6 @@ def test_swesynth_recording_to_sample_to_replay_reproduces_the_grade(tmp_path):
     assert [s.all_result for s in samples] == [r["grade"]["all_result"] for r in records]
     assert samples[0].bug_types == records[0]["task"]["metadata"]["bug_types"]
     for sample, rec in zip(samples, records):
-        result = replay_episode(gym.make(env_id), sample)
+        result = replay_episode(gym.make(env_id, path="toy"), sample)
         assert grades_match(result.grade, rec["grade"]), (result.grade, rec["grade"])
         assert result.grade["failed_tests"] == rec["grade"]["failed_tests"]

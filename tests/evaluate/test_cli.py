@@ -101,11 +101,11 @@ def test_a_suite_that_cannot_load_is_a_clear_error(tmp_path):
 @pytest.mark.slow
 def test_swesynth_oracle_solves_its_tasks(tmp_path):
     try:
-        ids = list_task_ids(gym.spec("termgym/SweSynth-v0"), {}, None)
+        ids = list_task_ids(gym.spec("termgym/SweSynth-v0"), {"path": "toy"}, None)
     except ValueError as exc:
         pytest.skip(f"the bundled SWE-SYNTH tasks are not available: {exc}")
     outcome = evaluate("swe-synth", agent="oracle", output_dir=tmp_path / "run", limit=2,
-                       concurrency=2, progress=False)
+                       concurrency=2, progress=False, env_kwargs={"path": "toy"})
     assert len(outcome.results) == min(2, len(ids))
     for result in outcome.results:
         assert result.status == "completed" and result.passed, result.grade

@@ -212,7 +212,7 @@ def test_core_wheel_imports_every_module_and_runs_an_episode(core_venv, tmp_path
     listing = _run([str(termgym), "list"], cwd=tmp_path).stdout
     assert "termgym/SweSynth-v0" in listing
     _run([str(termgym), "eval", "termgym/SweSynth-v0", "--agent", "oracle", "--split", "test", "--limit", "1",
-          "-o", str(tmp_path / "run")], cwd=tmp_path)
+          "--env-arg", "path=toy", "-o", str(tmp_path / "run")], cwd=tmp_path)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["episodes"] == 1 and summary["solved"] == 1, summary
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from termgym.tasks.swesynth.bugs.callgraph import ModuleMap, RepoIndex, module_name, module_stem
-from tests.swesynth_bugs.conftest import SOURCES, TESTS
+from tests.swesynth_bugs.shop import SOURCES, TESTS
 
 
 def test_module_names_and_stems():

@@ -30,7 +30,7 @@ from termgym.tasks.swesynth.inject import (
 )
 from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.validate import list_source_files
-from tests.swesynth_bugs.conftest import SOURCES, TESTS
+from tests.swesynth_bugs.shop import SOURCES, TESTS
 
 TOY = Path(__file__).resolve().parents[2] / "termgym_data" / "swesynth" / "toy"
 COORDINATED = [t for t in REPO_FINDERS if t.startswith("coordinated-")]
@@ -117,6 +117,15 @@ def test_cross_module_helper_mutates_only_functions_other_modules_call():
     assert {m.function for m in found} <= {"split_pair", "discount", "summary", "parse_price", "count_words"}
 
 
+def test_cross_module_helper_prefers_modules_no_test_file_is_named_after():
+    files = {**SOURCES,
+             "shop/rounding.py": "def to_cents(value, places=2):\n    return round(value * 100) / 100 if places else value\n",
+             "shop/till.py": "from .rounding import to_cents\n\n\ndef change(paid, price):\n"
+                             "    return to_cents(paid - price)\n"}
+    found = find_cross_module_helper(RepoIndex(files, TESTS), FINDERS, min_hidden=0)
+    assert found and {m.function for m in found} == {"to_cents"}
+
+
 @pytest.mark.parametrize("bug_type", list(FLOW_FINDERS))
 def test_value_flow_operators_find_sites_in_real_code(bug_type):
     files = {**toy_files("ledgerly"), **toy_files("textkit")}
@@ -172,7 +181,7 @@ def test_toy_projects_offer_every_kind_of_harder_bug():
         files = toy_files(project)
         counts.update(u[0].bug_type for u in units(find_bugs(files, HARD_TYPES, strict=False)))
     for t in (*FLOW_FINDERS, "cross-module-helper", "coordinated-param-swap", "coordinated-default",
-              "coordinated-constant"):
+              "coordinated-constant", "coordinated-attribute-rename"):
         assert counts[t] >= 1, (t, counts)
 
 

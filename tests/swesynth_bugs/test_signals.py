@@ -22,7 +22,7 @@ from termgym.tasks.swesynth.bugs.source import units
 from termgym.tasks.swesynth.inject import find_bugs, mutate_files
 from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.validate import run_tests
-from tests.swesynth_bugs.conftest import SOURCES, TEST_COMMAND, TESTS
+from tests.swesynth_bugs.shop import SOURCES, TEST_COMMAND, TESTS
 
 
 def run_bug(shop, tmp_path, mutated: dict[str, str]):

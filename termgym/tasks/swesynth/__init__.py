@@ -16,26 +16,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from termgym.tasks.swesynth.records import TaskRecord, read_task, write_task
-from termgym.tasks.swesynth.suite import BUNDLED_DIR, REFUSAL, SUITE_DIR, SweSynthSuite, SweSynthTask
-
-#: Suites known by name: ``default_suite("toy")`` / ``gym.make("termgym/SweSynth-v0", path="toy")``.
-NAMED_SUITES: dict[str, Path] = {"toy": BUNDLED_DIR, "projects": SUITE_DIR}
+from termgym.tasks.swesynth.suite import (
+    BUNDLED_DIR,
+    NAMED_SUITES,
+    REFUSAL,
+    SUITE_DIR,
+    TOY_DIR,
+    SweSynthSuite,
+    SweSynthTask,
+)
 
 
 def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
     """The suite behind ``termgym/SweSynth-v0``.
 
     Without ``path``: the real-project suite (``termgym_data/swesynth/suite``) when it is bundled,
-    else the toy suite. ``path`` is a suite name (``"toy"``: the three small projects written for
-    termgym, fast for tests; ``"projects"``: the real-project suite) or a suite directory, task
-    folder or records file. ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``,
-    ``difficulty``, ``cache_dir``, ``grade_timeout``)."""
+    else the toy suite. ``path`` is a suite name (:data:`NAMED_SUITES`: ``"toy"``, the three small
+    projects written for termgym, fast for tests — ``gym.make("termgym/SweSynth-v0", path="toy")``;
+    ``"projects"``, the real-project suite) or a suite directory, task folder or records file.
+    ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``, ``difficulty``,
+    ``cache_dir``, ``grade_timeout``)."""
     if path is None:
-        path = SUITE_DIR if (SUITE_DIR / "suite.json").is_file() else BUNDLED_DIR
-    elif isinstance(path, str) and path in NAMED_SUITES:
-        path = NAMED_SUITES[path]
+        path = SUITE_DIR if (SUITE_DIR / "suite.json").is_file() else TOY_DIR
     return SweSynthSuite(path, **options)
 
 
-__all__ = ["BUNDLED_DIR", "NAMED_SUITES", "REFUSAL", "SUITE_DIR", "SweSynthSuite", "SweSynthTask", "TaskRecord", "default_suite", "read_task",
+__all__ = ["BUNDLED_DIR", "NAMED_SUITES", "REFUSAL", "SUITE_DIR", "TOY_DIR", "SweSynthSuite", "SweSynthTask",
+           "TaskRecord", "default_suite", "read_task",
            "write_task"]

@@ -138,6 +138,8 @@ def _install():
     workdir = config["workdir"].rstrip("/") + "/"
     source_dirs = [workdir + d.strip("/") + "/" for d in config["source_dirs"] if d.strip("/")]
     protected = tuple(p.rstrip("/") for p in config["protected"])
+    # read-only installed test dependencies (a project's provisioned test environment): like site-packages
+    trusted_dirs = tuple(_norm(p).rstrip("/") + "/" for p in config.get("trusted_dirs") or ())
     stdlib = _norm(sysconfig.get_paths()["stdlib"]).rstrip("/") + "/"
     toolchain_dirs = tuple(_norm(os.path.dirname(os.path.dirname(m.__file__))) + "/" + n + "/"
                            for m, n in ((pytest, "pytest"), (_pytest.main, "_pytest"), (pluggy, "pluggy")))
@@ -170,7 +172,8 @@ def _install():
         write(fd, (body + "\t" + mac + "\n").encode())
 
     def classify(filename):
-        """'project', 'stdlib', 'toolchain' or 'trusted' (tests, conftest, the plugin)."""
+        """'project', 'stdlib', 'toolchain', 'trusted' (tests, conftest, the plugin) or 'library' (a
+        read-only test dependency: judged by who calls it, like the tool chain)."""
         filename = _norm(filename)
         if filename.startswith("<frozen "):
             return "stdlib"
@@ -192,6 +195,8 @@ def _install():
             return "trusted"
         if filename.startswith("/usr/"):
             return "stdlib" if "/python3" in filename and "-packages/" not in filename else "trusted"
+        if trusted_dirs and filename.startswith(trusted_dirs):
+            return "library"
         return "project"  # /tmp and the like: written at run time
 
     def _module_key(frame):
@@ -368,7 +373,7 @@ def _install():
             module = getattr(item, "module", None)
             path = str(getattr(item, "path", getattr(item, "fspath", "")))
             code = getattr(obj, "__code__", None)
-            if code is not None and classify(code.co_filename) not in ("trusted", "toolchain"):
+            if code is not None and classify(code.co_filename) not in ("trusted", "toolchain", "library"):
                 return f"{item.nodeid}: its function was not defined with the tests"
             if code is not None and not defined_as(obj, getattr(item, "originalname", None), _norm(path)):
                 # A test's name rebound to another test's function (same fixtures, one that passes)
@@ -492,8 +497,9 @@ def _install():
                     return
             elif event.startswith("marshal.") and frame.f_code.co_name == "_compile_bytecode" \
                     and classify(frame.f_code.co_filename) == "stdlib" \
-                    and _norm(str(frame.f_locals.get("bytecode_path") or "")).startswith(("/usr/", stdlib)):
-                return  # the import system loading a cached module of the read-only system
+                    and _norm(str(frame.f_locals.get("bytecode_path") or "")).startswith(("/usr/", stdlib,
+                                                                                            *trusted_dirs)):
+                return  # the import system loading a cached module of the read-only system or test env
             elif not owner_is_untrusted(frame, private_use_ok=event in _PRIVATE_USE):
                 return
             state["denied"] += 1

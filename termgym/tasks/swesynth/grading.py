@@ -34,6 +34,7 @@ import os
 import secrets
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -205,8 +206,15 @@ def _lock_tree(host_root: Path, paths: list[str]) -> None:
         os.chmod(top, os.stat(top).st_mode & 0o555)
 
 
-def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list[str], timeout: float) -> GradeRun:
-    """Run ``test_command`` in ``sandbox`` (already holding the tree to grade) under the grader's plugin."""
+def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list[str], timeout: float, *,
+                     python_path: Sequence[str] = (), trusted_dirs: Sequence[str] = ()) -> GradeRun:
+    """Run ``test_command`` in ``sandbox`` (already holding the tree to grade) under the grader's plugin.
+
+    ``python_path`` (sandbox paths) follows the plugin's directory on ``PYTHONPATH``: a project's
+    ``src/`` and its read-only test environment (:mod:`termgym.tasks.swesynth.projects`).
+    ``trusted_dirs`` are read-only directories of installed test dependencies, which the plugin
+    judges like the system's site-packages rather than like the project's code.
+    """
     token = secrets.token_hex(16)
     key = secrets.token_bytes(32)
     grader_dir = f"/tmp/.tg-{token}"
@@ -219,7 +227,7 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
     sandbox.write_file(log, b"", mode=0o666)
     sandbox.write_file(keyfile, json.dumps({
         "key": key.hex(), "events": events_path, "workdir": workdir, "source_dirs": list(source_dirs),
-        "protected": [grader_dir, os.path.dirname(keyfile)],
+        "protected": [grader_dir, os.path.dirname(keyfile)], "trusted_dirs": list(trusted_dirs),
     }), mode=0o600)
     host_root = getattr(sandbox, "root", None)
     if host_root is not None:  # local backend: a read-only tree the capability-less root cannot change
@@ -227,7 +235,7 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
         for writable in (events_path, log):  # appendable; forged event lines fail their MAC
             os.chmod(Path(host_root) / writable.lstrip("/"), 0o666)
     env = (f"env -u PYTHONSTARTUP -u PYTHONPATH -u PYTEST_ADDOPTS -u PYTEST_PLUGINS -u PYTHONHOME "
-           f"PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0 PYTHONPATH={shlex.quote(grader_dir)} "
+           f"PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0 PYTHONPATH={shlex.quote(':'.join([grader_dir, *python_path]))} "
            f"TERMGYM_GRADER_KEYFILE={shlex.quote(keyfile)}")
     command = (f"cd {shlex.quote(workdir)} && {env} {test_command} -p {module} -p no:cacheprovider -p no:randomly "
                f"-o console_output_style=classic 2>&1 | tail -c {LOG_BYTES} > {log}; (exit ${{PIPESTATUS[0]}})")

@@ -9,6 +9,11 @@ parse and to change the AST before it is offered.
 Finders only look inside function bodies (and at parameter defaults for ``wrong-default``): code
 there runs when tests call it, while module-level edits tend to break imports wholesale.
 
+This module holds the classic single-edit finders, the registry of every procedural bug type
+(:data:`FINDERS` per module, :data:`REPO_FINDERS` over the whole repository) and the planner. The
+harder operators live in :mod:`termgym.tasks.swesynth.bugs` (value flow, coordinated 2-3-edit bugs,
+cross-module helpers), as do the difficulty signals.
+
 Choosing among candidates is the caller's job (:func:`plan_attempts` does it deterministically from
 a seed); validation decides which candidates become tasks.
 """
@@ -22,11 +27,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# The mutation machinery lives in bugs.source; its names stay importable from here.
 from termgym.tasks.swesynth.bugs.callgraph import RepoIndex
 from termgym.tasks.swesynth.bugs.coordinated import REPO_DESCRIPTIONS, find_cross_module_helper
 from termgym.tasks.swesynth.bugs.coordinated import REPO_FINDERS as _COORDINATED
 from termgym.tasks.swesynth.bugs.flow import FLOW_DESCRIPTIONS, FLOW_FINDERS
+
+# The mutation machinery lives in bugs.source; its names stay importable from here.
 from termgym.tasks.swesynth.bugs.source import (  # noqa: F401  (re-exported for callers of inject)
     _ATOMIC,
     _BINOP_SYMBOLS,

@@ -11,7 +11,10 @@ A suite directory holds ``suite.json`` (name, repositories, splits) and one fold
 ``bug.bug_types``, ``bug.problem_statement``, ``bug.target_tests``, ``original.all_tests``,
 ``fix_patch``), plus how to run the tests. A record either names a clean repository on the host
 (``repo_dir``, or ``suite.json``'s ``repos`` entry) or a Docker ``image`` that contains it at
-``workdir`` (the bug patch is then applied when the sandbox starts).
+``workdir`` (the bug patch is then applied when the sandbox starts). A ``repos`` entry (or the
+record) may name a bundled ``project`` instead of a path: its clean tree and test settings come from
+:mod:`termgym.tasks.swesynth.projects`, and its tests run with the project's provisioned test
+environment.
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ class TaskRecord:
     test_timeout: float = 300.0
     mutations: list[dict[str, Any]] = field(default_factory=list)
     generator: dict[str, Any] = field(default_factory=dict)
+    #: The bundled project (:mod:`termgym.tasks.swesynth.projects`) the repository is, when it is one:
+    #: its clean tree comes from the project's sdist and its tests run with the project's
+    #: provisioned test environment.
+    project: str | None = None
     #: Where generation proved the task (oracle 1, unfixed 0): backend, interpreter and pytest
     #: versions, the runtime version when the sandbox has one. Empty for tasks not checked there.
     validation: dict[str, Any] = field(default_factory=dict)
@@ -85,6 +92,8 @@ class TaskRecord:
             out["signals"] = self.signals
         if self.difficulty:
             out["difficulty"] = self.difficulty
+        if self.project:
+            out["project"] = self.project
         if self.image:
             out["image"] = self.image
         if repo_dir is not None:
@@ -118,6 +127,15 @@ class TaskRecord:
 
         fix = data.get("fix_patch") or (data.get("fix") or {}).get("patch") or bug.get("fix_patch")
         image = data.get("image") or data.get("docker_image") or data.get("image_name")
+        project = data.get("project") or repo_info.get("project")
+        project_info: dict[str, Any] = {}
+        if project:
+            from termgym.tasks.swesynth.projects import ProjectError, get_project
+            try:
+                project_info = get_project(str(project)).repos_entry()
+            except ProjectError as exc:
+                raise RecordError(f"{where}: {exc}") from None
+            repo_info = {**project_info, **repo_info}
         resolved = None
         for candidate, base in ((repo_info.get("path"), repos_base), (data.get("repo_dir"), base_dir)):
             if candidate:
@@ -125,6 +143,9 @@ class TaskRecord:
                 if not resolved.is_absolute():
                     resolved = ((base or Path.cwd()) / resolved).resolve()
                 break
+        if resolved is None and project and not image:
+            from termgym.tasks.swesynth.projects import project_tree
+            resolved = project_tree(str(project))
         if resolved is None and not image:
             raise RecordError(f"{where}: needs 'repo_dir' (a clean repository on the host), a 'repos' "
                               f"entry for {repo!r} in suite.json, or a Docker 'image'")
@@ -151,6 +172,7 @@ class TaskRecord:
             validation=dict(data.get("validation") or {}),
             signals=dict(data.get("signals") or {}),
             difficulty=data.get("difficulty") or None,
+            project=str(project) if project else None,
         )
         if not record.workdir.startswith("/"):
             raise RecordError(f"{where}: 'workdir' must be an absolute path, got {record.workdir!r}")

@@ -37,6 +37,7 @@ from termgym.tasks.swesynth.grading import (
     refused_paths,
     run_graded_tests,
 )
+from termgym.tasks.swesynth.projects import SandboxParts, project_sandbox_spec_parts
 from termgym.tasks.swesynth.records import RecordError, TaskRecord, read_records_file, read_task
 from termgym.tasks.swesynth.store import read_compact
 from termgym.tasks.swesynth.validate import copy_tree, is_source_path
@@ -186,8 +187,10 @@ class SweSynthTask(Task):
         record = self.record
         if record.repo_dir is not None:
             tree = prepare_workspace(record, self.cache_dir)
+            parts = self.test_env_parts()
             return SandboxSpec(workdir=record.workdir, image=record.image, copy_dirs={str(tree): record.workdir},
-                               env=dict(SANDBOX_ENV))
+                               env={**SANDBOX_ENV, **(parts.env if parts else {})},
+                               ro_binds=dict(parts.ro_binds) if parts else {})
         wd = shlex.quote(record.workdir)
         date = f"GIT_AUTHOR_DATE='{GIT_DATE}' GIT_COMMITTER_DATE='{GIT_DATE}'"
         ident = "-c user.name=termgym -c user.email=termgym@localhost -c commit.gpgsign=false"
@@ -201,6 +204,16 @@ class SweSynthTask(Task):
                 f"find {wd} -exec touch -h -d @{NORMALISED_MTIME} {{}} +",
             ],
         )
+
+    def test_env_parts(self) -> SandboxParts | None:
+        """The read-only test environment of the record's bundled project (``None`` for other repositories).
+
+        Raises :class:`~termgym.tasks.swesynth.projects.TestEnvMissing`, naming the command that
+        provisions it, when this machine does not have it.
+        """
+        if not self.record.project:
+            return None
+        return project_sandbox_spec_parts(self.record.project, self.record.workdir)
 
     def check_command(self, command: str) -> str | None:
         return REFUSAL if _FORBIDDEN.search(command) else None
@@ -267,14 +280,17 @@ class SweSynthTask(Task):
             if applied.exit_code != 0:
                 raise ValueError(f"the agent's changes do not apply to a fresh copy: {applied.output.strip()[-300:]}")
             sandbox.exec("rm -f /tmp/.termgym-grade.patch", timeout=30)
-        run = run_graded_tests(sandbox, record.test_command, self.workdir, self.source_dirs, self.grade_timeout)
+        parts = self.test_env_parts()
+        paths = {"python_path": parts.python_path, "trusted_dirs": parts.trusted_dirs} if parts else {}
+        run = run_graded_tests(sandbox, record.test_command, self.workdir, self.source_dirs, self.grade_timeout,
+                               **paths)
         infra = cannot_start_reason(run, record.test_command)
         if infra is None and not run.ran and not run.timed_out and not run.tamper:
             # The session stopped before it ran the tests: the agent's change (an import error is a
             # legitimate 0), or a sandbox that cannot run this suite at all (an infrastructure error).
             pristine = run if not patch.strip() else run_graded_tests(
                 new_sandbox(self.sandbox_spec()), record.test_command, self.workdir, self.source_dirs,
-                self.grade_timeout)
+                self.grade_timeout, **paths)
             if not pristine.ran:
                 infra = (f"the tests do not run on the unmodified repository in this sandbox (pytest exit "
                          f"{pristine.exit_code}); a test dependency may be missing: "
@@ -410,15 +426,21 @@ def _difficulties(value: str | Sequence[str] | None) -> set[str] | None:
 
 #: The toy suite (task folders from the small projects written for termgym).
 BUNDLED_DIR = SWESYNTH_DIR / "tasks"
+#: The toy suite: tasks from the small projects written for termgym (ledgerly, planwise, textkit).
+TOY_DIR = SWESYNTH_DIR / "tasks"
 #: The real-project suite (compact storage), the default of ``termgym/SweSynth-v0`` once bundled.
 SUITE_DIR = SWESYNTH_DIR / "suite"
+#: Suites known by name: ``SweSynthSuite("toy")``, ``gym.make("termgym/SweSynth-v0", path="toy")``,
+#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``; ``"projects"`` is the real-project suite.
+#: A folder of that name is ``./toy``.
+NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR}
 
 
 class SweSynthSuite(TaskSuite):
     """SWE-SYNTH tasks from a suite directory, a folder of task folders, or a records file.
 
-    ``source`` is a directory with ``suite.json`` (what ``termgym swesynth generate`` writes and
-    what ships in the package), a directory of task folders, a single task folder, or a
+    ``source`` is a suite name (:data:`NAMED_SUITES`: ``"toy"``), a directory with ``suite.json``
+    (what ``termgym swesynth generate`` writes and what ships in the package), a directory of task folders, a single task folder, or a
     ``.json``/``.jsonl`` file of records in the public shape (for example records pointing at
     Docker images). ``bug_types``, ``repos`` and ``difficulty`` (``easy``/``medium``/``hard``, or a
     list of them, from each record's ``difficulty``) keep only matching tasks. A suite directory in
@@ -440,6 +462,8 @@ class SweSynthSuite(TaskSuite):
         self.generation: dict[str, Any] = {}
         if source is None:
             source = BUNDLED_DIR
+        if isinstance(source, str) and source in NAMED_SUITES:
+            source = NAMED_SUITES[source]
         if isinstance(source, (str, Path)):
             self._load_path(Path(source))
             self.name = name or self._name

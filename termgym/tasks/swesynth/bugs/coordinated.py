@@ -17,8 +17,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
+from pathlib import Path
 
-from termgym.tasks.swesynth.bugs.callgraph import CallSite, Definition, RepoIndex, module_name
+from termgym.tasks.swesynth.bugs.callgraph import CallSite, Definition, RepoIndex, module_name, module_stem
 from termgym.tasks.swesynth.bugs.source import Mutation, Site, _Builder, _constant_replacement
 
 #: At most this many users are updated along with the definition (a bug has 2-3 edits in all).
@@ -400,8 +401,14 @@ def find_attribute_rename(repo: RepoIndex) -> list[Mutation]:
                 if not new or new in names or not new.isidentifier():
                     continue
                 group = _Group(repo, "coordinated-attribute-rename", _group("attribute", f"{path}:{cls.name}", attr))
-                readers = sorted(loads[attr], key=lambda u: (u[0].lineno, u[0].col_offset))
-                for node, qual in [stores[attr][0], readers[0]]:
+                store = stores[attr][0]
+                # The reader that follows lives in another method when one exists: a reader on the
+                # next line would make one visible change, not two.
+                readers = sorted(loads[attr], key=lambda u: (u[1] == store[1], abs(u[0].lineno - store[0].lineno) <= 1,
+                                                             u[0].lineno, u[0].col_offset))
+                if abs(readers[0][0].lineno - store[0].lineno) <= 1:
+                    continue
+                for node, qual in [store, readers[0]]:
                     end = index.src.span(node)[1]
                     start = end - len(attr)
                     if index.src.text[start:end] != attr:
@@ -420,7 +427,7 @@ CROSS_MODULE_BASE_TYPES: tuple[str, ...] = (
 )
 
 
-#: Below this many candidates in helpers the tests never name, helpers they do name join in.
+#: Below this many candidates among the most hidden helpers, less hidden ones join in.
 MIN_HIDDEN_CANDIDATES = 20
 
 
@@ -428,15 +435,24 @@ def find_cross_module_helper(repo: RepoIndex, finders: dict[str, Callable],
                              min_hidden: int = MIN_HIDDEN_CANDIDATES) -> list[Mutation]:
     """Value bugs inside functions that other modules of the repository call.
 
-    Helpers the tests never call by name come first: a bug there can only surface through a caller
-    in another module. A library whose tests name every function would offer (almost) none, so
-    below ``min_hidden`` candidates the other cross-module helpers are added too (after them).
+    Helpers are taken in rounds, most hidden first, until ``min_hidden`` candidates are found:
+    (1) helpers no test names, in modules no test file is named after (a failure can only surface
+    through a caller's test); (2) helpers no test names, or in such modules; (3) every other
+    cross-module helper. Without test texts every helper is in round (1).
     """
     every = list(repo.cross_module_helpers())
-    hidden = [(d, users) for d, users in every if not repo.named_in_tests(d.name)]
-    out = _helper_mutations(repo, finders, hidden)
-    if len(out) < min_hidden:
-        out += _helper_mutations(repo, finders, [(d, u) for d, u in every if (d, u) not in hidden])
+    test_names = [Path(t).name.lower() for t in repo.test_texts]
+
+    def hidden_level(definition: Definition) -> int:
+        stem = module_stem(definition.path).lower()
+        named_module = any(stem in name for name in test_names)
+        return int(bool(repo.named_in_tests(definition.name))) + int(named_module)
+
+    out: list[Mutation] = []
+    for level in range(3):
+        out += _helper_mutations(repo, finders, [(d, u) for d, u in every if hidden_level(d) == level])
+        if out and len(out) >= min_hidden:
+            break
     return out
 
 
