@@ -104,7 +104,10 @@ def task_signals(*, bug_patch: str, target_tests: Sequence[str], messages: dict[
     if provided is not None:
         signals, _tier, module_map_class = provided
         modules = _module_map(Path(repo), module_map_class) if repo is not None else None
-        base.update(signals(bug_patch, list(target_tests), messages, repo=repo, modules=modules))
+        try:
+            base.update(signals(bug_patch, list(target_tests), messages, repo=repo, modules=modules))
+        except ValueError as exc:  # SignalError: e.g. a failing doctest file (.md) that is not Python
+            base["signals_note"] = f"bug operators' signals unavailable: {exc}"[:200]
     return base
 
 

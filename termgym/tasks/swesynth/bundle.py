@@ -255,7 +255,8 @@ def summary_markdown(out: str | Path) -> str:
     share = named_share(out)
     split_sizes = {k: len(v) for k, v in (index.get("splits") or {}).items()}
     lines = [
-        f"Suite `{index.get('name')}`: **{total} validated tasks** from **{len(ok)} projects**; splits "
+        f"Suite `{index.get('name')}`: **{total} validated tasks** from **{sum(1 for r in ok if r['tasks'])} "
+        f"projects** ({len(rows)} tried); splits "
         + ", ".join(f"`{k}` {v}" for k, v in sorted(split_sizes.items()))
         + f"; held-out (`test`) projects: {', '.join(index.get('held_out_projects') or []) or 'none'}.",
         f"Tasks whose failing test file is named after the buggy module: {share['named']}/{share['tasks']} "
