@@ -343,13 +343,13 @@ class Context:
 def generate_corpus_tasks(project: str, out: Path, *, n: int, seed: int, bug_types=None, workers: int = 2,
                           max_attempts: int | None = None):
     """Run the SWE-SYNTH generator on a bundled corpus project (as ``termgym swesynth bundle`` does)."""
-    from termgym.tasks.swesynth.bundle import corpus_projects, host_test_command
+    from termgym.tasks.swesynth.bundle import corpus_projects
     from termgym.tasks.swesynth.generate import generate
 
     info = corpus_projects()[project]
-    return generate(info["path"], host_test_command(info["test_command"]), n=n, seed=seed, out=out, name=project,
+    return generate(info["path"], info["test_command"], n=n, seed=seed, out=out, name=project,
                     workers=workers, source_dirs=info["source_dirs"], test_dirs=info["test_dirs"],
-                    sandbox_test_command=info["test_command"], bug_types=bug_types, max_attempts=max_attempts)
+                    bug_types=bug_types, max_attempts=max_attempts)
 
 
 @contextlib.contextmanager

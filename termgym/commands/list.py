@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     for env_id in termgym_env_ids():
         kwargs = dict(gym.registry[env_id].kwargs)
         suite_ref = kwargs.pop("suite")
-        name, count, splits = str(suite_ref).rsplit(":", 1)[-1], "-", ""
+        name, count, splits, projects = str(suite_ref).rsplit(":", 1)[-1], "-", "", ""
         if not args.no_counts:
             try:
                 kwargs.pop("render_mode", None)  # the one TerminalEnv argument that is neither
@@ -31,8 +31,14 @@ def run(args: argparse.Namespace) -> int:
                 split_names = list(suite.splits())
                 splits = ", ".join(f"{s}={len(suite.task_ids(s))}" for s in split_names)
                 count = str(sum(len(suite.task_ids(s)) for s in split_names))
+                if callable(getattr(suite, "projects", None)):  # suites made from several projects
+                    per_project = suite.projects()
+                    projects = f"{len(per_project)} projects: " + ", ".join(
+                        f"{p} {n}" for p, n in sorted(per_project.items()))
             except Exception as exc:  # a suite that cannot load here is reported, not fatal
                 splits = f"unavailable: {type(exc).__name__}: {exc}"[:100]
         print(f"{env_id:28} {name:20} {count:>8}  {splits}")
+        if projects:
+            print(f"{'':28} {'':20} {'':>8}  {projects}")
     return 0
 

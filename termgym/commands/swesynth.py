@@ -16,8 +16,8 @@ def register(subparsers) -> None:
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
     gen = sub.add_parser("generate", help="inject and validate bugs in a Python repository")
-    gen.add_argument("--repo", required=True, help="a local directory or a git URL")
-    gen.add_argument("--test-cmd", required=True,
+    gen.add_argument("--repo", default=None, help="a local directory or a git URL (required without --project)")
+    gen.add_argument("--test-cmd", default=None,
                      help="pytest command run from the repository root, e.g. 'python -m pytest -q tests'")
     gen.add_argument("--sandbox-test-cmd", default=None,
                      help="the command graders run in the sandbox (default: --test-cmd)")
@@ -36,7 +36,12 @@ def register(subparsers) -> None:
     gen.add_argument("--no-sandbox-check", action="store_true",
                      help="skip grading each task's oracle (must score 1) and the unfixed repository (must score 0) "
                           "in the sandbox it will run in")
-    gen.add_argument("--backend", default="local", help="sandbox backend for that check (local or docker)")
+    gen.add_argument("--backend", default="local", help="sandbox backend for screening and that check (local or docker)")
+    gen.add_argument("--storage", choices=("folders", "compact"), default="folders",
+                     help="one folder per task, or one JSONL of records per project plus its baseline")
+    gen.add_argument("--project", default=None,
+                     help="a bundled project: its tree, test command and test environment (--repo/--test-cmd "
+                          "then default to the project's)")
     gen.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM breaker/writer")
     gen.add_argument("--llm-model", default=None)
     gen.add_argument("--llm-writer", action="store_true", help="let the model write the bug reports too")
@@ -45,16 +50,32 @@ def register(subparsers) -> None:
     show = sub.add_parser("show", help="print one task: a bundled task id or a task folder")
     show.add_argument("task", help="task id of the bundled suite, or a path to a task folder / task.json")
     show.add_argument("--json", action="store_true", help="print the raw record")
-    show.add_argument("--suite", default=None, help="suite directory to look the id up in (default: bundled)")
+    show.add_argument("--suite", default=None,
+                      help="suite to look the id up in: a directory or a name (toy, projects; default: the default suite)")
     show.set_defaults(func=cmd_show)
 
-    bundle = sub.add_parser("bundle", help="regenerate the bundled default suite from the corpus")
-    bundle.add_argument("--per-project", type=int, default=None)
+    bundle = sub.add_parser("bundle", help="regenerate a bundled suite: the real-project suite (default) or --toy")
+    bundle.add_argument("--toy", action="store_true", help="rebuild the toy suite from the toy projects instead")
+    bundle.add_argument("--per-project", type=int, default=None, help="tasks wanted per project")
     bundle.add_argument("--seed", type=int, default=None)
-    bundle.add_argument("--workers", "-j", type=int, default=2)
-    bundle.add_argument("--project", action="append", default=None, help="only these corpus projects")
-    bundle.add_argument("--out", default=None, help="write elsewhere than the package's tasks/ folder")
+    bundle.add_argument("--workers", "-j", type=int, default=2,
+                        help="projects generated at once (real suite) or parallel test runs (toy)")
+    bundle.add_argument("--project", action="append", default=None, help="only these projects")
+    bundle.add_argument("--held-out", action="append", default=None,
+                        help="projects whose tasks form the 'test' split (default: a fixed hash pick of 1/4)")
+    bundle.add_argument("--time-budget", type=float, default=None, help="seconds per project; keeps what validated")
+    bundle.add_argument("--deadline", type=float, default=None,
+                        help="seconds for the whole build: each project gets an equal share of the time left")
+    bundle.add_argument("--stall-limit", type=int, default=60,
+                        help="stop a project after this many candidates in a row without a task")
+    bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
+    bundle.add_argument("--out", default=None, help="write elsewhere than the package's suite folder")
+    bundle.add_argument("--docs", default=None, help="also rewrite the summary table in this Markdown file")
     bundle.set_defaults(func=cmd_bundle)
+
+    summary = sub.add_parser("summary", help="print the generation summary of a compact suite")
+    summary.add_argument("suite", nargs="?", default=None, help="suite directory (default: the bundled one)")
+    summary.set_defaults(func=cmd_summary)
 
     prov = sub.add_parser("provision", help="build the test environments of the bundled real projects "
                                             "(needs the package index once; tasks then run offline)")
@@ -119,19 +140,39 @@ def cmd_generate(args: argparse.Namespace) -> int:
         breaker = LLMBreaker(client)
         writer = client if args.llm_writer else None
     bar = ProgressBar()
+    extra = {}
+    repo, test_cmd, source_dirs, test_dirs = args.repo, args.test_cmd, args.source_dir, args.test_dir
     try:
-        result = generate(args.repo, args.test_cmd, n=args.n, seed=args.seed, out=args.out, name=args.name,
+        if args.project:
+            from termgym.tasks.swesynth.projects import get_project, project_tree
+            from termgym.tasks.swesynth.screen import ProjectEnv
+
+            project = get_project(args.project)
+            repo = repo or project_tree(project.name)
+            test_cmd = test_cmd or project.test_command
+            source_dirs = source_dirs or list(project.source_dirs)
+            test_dirs = test_dirs or list(project.test_dirs)
+            extra = {"project": project.name, "project_env": ProjectEnv.for_project(project.name, args.backend),
+                     "exclude_tests": [d.test for d in project.deselect]}
+        elif not (repo and test_cmd):
+            print("error: --repo and --test-cmd are required (or name a bundled project with --project)",
+                  file=sys.stderr)
+            return 2
+        result = generate(repo, test_cmd, n=args.n, seed=args.seed, out=args.out, name=args.name or args.project,
                           bug_types=args.bug_types, max_bugs=args.max_bugs, workers=args.workers,
-                          max_attempts=args.max_attempts, source_dirs=args.source_dir, test_dirs=args.test_dir,
+                          max_attempts=args.max_attempts, source_dirs=source_dirs, test_dirs=test_dirs,
                           sandbox_test_command=args.sandbox_test_cmd, writer=writer, breaker=breaker,
-                          progress=bar, sandbox_check=not args.no_sandbox_check, backend=args.backend)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+                          progress=bar, sandbox_check=not args.no_sandbox_check, backend=args.backend,
+                          storage=args.storage, **extra)
+    except (ValueError, FileNotFoundError, RuntimeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     stats = result.stats
     print(f"wrote {stats.kept} task(s) to {result.out} — {stats.attempted} attempted, "
           f"yield {100 * stats.yield_rate:.0f}%, {stats.tasks_per_minute:.1f} tasks/min "
           f"({stats.elapsed:.0f} s, {stats.required_tests} required tests)")
+    print(f"candidates: {stats.candidates} found, {stats.attempted} tried, {stats.runs} ran tests "
+          f"({stats.full_runs} full runs, {stats.tests_run} tests), the rest screened out by coverage or refused")
     if stats.rejected:
         print("rejected: " + ", ".join(f"{k} ×{v}" for k, v in sorted(stats.rejected.items())))
     if stats.kept < stats.wanted:
@@ -143,15 +184,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from termgym.tasks.swesynth import default_suite
     from termgym.tasks.swesynth.records import RecordError, read_task
-    from termgym.tasks.swesynth.suite import SweSynthSuite
 
     path = Path(args.task)
     try:
         if path.exists():
             record = read_task(path)
         else:
-            suite = SweSynthSuite(args.suite) if args.suite else SweSynthSuite()
+            suite = default_suite(args.suite)
             record = suite.record(args.task)
     except (KeyError, RecordError, FileNotFoundError) as exc:
         print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
@@ -178,18 +219,50 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     def progress(name, stats):
         bars.setdefault(name, ProgressBar(label=f"{name} "))(stats)
 
-    kwargs = {"workers": args.workers, "projects": args.project, "progress": progress}
+    if args.toy:
+        kwargs = {"workers": args.workers, "projects": args.project, "progress": progress}
+        if args.per_project is not None:
+            kwargs["per_project"] = args.per_project
+        if args.seed is not None:
+            kwargs["seed"] = args.seed
+        if args.out:
+            kwargs["out"] = args.out
+        results = bundle.build_default_suite(**kwargs)
+        for name, result in results.items():
+            s = result.stats
+            print(f"{name}: {s.kept} tasks, {s.attempted} attempted, yield {100 * s.yield_rate:.0f}%, "
+                  f"{s.tasks_per_minute:.1f} tasks/min")
+        return 0
+    kwargs = {"jobs": args.workers, "projects": args.project, "progress": progress, "held_out": args.held_out,
+              "time_budget": args.time_budget, "clean": args.clean, "deadline": args.deadline,
+              "stall_limit": args.stall_limit,
+              "log": lambda line: print(line, file=sys.stderr, flush=True)}
     if args.per_project is not None:
         kwargs["per_project"] = args.per_project
     if args.seed is not None:
         kwargs["seed"] = args.seed
-    if args.out:
-        kwargs["out"] = args.out
-    results = bundle.build_default_suite(**kwargs)
-    for name, result in results.items():
-        s = result.stats
-        print(f"{name}: {s.kept} tasks, {s.attempted} attempted, yield {100 * s.yield_rate:.0f}%, "
-              f"{s.tasks_per_minute:.1f} tasks/min")
+    out = args.out or str(bundle.SUITE_DIR)
+    try:
+        results = bundle.build_suite(out, **kwargs)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 1
+    print(bundle.summary_markdown(out), end="")
+    if args.docs:
+        bundle.write_docs_table(out, args.docs)
+    return 0 if any(not isinstance(r, str) and r.stats.kept for r in results.values()) else 1
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from termgym.tasks.swesynth import bundle
+
+    suite = Path(args.suite) if args.suite else bundle.SUITE_DIR
+    if not (suite / "suite.json").is_file():
+        print(f"error: {suite} holds no suite.json (build one with `termgym swesynth bundle`)", file=sys.stderr)
+        return 1
+    print(bundle.summary_markdown(suite), end="")
     return 0
 
 

@@ -245,7 +245,7 @@ SHELL_TRICKS = {
 
 @pytest.mark.parametrize("attack", sorted(SHELL_TRICKS))
 def test_agent_sandbox_tricks_score_zero(attack, cache):
-    env = TerminalEnv(default_suite(cache_dir=cache))
+    env = TerminalEnv(default_suite("toy", cache_dir=cache))
     try:
         env.reset(options={"task_id": TASK})
         for command in SHELL_TRICKS[attack]:
@@ -418,7 +418,7 @@ ALIAS_ATTACK = """
 
 @pytest.mark.parametrize("with_wrapped", [False, True], ids=["plain", "claims_to_wrap_the_real_test"])
 def test_a_test_name_rebound_to_another_tests_function(cache, with_wrapped):
-    task = default_suite(cache_dir=cache).load(ALIAS_TASK)
+    task = default_suite("toy", cache_dir=cache).load(ALIAS_TASK)
     tree = prepare_workspace(task.record, cache)
     code = ALIAS_ATTACK.replace("WITH_WRAPPED", str(with_wrapped))
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,7 +19,7 @@ TASK = "ledgerly-03e7642999"
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
-    env = TerminalEnv(default_suite(cache_dir=tmp_path_factory.mktemp("cache")))
+    env = TerminalEnv(default_suite("toy", cache_dir=tmp_path_factory.mktemp("cache")))
     try:
         env.reset(options={"task_id": TASK})
         yield env.sandbox

@@ -66,7 +66,7 @@ def assert_forgery_fails(details: dict) -> None:
 
 
 def test_oracle_still_scores_one_and_doing_nothing_zero(cache):
-    env = TerminalEnv(default_suite(cache_dir=cache))
+    env = TerminalEnv(default_suite("toy", cache_dir=cache))
     try:
         env.reset(options={"task_id": TASK})
         for action in oracle_actions(env):
@@ -551,7 +551,7 @@ def test_known_limit_values_that_compare_equal_to_anything(task, buggy_tree, tmp
 
 
 def play(cache, commands: list[str]) -> dict:
-    env = TerminalEnv(default_suite(cache_dir=cache))
+    env = TerminalEnv(default_suite("toy", cache_dir=cache))
     try:
         env.reset(options={"task_id": TASK})
         for command in commands:
@@ -644,7 +644,7 @@ def test_a_smuggled_test_hunk_is_refused(cache):
 
 def test_the_fix_survives_a_killed_shell(cache):
     """Honest work is graded even when the agent's last command killed everything in its sandbox."""
-    env = TerminalEnv(default_suite(cache_dir=cache))
+    env = TerminalEnv(default_suite("toy", cache_dir=cache))
     try:
         env.reset(options={"task_id": TASK})
         for action in oracle_actions(env)[:-1]:

@@ -111,11 +111,14 @@ def test_the_evaluation_harness_counts_a_grade_that_could_not_run_as_infra_error
 def test_generation_rejects_tasks_whose_tests_cannot_run_in_the_sandbox(tmp_path, monkeypatch):
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     # gymnasium is installed for the host's interpreter (termgym needs it), not in the sandbox's.
+    # Generation runs every test in the sandbox, so the project's baseline there says so at once,
+    # instead of making tasks nobody can pass.
     repo = write_repo(tmp_path / "repo", tests="import gymnasium\n" + TESTS)
-    result = generate(repo, "python -m pytest -q tests", n=1, seed=0, out=tmp_path / "out", name="calc",
-                      sandbox_test_command="python3 -m pytest -q tests", max_attempts=3)
-    assert result.stats.kept == 0
-    assert any("cannot run in the local sandbox" in reason for reason in result.stats.rejected), result.stats.rejected
+    with pytest.raises(RuntimeError, match="passed no test in the local sandbox") as info:
+        generate(repo, "python -m pytest -q tests", n=1, seed=0, out=tmp_path / "out", name="calc",
+                 sandbox_test_command="python3 -m pytest -q tests", max_attempts=3)
+    assert "No module named 'gymnasium'" in str(info.value)
+    assert not (tmp_path / "out" / "suite.json").exists()
 
 
 def test_generation_records_where_a_task_was_validated(tmp_path, monkeypatch):

@@ -7,7 +7,8 @@
 * :mod:`.records` — the on-disk task record; :mod:`.suite` — the task and suite classes;
 * :mod:`.breaker`, :mod:`.llm` — the optional LLM breaker and report writer.
 
-The default suite ships in the package (``tasks/``), generated from the bundled corpus.
+Two suites ship in ``termgym_data/swesynth``: the default, ``suite/`` (real open-source projects,
+compact storage, splits held out by project) and the toy suite ``tasks/`` (``path="toy"``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from termgym.tasks.swesynth.suite import (
     BUNDLED_DIR,
     NAMED_SUITES,
     REFUSAL,
+    SUITE_DIR,
     TOY_DIR,
     SweSynthSuite,
     SweSynthTask,
@@ -26,12 +28,19 @@ from termgym.tasks.swesynth.suite import (
 
 
 def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
-    """The suite behind ``termgym/SweSynth-v0``: the bundled tasks, or ``path`` (a suite name such
-    as ``"toy"`` — ``gym.make("termgym/SweSynth-v0", path="toy")`` — a suite directory, a task folder
-    or a records file). ``options`` go to :class:`SweSynthSuite` (``bug_types``,
-    ``repos``, ``cache_dir``, ``grade_timeout``)."""
-    return SweSynthSuite(path if path is not None else BUNDLED_DIR, **options)
+    """The suite behind ``termgym/SweSynth-v0``.
+
+    Without ``path``: the real-project suite (``termgym_data/swesynth/suite``) when it is bundled,
+    else the toy suite. ``path`` is a suite name (:data:`NAMED_SUITES`: ``"toy"``, the three small
+    projects written for termgym, fast for tests — ``gym.make("termgym/SweSynth-v0", path="toy")``;
+    ``"projects"``, the real-project suite) or a suite directory, task folder or records file.
+    ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``, ``difficulty``,
+    ``cache_dir``, ``grade_timeout``)."""
+    if path is None:
+        path = SUITE_DIR if (SUITE_DIR / "suite.json").is_file() else TOY_DIR
+    return SweSynthSuite(path, **options)
 
 
-__all__ = ["BUNDLED_DIR", "NAMED_SUITES", "REFUSAL", "TOY_DIR", "SweSynthSuite", "SweSynthTask", "TaskRecord", "default_suite", "read_task",
+__all__ = ["BUNDLED_DIR", "NAMED_SUITES", "REFUSAL", "SUITE_DIR", "TOY_DIR", "SweSynthSuite", "SweSynthTask",
+           "TaskRecord", "default_suite", "read_task",
            "write_task"]

@@ -1,14 +1,18 @@
-"""The bug factory: from a repository whose tests pass to validated SWE-SYNTH task folders.
+"""The bug factory: from a repository whose tests pass to validated SWE-SYNTH tasks.
 
-:func:`generate` runs the whole pipeline on the host:
+:func:`generate` runs the pipeline; every test run happens in a sandbox of the task runtime:
 
-1. copy the repository (a path or a git URL, cloned shallowly) into one scratch tree per worker;
-2. run the tests twice on the clean tree: the tests passing both times are the required set;
+1. copy the repository (a path or a git URL, cloned shallowly) to a scratch tree;
+2. the project's baseline (:mod:`~termgym.tasks.swesynth.screen`, cached per tree hash): the
+   required tests, the lines each executes, the clean tree graded twice by the real grader;
 3. scan the source files for candidate mutations (:mod:`~termgym.tasks.swesynth.inject`) and draw
    attempts from the seed (bug types take turns);
-4. validate attempts in parallel (:func:`~termgym.tasks.swesynth.validate.judge`), keeping the first
-   ``n`` kept attempts *in plan order*, so the output does not depend on the number of workers;
-5. write a user-style report for each (:mod:`~termgym.tasks.swesynth.report`) and the task folders.
+4. screen attempts in parallel, one long-lived sandbox per worker, running only the tests that
+   execute the changed lines, keeping the first ``n`` kept attempts *in plan order*, so the output
+   does not depend on the number of workers;
+5. write a user-style report for each (:mod:`~termgym.tasks.swesynth.report`), validate each task
+   in the sandbox it will use (:func:`validate_in_sandbox`) and write the suite (task folders, or
+   the compact per-project storage of :mod:`~termgym.tasks.swesynth.store`).
 """
 
 from __future__ import annotations
@@ -24,10 +28,16 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from termgym.tasks.swesynth.adapters import (
+    attach_project,
+    difficulty_tier,
+    names_module,
+    task_signals,
+)
 from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
 from termgym.tasks.swesynth.inject import (
     Attempt,
@@ -38,16 +48,24 @@ from termgym.tasks.swesynth.inject import (
     plan_attempts,
     scan_repository,
 )
-from termgym.tasks.swesynth.patches import make_patch
+from termgym.tasks.swesynth.patches import make_patch, patch_files
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
 from termgym.tasks.swesynth.report import check_report, write_report, write_report_llm
+from termgym.tasks.swesynth.screen import (
+    Baseline,
+    ProjectEnv,
+    ScreenWorker,
+    StatementMap,
+    project_baseline,
+    select_command,
+)
+from termgym.tasks.swesynth.store import write_compact
 from termgym.tasks.swesynth.validate import (
-    baseline,
     copy_tree,
     is_source_path,
-    judge,
+    is_test_path,
     list_source_files,
-    run_tests,
+    max_failures,
 )
 
 GENERATOR_VERSION = 1
@@ -64,12 +82,25 @@ class Stats:
     rejected: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     baseline_seconds: float = 0.0
+    setup_seconds: float = 0.0
     candidates: int = 0
     required_tests: int = 0
+    runs: int = 0  # candidates that ran tests (the others were screened out by coverage)
+    full_runs: int = 0  # of which ran the whole required set (import-time changes)
+    tests_run: int = 0
+    run_seconds: float = 0.0
+    stopped: str = ""
+    finished: float | None = None
 
     @property
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return (self.finished or time.monotonic()) - self.started
+
+    def count_run(self, full: bool, tests: int, seconds: float) -> None:
+        self.runs += 1
+        self.full_runs += int(full)
+        self.tests_run += tests
+        self.run_seconds += seconds
 
     @property
     def yield_rate(self) -> float:
@@ -81,14 +112,17 @@ class Stats:
 
     def reject(self, reason: str) -> None:
         key = re.sub(r"\d+ tests fail, more than the limit of \d+", "too many tests fail", reason)
-        key = re.sub(r":.*", "", key)
+        key = re.sub(r"[:(].*", "", key).strip()
         self.rejected[key] = self.rejected.get(key, 0) + 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"wanted": self.wanted, "attempted": self.attempted, "kept": self.kept,
                 "yield": round(self.yield_rate, 3), "tasks_per_minute": round(self.tasks_per_minute, 2),
                 "elapsed_seconds": round(self.elapsed, 1), "baseline_seconds": round(self.baseline_seconds, 2),
-                "candidates": self.candidates, "required_tests": self.required_tests, "rejected": self.rejected}
+                "setup_seconds": round(self.setup_seconds, 1), "candidates": self.candidates,
+                "required_tests": self.required_tests, "runs": self.runs, "full_runs": self.full_runs,
+                "tests_run": self.tests_run, "run_seconds": round(self.run_seconds, 1), "stopped": self.stopped,
+                "rejected": dict(sorted(self.rejected.items(), key=lambda kv: -kv[1]))}
 
 
 @dataclass
@@ -142,26 +176,48 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              test_dirs: Sequence[str] = (), sandbox_test_command: str | None = None,
              repo_dir_ref: str | None = None, test_fraction: float = 0.1, writer=None, breaker=None,
              progress: Progress | None = None, suite_name: str | None = None,
-             sandbox_check: bool = True, backend: str = "local") -> GenerationResult:
+             sandbox_check: bool = True, backend: str = "local", project_env: ProjectEnv | None = None,
+             project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
+             exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
+             split: str | None = None, stall_limit: int | None = None) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
-    ``test_command`` is a pytest command run from the repository root (a junit report is added to
-    it); ``sandbox_test_command`` is what graders run inside the sandbox (default: the same).
-    The clean repository is copied to ``out/repos/<name>`` unless ``repo_dir_ref`` names where the
-    records should find it (a path relative to ``out``, as the bundled suite does). ``writer`` (a
-    :class:`~termgym.tasks.swesynth.llm.ChatClient`) writes the reports with a model instead;
-    ``breaker`` (an :class:`~termgym.tasks.swesynth.breaker.LLMBreaker`) adds LLM-made candidates.
-    ``sandbox_check`` (default on) grades every kept task's oracle (must score 1) and the unfixed
-    repository (must score 0) in the ``backend`` sandbox the task will run in, with the grader
-    agents get (:func:`check_in_sandbox`); tasks that fail are rejected with the reason.
+    Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
+    ``sandbox_test_command`` (default ``test_command``; the host command is accepted for
+    compatibility and not run) is a pytest command run from the repository root there.
+
+    1. :func:`~termgym.tasks.swesynth.screen.project_baseline` (cached per tree hash): the required
+       tests and which lines each executes, the clean tree graded twice by the real grader;
+    2. candidates from the seed (bug types take turns); each runs only the required tests that
+       execute its changed lines (:meth:`~termgym.tasks.swesynth.screen.Baseline.tests_for_change`),
+       in a long-lived sandbox per worker; import-time changes need a full run (``import_time``:
+       ``"run"``, ``"skip"``, or ``"auto"`` = run when a full run takes under 20 s);
+    3. kept candidates get a user-style report and, with ``sandbox_check``, are graded in the
+       sandbox the task will use (:func:`validate_in_sandbox`): the oracle restores the clean
+       tree byte for byte (whose grade is the baseline's) and the do-nothing agent scores 0 with the
+       real grader on the failing tests, each of which must fail again.
+
+    ``storage`` is ``"folders"`` (one folder per task) or ``"compact"`` (one JSONL of records per
+    project plus its baseline, for suites of thousands of tasks). ``project`` names a bundled
+    project (records then find the tree through :mod:`~termgym.tasks.swesynth.projects`).
+    ``max_named_share`` caps the kept tasks whose failing test file is named after the buggy module
+    at that share of ``n`` (a suite-wide share is enforced by the bundler). ``time_budget`` (seconds) stops early with what validated. ``split`` puts every
+    task of this project in one split (held out by project); otherwise ``test_fraction`` of the
+    tasks (by id hash) go to ``test``.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    if storage not in ("folders", "compact"):
+        raise ValueError(f"storage must be 'folders' or 'compact', not {storage!r}")
+    if import_time not in ("auto", "run", "skip"):
+        raise ValueError(f"import_time must be 'auto', 'run' or 'skip', not {import_time!r}")
     types = check_bug_types(bug_types, allow_llm=breaker is not None)
     out = Path(out)
     stats = Stats(wanted=n)
+    command = sandbox_test_command or test_command
+    project_env = project_env or ProjectEnv(backend=backend)
     with tempfile.TemporaryDirectory(prefix="termgym-swesynth-") as tmp_name:
         tmp = Path(tmp_name)
         src = fetch_repo(str(repo), tmp / "clone")
@@ -174,16 +230,21 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         if not sources:
             raise RuntimeError(f"no Python source files found in {repo} (source_dirs={list(source_dirs)})")
         t0 = time.monotonic()
-        required, first = baseline(pristine, test_command)
+        base = project_baseline(pristine, command, source_dirs, project_env, exclude=exclude_tests)
         # Doctests collected from source files (``--doctest-modules``) live in what the agent edits:
         # a fix could rewrite the expected output, so they never decide a grade.
-        required = [t for t in required if not is_source_path(t.split("::", 1)[0], source_dirs, test_dirs)]
+        required = [t for t in base.tests if not is_source_path(t.split("::", 1)[0], source_dirs, test_dirs)]
         if not required:
             raise RuntimeError(f"every test that passes in {repo} lives in its source files (doctests); "
                                "a grade needs tests the agent cannot edit")
-        stats.baseline_seconds = (time.monotonic() - t0) / 2
+        required_set = set(required)
+        stats.baseline_seconds = base.seconds
+        stats.setup_seconds = time.monotonic() - t0
         stats.required_tests = len(required)
-        run_timeout = max(60.0, 5 * stats.baseline_seconds)
+        # Tests that pass in about a second must not wait a minute for a bug that loops forever.
+        run_timeout = max(10.0, 3 * base.seconds + 5)
+        full_runs_ok = import_time == "run" or (import_time == "auto" and base.seconds <= 20.0)
+        limit = max_failures(len(required))
         procedural = [t for t in types if t in _procedural()]
         files, candidates = scan_repository(pristine, sources, procedural)
         if breaker is not None:
@@ -192,105 +253,269 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         stats.candidates = len(candidates)
         attempts = plan_attempts(candidates, seed, files=files, bug_types=types, max_bugs=max_bugs,
                                  limit=max_attempts or max(50, 25 * n))
-        workspaces = _Workspaces(pristine, workers, tmp)
+        statements: dict[str, StatementMap] = {}
+        workers_pool: queue.Queue[ScreenWorker] = queue.Queue()
+        opened: list[ScreenWorker] = []
+        ws_cache = tmp / "workspaces"
+
+        def worker() -> ScreenWorker:
+            try:
+                return workers_pool.get_nowait()
+            except queue.Empty:
+                box = ScreenWorker(pristine, command, source_dirs, project_env)
+                opened.append(box)
+                return box
 
         def evaluate(attempt: Attempt) -> tuple[Attempt, Any]:
             try:
                 mutated = mutate_files(files, attempt.mutations)
             except InjectionError as exc:
                 return attempt, str(exc)
-            tree = workspaces.pool.get()
+            bad = [p for p in mutated if is_test_path(p, test_dirs)]
+            if bad:
+                return attempt, f"the bug touches test files: {', '.join(bad)}"
+            selected: set[str] | None = set()
+            for path, text in mutated.items():
+                if path not in statements:
+                    statements[path] = StatementMap(files[path])
+                picked = base.tests_for_change(path, files[path], text, statements[path])
+                if picked is None:
+                    selected = None
+                    break
+                selected.update(t for t in picked if t in required_set)
+            if selected is None and not full_runs_ok:
+                return attempt, "changes code that runs at import time (a full run would be needed; skipped)"
+            if selected is not None and not selected:
+                return attempt, "no required test executes the changed lines"
+            tests = required if selected is None else [t for t in required if t in selected]
+            if (max_named_share is not None and counts["named"] >= max_named_share * n
+                    and names_module(tests, list(mutated))):
+                # The quota of tasks found through a test file named after the module is full, and
+                # every test this change can fail is such a file: not worth running.
+                return attempt, "test file named after the module (over the suite's share)"
+            box = worker()
             try:
-                for path, text in mutated.items():
-                    (tree / path).write_text(text, encoding="utf-8")
-                first_run = run_tests(tree, test_command, timeout=run_timeout)
-                verdict = judge(required, first_run, touched=list(mutated), test_dirs=test_dirs)
-                if verdict.kept:
-                    second = run_tests(tree, test_command, timeout=run_timeout)
-                    verdict = judge(required, first_run, second, touched=list(mutated), test_dirs=test_dirs)
-                if not verdict.kept:
-                    return attempt, verdict.reason
-                record = _make_record(attempt, files, mutated, verdict, first_run.messages)
-                if sandbox_check and isinstance(record, TaskRecord):
-                    problem = check_in_sandbox(record, pristine, backend)
-                    if problem:
-                        return attempt, problem
-                return attempt, record
+                run = box.run(mutated, None if selected is None else tests, timeout=run_timeout)
             finally:
-                for path in mutated:
-                    (tree / path).write_text(files[path], encoding="utf-8")
-                workspaces.pool.put(tree)
+                workers_pool.put(box)
+            stats.count_run(selected is None, len(tests), run.duration)
+            if run.timed_out:
+                return attempt, "the test run timed out"
+            if run.exit_code not in (0, 1):
+                return attempt, f"the bug stops pytest before the tests run (exit {run.exit_code}: collection error)"
+            failed = run.failed_among(tests)
+            if not failed:
+                return attempt, "no required test fails"
+            if len(failed) > limit:
+                return attempt, f"{len(failed)} tests fail, more than the limit of {limit}"
+            record = _make_record(attempt, files, mutated, sorted(failed), run.messages)
+            if isinstance(record, str):
+                return attempt, record
+            if sandbox_check:
+                problem = validate_in_sandbox(record, files, base, backend=project_env.backend,
+                                              cache_dir=ws_cache)
+                if problem:
+                    return attempt, problem
+            return attempt, record
 
-        def _make_record(attempt, files, mutated, verdict, messages) -> TaskRecord | str:
+        def _make_record(attempt, files, mutated, target_tests, messages) -> TaskRecord | str:
             originals = {p: files[p] for p in mutated}
             bug_patch = make_patch(originals, mutated)
             fix_patch = make_patch(mutated, originals)
             try:
                 if writer is not None:
-                    statement = write_report_llm(writer, verdict.target_tests, messages, bug_patch, repo=pristine,
+                    statement = write_report_llm(writer, target_tests, messages, bug_patch, repo=pristine,
                                                  seed=seed)
                 else:
-                    statement = write_report(verdict.target_tests, messages, bug_patch, repo=pristine, seed=seed)
+                    statement = write_report(target_tests, messages, bug_patch, repo=pristine, seed=seed)
             except ValueError as exc:  # ReportError: no wording of any failing test passed check_report
                 return f"no clean bug report: {exc}"
-            problems = check_report(statement, target_tests=verdict.target_tests, patch=bug_patch, repo=pristine)
+            problems = check_report(statement, target_tests=target_tests, patch=bug_patch, repo=pristine)
             if problems:
                 return "no clean bug report: " + "; ".join(problems)
             task_id = f"{name}-{hashlib.sha256(bug_patch.encode()).hexdigest()[:10]}"
-            return TaskRecord(
-                task_id=task_id, repo=name, test_command=sandbox_test_command or test_command,
+            mutations = [_mutation_summary(m) for m in attempt.mutations]
+            signals = task_signals(bug_patch=bug_patch, target_tests=target_tests, messages=messages,
+                                   mutations=mutations, repo=pristine)
+            record = TaskRecord(
+                task_id=task_id, repo=name, test_command=command,
                 bug_patch=bug_patch, bug_types=attempt.bug_types, problem_statement=statement,
-                target_tests=verdict.target_tests, all_tests=list(required), fix_patch=fix_patch,
+                target_tests=target_tests, all_tests=list(required), fix_patch=fix_patch,
                 source_dirs=list(source_dirs), test_dirs=list(test_dirs),
-                test_timeout=max(120.0, round(10 * stats.baseline_seconds)),
-                mutations=[_mutation_summary(m) for m in attempt.mutations],
+                test_timeout=max(120.0, round(10 * base.seconds)), mutations=mutations,
                 generator={"version": GENERATOR_VERSION, "seed": seed, "attempt": attempt.index},
+                repo_dir=pristine,
             )
+            attach_project(record, project)
+            record.signals = signals
+            record.difficulty = difficulty_tier(signals)
+            return record
 
         kept: list[TaskRecord] = []
         results: dict[int, Any] = {}
         order: list[int] = []
         next_pos = 0
         seen_ids: set[str] = set()
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swesynth") as pool:
-            in_flight: dict[Future, int] = {}
-            exhausted = False
-            attempt_iter = iter(attempts)
-            while True:
-                while not exhausted and len(in_flight) < 2 * workers and len(kept) + len(in_flight) < n + workers:
-                    try:
-                        attempt = next(attempt_iter)
-                    except StopIteration:
-                        exhausted = True
+        counts = {"named": 0, "since_kept": 0}
+        try:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swesynth") as pool:
+                in_flight: dict[Future, int] = {}
+                exhausted = False
+                attempt_iter = iter(attempts)
+                while True:
+                    out_of_time = time_budget is not None and stats.elapsed > time_budget
+                    stalled = stall_limit is not None and counts["since_kept"] >= stall_limit
+                    out_of_time = out_of_time or stalled
+                    while (not exhausted and not out_of_time and len(in_flight) < 2 * workers
+                           and len(kept) + len(in_flight) < n + workers):
+                        try:
+                            attempt = next(attempt_iter)
+                        except StopIteration:
+                            exhausted = True
+                            break
+                        order.append(attempt.index)
+                        in_flight[pool.submit(evaluate, attempt)] = attempt.index
+                    if not in_flight:
+                        stats.stopped = ("stalled: no task in the last candidates" if stalled else
+                                         "time budget" if out_of_time else "candidates exhausted")
                         break
-                    order.append(attempt.index)
-                    in_flight[pool.submit(evaluate, attempt)] = attempt.index
-                if not in_flight:
-                    break
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    results[in_flight.pop(fut)] = fut.result()[1]
-                # Accept strictly in plan order, so the same seed gives the same tasks for any -j.
-                while next_pos < len(order) and order[next_pos] in results and len(kept) < n:
-                    outcome = results.pop(order[next_pos])
-                    next_pos += 1
-                    stats.attempted += 1
-                    if isinstance(outcome, TaskRecord) and outcome.task_id not in seen_ids:
-                        seen_ids.add(outcome.task_id)
-                        kept.append(outcome)
-                        stats.kept += 1
-                    else:
-                        stats.reject(outcome if isinstance(outcome, str) else "duplicate")
-                    if progress:
-                        progress(stats)
-                if len(kept) >= n:
-                    for fut in in_flight:
-                        fut.cancel()
-                    break
-        _write_suite(out, kept, pristine, name, test_command, sandbox_test_command, source_dirs, test_dirs,
-                     repo_dir_ref, test_fraction, suite_name, stats, seed)
+                    done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        results[in_flight.pop(fut)] = fut.result()[1]
+                    # Accept strictly in plan order, so the same seed gives the same tasks for any -j.
+                    while next_pos < len(order) and order[next_pos] in results and len(kept) < n:
+                        outcome = results.pop(order[next_pos])
+                        next_pos += 1
+                        stats.attempted += 1
+                        if isinstance(outcome, TaskRecord) and outcome.task_id in seen_ids:
+                            outcome = "duplicate of a kept task"
+                        if isinstance(outcome, TaskRecord) and max_named_share is not None and \
+                                outcome.signals.get("test_file_names_module") and \
+                                counts["named"] + 1 > max_named_share * n:
+                            outcome = "test file named after the module (over the suite's share)"
+                        if isinstance(outcome, TaskRecord):
+                            seen_ids.add(outcome.task_id)
+                            kept.append(outcome)
+                            counts["named"] += bool(outcome.signals.get("test_file_names_module"))
+                            counts["since_kept"] = 0
+                            stats.kept += 1
+                        else:
+                            stats.reject(outcome)
+                            counts["since_kept"] += 1
+                        if progress:
+                            progress(stats)
+                    if len(kept) >= n:
+                        for fut in in_flight:
+                            fut.cancel()
+                        stats.stopped = "enough tasks"
+                        break
+        finally:
+            for box in opened:
+                box.close()
+        stats.finished = time.monotonic()
+        if storage == "compact":
+            write_compact(out, kept, base_tests=list(required), name=name, project=project, test_command=command,
+                          source_dirs=source_dirs, test_dirs=test_dirs, pristine=pristine, repo_dir_ref=repo_dir_ref,
+                          test_fraction=test_fraction, split=split, suite_name=suite_name,
+                          generation={"seed": seed, "version": GENERATOR_VERSION, **stats.to_dict(),
+                                      "baseline": {"tests": len(base.tests), "required": len(required),
+                                                   "dropped": base.dropped, "trace_seconds": base.trace_seconds,
+                                                   "runtime": base.runtime}})
+        else:
+            _write_suite(out, kept, pristine, name, test_command, command, source_dirs, test_dirs,
+                         repo_dir_ref, test_fraction, suite_name, stats, seed)
     return GenerationResult(kept, out, stats)
 
+
+def validate_in_sandbox(record: TaskRecord, files: dict[str, str], base: Baseline, *, backend: str = "local",
+                        cache_dir: Path | None = None) -> str | None:
+    """The per-task check in the sandbox the task will use; returns why it is rejected, or ``None``.
+
+    * the fix touches only files the grader takes from an agent;
+    * the oracle: applying the bug patch and then the fix patch to the clean files gives them back
+      byte for byte, so the oracle's tree *is* the clean tree, whose grade (every required test
+      passing, twice, under the real grader) the project's baseline holds;
+    * the do-nothing agent: the real grader (:meth:`SweSynthTask.grade_patch` with an empty patch,
+      in a fresh sandbox of the prepared workspace) run on the failing tests scores 0, and every
+      one of them fails again (the failure is deterministic).
+
+    On success ``record.validation`` says what ran where.
+    """
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.suite import SweSynthTask
+
+    fixed = patch_files(record.fix_patch)
+    task = SweSynthTask(record, cache_dir=cache_dir)
+    ungraded = [p for p in fixed if not is_source_path(p, task.source_dirs, record.test_dirs)]
+    ungraded += refused_paths(fixed, task.source_dirs)
+    if ungraded:
+        return f"the fix touches files the grader does not take from an agent: {', '.join(ungraded[:3])}"
+    problem = oracle_restores_clean_tree(record, files)
+    if problem:
+        return problem
+    nop_record = replace(record, test_command=select_command(record.test_command, record.repo_dir,
+                                                             record.target_tests),
+                         all_tests=list(record.target_tests))
+    nop_task = SweSynthTask(nop_record, cache_dir=cache_dir)
+    try:
+        with FreshSandboxes(backend) as new_sandbox:
+            nop = nop_task.grade_patch("", new_sandbox)
+            runtimes = {box.runtime for box in new_sandbox.opened}
+    finally:
+        if cache_dir is not None:
+            for tree in Path(cache_dir).glob(f"{record.task_id}-*"):
+                _remove_tree(tree)
+    if nop.get("infra_error"):
+        return f"the tests cannot run in the {backend} sandbox: {nop['infra_error']}"
+    if nop.get("tamper"):
+        return f"the unfixed repository trips the grader's tamper guard: {nop['tamper'][0]}"
+    if nop["all_passed"]:
+        return f"the unfixed repository does not fail in the {backend} sandbox ({nop['all_result']})"
+    if not nop["target_result"].startswith("0/"):
+        return ("the failures differ between two runs (not deterministic): "
+                f"{nop['target_result']} failing tests pass under the grader")
+    record.validation = {"backend": backend, "runtime": nop.get("runtime", {}) or base.runtime,
+                         "runtime_version": next(iter(runtimes)) if len(runtimes) == 1 else sorted(map(str, runtimes)),
+                         "oracle": f"{len(record.all_tests)}/{len(record.all_tests)}",
+                         "oracle_check": "fix restores the clean tree (sha256 per file); clean tree graded "
+                                         "twice by the grader at baseline",
+                         "nop": f"{nop['all_result'].split('/')[0]}/{len(record.all_tests)}",
+                         "nop_check": f"grader on the {len(record.target_tests)} failing tests: "
+                                      f"{nop['target_result']} pass"}
+    return None
+
+
+def _remove_tree(path: Path) -> None:
+    # Prepared workspaces are read-only git trees: make them writable before removing them.
+    for dirpath, dirnames, _files in os.walk(path):
+        for name in dirnames:
+            os.chmod(os.path.join(dirpath, name), 0o755)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def oracle_restores_clean_tree(record: TaskRecord, files: dict[str, str]) -> str | None:
+    """``None`` when ``git apply`` of the bug patch then the fix patch gives back the clean files
+    (compared by sha256), else why not. ``files`` maps paths to the clean texts."""
+    touched = sorted(set(patch_files(record.bug_patch)) | set(patch_files(record.fix_patch)))
+    missing = [p for p in touched if p not in files]
+    if missing:
+        return f"the patches touch files that are not source files of the project: {', '.join(missing[:3])}"
+    with tempfile.TemporaryDirectory(prefix="termgym-oracle-") as tmp:
+        root = Path(tmp)
+        for path in touched:
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(files[path], encoding="utf-8")
+        for label, patch in (("bug", record.bug_patch), ("fix", record.fix_patch)):
+            proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch, text=True, cwd=root,
+                                  capture_output=True)
+            if proc.returncode != 0:
+                return f"the {label} patch does not apply: {proc.stderr.strip()[-200:]}"
+        for path in touched:
+            got = hashlib.sha256((root / path).read_bytes()).hexdigest()
+            want = hashlib.sha256(files[path].encode("utf-8")).hexdigest()
+            if got != want:
+                return f"the oracle fix does not restore {path} byte for byte"
+    return None
 
 def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local") -> str | None:
     """Grade ``record``'s oracle and the unfixed repository in a ``backend`` sandbox, as agents are graded.

@@ -59,6 +59,10 @@ class TaskRecord:
     #: Where generation proved the task (oracle 1, unfixed 0): backend, interpreter and pytest
     #: versions, the runtime version when the sandbox has one. Empty for tasks not checked there.
     validation: dict[str, Any] = field(default_factory=dict)
+    #: What makes the bug easy or hard (traceback_shows_line, test_file_names_module, tokens_changed,
+    #: files_touched, edits, cross_module, ...) and the tier they give (easy/medium/hard).
+    signals: dict[str, Any] = field(default_factory=dict)
+    difficulty: str | None = None
 
     def to_json(self, repo_dir: str | None = None) -> dict[str, Any]:
         """The public JSON shape; ``repo_dir`` is written as given (relative paths stay portable)."""
@@ -84,6 +88,10 @@ class TaskRecord:
         }
         if self.validation:
             out["validation"] = self.validation
+        if self.signals:
+            out["signals"] = self.signals
+        if self.difficulty:
+            out["difficulty"] = self.difficulty
         if self.project:
             out["project"] = self.project
         if self.image:
@@ -162,6 +170,8 @@ class TaskRecord:
             mutations=list(bug.get("mutations") or []),
             generator=dict(data.get("generator") or {}),
             validation=dict(data.get("validation") or {}),
+            signals=dict(data.get("signals") or {}),
+            difficulty=data.get("difficulty") or None,
             project=str(project) if project else None,
         )
         if not record.workdir.startswith("/"):

@@ -39,6 +39,7 @@ from termgym.tasks.swesynth.grading import (
 )
 from termgym.tasks.swesynth.projects import SandboxParts, project_sandbox_spec_parts
 from termgym.tasks.swesynth.records import RecordError, TaskRecord, read_records_file, read_task
+from termgym.tasks.swesynth.store import read_compact
 from termgym.tasks.swesynth.validate import copy_tree, is_source_path
 from termgym_data import SWESYNTH_DIR
 
@@ -171,6 +172,7 @@ class SweSynthTask(Task):
             # read by ProcessReward ("tests discovered") and the offline-sample converters
             "test_paths": list(record.test_dirs), "test_command": record.test_command,
             "problem_statement": record.problem_statement, "fix_patch": record.fix_patch,
+            "difficulty": record.difficulty, "signals": dict(record.signals),
         })
         self.record = record
         self.cache_dir = Path(cache_dir) if cache_dir else None
@@ -407,13 +409,31 @@ def apply_patch_command(patch: str, workdir: str) -> str:
 
 # -- suites --------------------------------------------------------------------------------------------
 
+DIFFICULTIES = ("easy", "medium", "hard")
 
+
+def _difficulties(value: str | Sequence[str] | None) -> set[str] | None:
+    """The ``difficulty=`` option as a set; an unknown tier is an error naming the known ones."""
+    if value is None or value == "" or value == "all":
+        return None
+    wanted = {value} if isinstance(value, str) else set(value)
+    unknown = sorted(wanted - set(DIFFICULTIES))
+    if unknown:
+        raise ValueError(f"difficulty must be one of {', '.join(DIFFICULTIES)} (or a list of them), "
+                         f"not {', '.join(map(repr, unknown))}")
+    return wanted
+
+
+#: The toy suite (task folders from the small projects written for termgym).
 BUNDLED_DIR = SWESYNTH_DIR / "tasks"
 #: The toy suite: tasks from the small projects written for termgym (ledgerly, planwise, textkit).
 TOY_DIR = SWESYNTH_DIR / "tasks"
+#: The real-project suite (compact storage), the default of ``termgym/SweSynth-v0`` once bundled.
+SUITE_DIR = SWESYNTH_DIR / "suite"
 #: Suites known by name: ``SweSynthSuite("toy")``, ``gym.make("termgym/SweSynth-v0", path="toy")``,
-#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``. A folder of that name is ``./toy``.
-NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR}
+#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``; ``"projects"`` is the real-project suite.
+#: A folder of that name is ``./toy``.
+NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR}
 
 
 class SweSynthSuite(TaskSuite):
@@ -422,20 +442,24 @@ class SweSynthSuite(TaskSuite):
     ``source`` is a suite name (:data:`NAMED_SUITES`: ``"toy"``), a directory with ``suite.json``
     (what ``termgym swesynth generate`` writes and what ships in the package), a directory of task folders, a single task folder, or a
     ``.json``/``.jsonl`` file of records in the public shape (for example records pointing at
-    Docker images). ``bug_types`` and ``repos`` keep only matching tasks.
+    Docker images). ``bug_types``, ``repos`` and ``difficulty`` (``easy``/``medium``/``hard``, or a
+    list of them, from each record's ``difficulty``) keep only matching tasks. A suite directory in
+    the compact storage (:mod:`~termgym.tasks.swesynth.store`) is read the same way.
     """
 
     def __init__(self, source: str | Path | Sequence[TaskRecord] | None = None, *,
                  bug_types: Sequence[str] | None = None, repos: Sequence[str] | None = None,
                  cache_dir: str | Path | None = None, grade_timeout: float | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, difficulty: str | Sequence[str] | None = None) -> None:
         self.cache_dir = cache_dir
         self.grade_timeout = grade_timeout
         self._splits: dict[str, list[str]] = {}
         self._records: dict[str, TaskRecord] = {}
         self._folders: dict[str, Path] = {}
         self._repos: dict[str, dict[str, Any]] = {}
+        self._raw: dict[str, dict[str, Any]] = {}  # compact storage: record dicts, parsed on use
         self._base = None
+        self.generation: dict[str, Any] = {}
         if source is None:
             source = BUNDLED_DIR
         if isinstance(source, str) and source in NAMED_SUITES:
@@ -447,7 +471,7 @@ class SweSynthSuite(TaskSuite):
             for record in source:
                 self._add_record(record, "train")
             self.name = name or "swesynth"
-        self._filter(bug_types, repos)
+        self._filter(bug_types, repos, _difficulties(difficulty))
 
     # loading ---------------------------------------------------------------------------------
 
@@ -469,6 +493,12 @@ class SweSynthSuite(TaskSuite):
             self._name = data.get("name") or path.name
             self._repos = data.get("repos") or {}
             self._base = path
+            self.generation = data.get("generation") or {}
+            if data.get("storage") == "compact":
+                self._raw, self._splits = read_compact(path, data)
+                if not self._splits:
+                    raise RecordError(f"{index}: 'splits' is empty")
+                return
             splits = data.get("splits") or {}
             if not splits:
                 raise RecordError(f"{index}: 'splits' is empty")
@@ -501,6 +531,11 @@ class SweSynthSuite(TaskSuite):
     def record(self, task_id: str) -> TaskRecord:
         """The record of one task (read from disk on first use)."""
         task_id = str(task_id)
+        if task_id not in self._records and task_id in self._raw:
+            data = dict(self._raw[task_id])
+            where = data.pop("_where", "record")
+            self._records[task_id] = TaskRecord.from_json(data, where=where, repos=self._repos,
+                                                          repos_base=self._base)
         if task_id not in self._records:
             folder = self._folders.get(task_id)
             if folder is None:
@@ -508,21 +543,41 @@ class SweSynthSuite(TaskSuite):
             self._records[task_id] = read_task(folder, repos=self._repos, repos_base=self._base)
         return self._records[task_id]
 
-    def _filter(self, bug_types: Sequence[str] | None, repos: Sequence[str] | None) -> None:
-        if not bug_types and not repos:
+    def _facts(self, tid: str) -> tuple[list[str], str, str | None]:
+        """``(bug types, repo, difficulty)`` of a task, without building its record when compact."""
+        raw = self._raw.get(tid)
+        if raw is not None:
+            return list((raw.get("bug") or {}).get("bug_types") or []), str(raw.get("repo")), raw.get("difficulty")
+        rec = self.record(tid)
+        return rec.bug_types, rec.repo, rec.difficulty
+
+    def _filter(self, bug_types: Sequence[str] | None, repos: Sequence[str] | None,
+                difficulty: set[str] | None = None) -> None:
+        if not bug_types and not repos and not difficulty:
             return
         wanted_types = set(bug_types or [])
         wanted_repos = set(repos or [])
         for split, ids in self._splits.items():
             keep = []
             for tid in ids:
-                rec = self.record(tid)
-                if wanted_types and not wanted_types & set(rec.bug_types):
+                types, repo, tier = self._facts(tid)
+                if wanted_types and not wanted_types & set(types):
                     continue
-                if wanted_repos and rec.repo not in wanted_repos:
+                if wanted_repos and repo not in wanted_repos:
+                    continue
+                if difficulty and tier not in difficulty:
                     continue
                 keep.append(tid)
             self._splits[split] = keep
+
+    def projects(self) -> dict[str, int]:
+        """Task count per project (repo) over every split."""
+        counts: dict[str, int] = {}
+        for ids in self._splits.values():
+            for tid in ids:
+                repo = self._facts(tid)[1]
+                counts[repo] = counts.get(repo, 0) + 1
+        return counts
 
     # TaskSuite -------------------------------------------------------------------------------
 

@@ -1,0 +1,96 @@
+"""The full SWE-SYNTH sweep: the oracle scores 1 and a do-nothing agent 0 on every bundled task.
+
+Not a CI test (hours on a 2-core box for a thousand tasks); CI checks a sample
+(``tests/swesynth/test_real_suite.py``). Each task is graded twice through the real grader
+(:meth:`~termgym.tasks.swesynth.suite.SweSynthTask.grade_patch`, fresh sandboxes of the prepared
+workspace, the whole required set of tests): with the oracle fix (must pass every test) and with
+no change (must not). Results go to a JSON file, one entry per task, and a summary per project::
+
+    python -m benchmarks.swesynth_sweep                       # every task of the bundled suite
+    python -m benchmarks.swesynth_sweep --suite DIR -j 2 --project toolz --limit 20 --backend docker
+
+The exit status is 0 only when every graded task behaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def sweep_task(suite, task_id: str, backend: str) -> dict:
+    """Grade one task's oracle and its unfixed repository; the verdict and the reason if bad."""
+    from termgym.sandbox import FreshSandboxes
+
+    task = suite.load(task_id)
+    started = time.monotonic()
+    entry = {"task_id": task_id, "repo": task.record.repo, "difficulty": task.record.difficulty}
+    try:
+        with FreshSandboxes(backend) as new_sandbox:
+            oracle = task.grade_patch(task.record.fix_patch, new_sandbox)
+        with FreshSandboxes(backend) as new_sandbox:
+            nop = task.grade_patch("", new_sandbox)
+    except Exception as exc:  # reported per task: one broken task must not hide the others
+        entry.update(ok=False, reason=f"{type(exc).__name__}: {exc}"[:500])
+        return entry
+    problems = []
+    if not oracle["all_passed"] or oracle.get("infra_error") or oracle.get("tamper"):
+        problems.append(f"oracle {oracle['all_result']} {oracle.get('infra_error') or ''} "
+                        f"{oracle.get('failed_tests', [])[:3]}")
+    if nop["all_passed"] or nop.get("infra_error"):
+        problems.append(f"nop {nop['all_result']} {nop.get('infra_error') or ''}")
+    entry.update(ok=not problems, oracle=oracle["all_result"], nop=nop["all_result"],
+                 seconds=round(time.monotonic() - started, 1), reason="; ".join(problems))
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", default=None, help="suite directory (default: the bundled real-project suite)")
+    parser.add_argument("--backend", default="local")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--project", action="append", default=None, help="only these projects")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many tasks per project")
+    parser.add_argument("--out", default="swesynth-sweep.json", help="where the per-task results go")
+    args = parser.parse_args(argv)
+
+    from termgym.tasks.swesynth.bundle import SUITE_DIR
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    suite = SweSynthSuite(Path(args.suite) if args.suite else SUITE_DIR)
+    chosen: list[str] = []
+    per_project: dict[str, int] = {}
+    for tid in suite.task_ids("all"):
+        repo = suite.record(tid).repo
+        if args.project and repo not in args.project:
+            continue
+        if args.limit is not None and per_project.get(repo, 0) >= args.limit:
+            continue
+        per_project[repo] = per_project.get(repo, 0) + 1
+        chosen.append(tid)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda tid: sweep_task(suite, tid, args.backend), chosen))
+    summary: dict[str, dict] = {}
+    for entry in results:
+        row = summary.setdefault(entry["repo"], {"tasks": 0, "ok": 0, "bad": []})
+        row["tasks"] += 1
+        row["ok"] += int(entry["ok"])
+        if not entry["ok"]:
+            row["bad"].append(f"{entry['task_id']}: {entry['reason']}")
+    report = {"suite": suite.name, "backend": args.backend, "seconds": round(time.monotonic() - started, 1),
+              "tasks": len(results), "ok": sum(e["ok"] for e in results), "projects": summary, "results": results}
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    for repo, row in sorted(summary.items()):
+        print(f"{repo:16} {row['ok']}/{row['tasks']} ok" + (f"  first bad: {row['bad'][0]}" if row["bad"] else ""))
+    print(f"{report['ok']}/{report['tasks']} tasks: oracle 1 and do-nothing 0 ({report['seconds']:.0f} s, "
+          f"{args.backend}); details in {args.out}")
+    return 0 if report["ok"] == report["tasks"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

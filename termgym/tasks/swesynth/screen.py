@@ -1,0 +1,396 @@
+"""Screening candidate bugs in the sandbox runtime, by per-test line coverage.
+
+Running a project's whole suite for every candidate bug is what made generation slow. Instead:
+
+1. :func:`project_baseline` runs the suite once in a sandbox of the task runtime under the
+   screening plugin (:mod:`~termgym.tasks.swesynth.screen_plugin`), recording which source lines
+   each test executes, then twice under the real grader
+   (:func:`~termgym.tasks.swesynth.grading.run_graded_tests`) on the clean tree. The tests that
+   pass all three times are the required (pass-to-pass) set; the clean tree's grade is the
+   oracle's grade for every task of the project (an oracle tree is byte-identical to the clean
+   tree, which :func:`~termgym.tasks.swesynth.validate_task.oracle_restores_clean_tree` checks per
+   task). The baseline is cached per project tree hash, test command and environment.
+2. :func:`tests_for_change` maps a candidate's changed lines to the statements they belong to and
+   returns the tests that execute them; a change to code that runs at import time (module level,
+   class bodies, ``def`` lines, defaults) returns ``None``: only a full run can judge it.
+3. :class:`ScreenWorker` keeps one sandbox per worker with the clean tree, writes a candidate's
+   files, runs the selected tests (node ids on the command line), reads the outcomes and
+   restores the files.
+
+Coverage comes from ``sys.settrace`` in the test process (threads too, not subprocesses): a test
+that reaches the changed code only through a subprocess is not selected. That can only make a
+task's list of failing tests shorter, never make a task pass validation it should fail: every kept
+task is still graded in the sandbox (``validate_task``).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import json
+import os
+import shlex
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termgym.sandbox import FreshSandboxes, make_sandbox
+from termgym.sandbox.base import Limits, Sandbox, SandboxSpec
+from termgym.tasks.swesynth.grading import run_graded_tests
+
+#: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
+SCREEN_VERSION = 2
+PLUGIN_SOURCE = Path(__file__).with_name("screen_plugin.py")
+PLUGIN_MODULE = "termgym_screen"
+PLUGIN_DIR = "/tmp/.termgym-screen"
+#: Options that take the next token as their value (so that token is not a test path).
+_VALUE_OPTIONS = {"-p", "-k", "-m", "-c", "-o", "-W", "--rootdir", "--deselect", "--ignore", "--ignore-glob",
+                  "--confcutdir", "--basetemp", "--override-ini", "--junitxml", "--junit-xml", "--maxfail",
+                  "--tb", "-r", "--import-mode", "--durations", "--log-level", "--cov", "--timeout"}
+
+
+@dataclass
+class ProjectEnv:
+    """How a project's tests run in a sandbox: the backend and what its :class:`SandboxSpec` adds
+    (read-only binds of the project's test environment, environment variables, an image)."""
+
+    backend: str = "local"
+    spec_extra: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    workdir: str = "/app"
+    #: What the grader needs to run these tests (``python_path``, ``trusted_dirs``).
+    grader_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_project(cls, name: str, backend: str = "local", workdir: str = "/app") -> ProjectEnv:
+        """The provisioned test environment of bundled project ``name`` (read-only bind + PYTHONPATH)."""
+        from termgym.tasks.swesynth.projects import project_sandbox_spec_parts
+
+        parts = project_sandbox_spec_parts(name, workdir)
+        return cls(backend=backend, spec_extra={"ro_binds": dict(parts.ro_binds)}, env=dict(parts.env),
+                   workdir=workdir, grader_kwargs={"python_path": tuple(parts.python_path),
+                                                   "trusted_dirs": tuple(parts.trusted_dirs)})
+
+    def spec(self, tree: Path) -> SandboxSpec:
+        return SandboxSpec(workdir=self.workdir, copy_dirs={str(tree): self.workdir}, env=dict(self.env),
+                           limits=Limits(command_timeout=900.0), **self.spec_extra)
+
+    def key(self) -> str:
+        return json.dumps([self.backend, sorted(self.env.items()), repr(sorted(self.spec_extra.items())),
+                           self.workdir, repr(sorted(self.grader_kwargs.items()))])
+
+
+@dataclass
+class ScreenRun:
+    """One screened test run: outcome and failure text per node id."""
+
+    outcomes: dict[str, str]
+    messages: dict[str, str] = field(default_factory=dict)
+    timed_out: bool = False
+    exit_code: int = 0
+    duration: float = 0.0
+    log_tail: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    import_lines: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> set[str]:
+        return {t for t, o in self.outcomes.items() if o == "passed"}
+
+    def failed_among(self, tests: Sequence[str]) -> list[str]:
+        return [t for t in tests if self.outcomes.get(t) != "passed"]
+
+
+def tree_hash(root: Path) -> str:
+    """A content hash of a clean tree (paths and bytes; caches and VCS data left out)."""
+    from termgym.tasks.swesynth.validate import IGNORED_DIRS
+
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS)
+        for name in sorted(filenames):
+            if name.endswith(".pyc"):
+                continue
+            path = Path(dirpath) / name
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def select_command(test_command: str, tree: Path, node_ids: Sequence[str] | None) -> str:
+    """``test_command`` running only ``node_ids``: its test-path arguments replaced by the ids.
+
+    ``None`` keeps the command as it is (the full suite). Path arguments are the tokens after the
+    ``pytest`` word that name an existing file or directory of the tree and are not an option's value.
+    """
+    if node_ids is None:
+        return test_command
+    tokens = shlex.split(test_command)
+    try:
+        start = next(i for i, t in enumerate(tokens) if t == "pytest" or t.endswith("/pytest")
+                     or t == "py.test") + 1
+    except StopIteration:
+        raise ValueError(f"the test command {test_command!r} does not run pytest; screening needs a pytest "
+                         "command (python3 -m pytest ...)") from None
+    kept = tokens[:start]
+    for i in range(start, len(tokens)):
+        token, before = tokens[i], tokens[i - 1]
+        is_value = before in _VALUE_OPTIONS
+        if not token.startswith("-") and not is_value and (tree / token.split("::", 1)[0]).exists():
+            continue
+        kept.append(token)
+    return " ".join(shlex.quote(t) for t in kept + list(node_ids))
+
+
+# -- which tests execute a change --------------------------------------------------------------
+
+
+def changed_lines(original: str, mutated: str) -> set[int]:
+    """1-based lines of ``original`` that ``mutated`` changes (both neighbours of an insertion)."""
+    a, b = original.splitlines(), mutated.splitlines()
+    out: set[int] = set()
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 == i2:
+            out.update(x for x in (i1, i1 + 1) if 1 <= x <= len(a))
+        else:
+            out.update(range(i1 + 1, i2 + 1))
+    return out
+
+
+class StatementMap:
+    """For each line of a module: the statement lines that trace events can report for it, and
+    whether it runs at import time (outside every function body)."""
+
+    def __init__(self, text: str) -> None:
+        tree = ast.parse(text)
+        self.spans: list[tuple[int, int, int, int]] = []  # (first, last, query_first, query_last)
+        self.function_bodies: list[tuple[int, int]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+                self.function_bodies.append((node.body[0].lineno, node.end_lineno or node.lineno))
+            if not isinstance(node, ast.stmt):
+                continue
+            last = node.end_lineno or node.lineno
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                header_last = max(node.lineno, body[0].lineno - 1)
+                self.spans.append((node.lineno, header_last, node.lineno, header_last))
+                self.spans.append((node.lineno, last, node.lineno, last))  # else:/finally: lines
+            else:
+                self.spans.append((node.lineno, last, node.lineno, last))
+
+    def runs_at_import(self, line: int) -> bool:
+        return not any(first <= line <= last for first, last in self.function_bodies)
+
+    def query_lines(self, line: int) -> range:
+        """The lines whose execution means ``line``'s statement ran (the innermost statement)."""
+        best = None
+        for first, last, q1, q2 in self.spans:
+            if first <= line <= last and (best is None or last - first < best[1] - best[0]):
+                best = (first, last, q1, q2)
+        if best is None:
+            return range(line, line + 1)
+        return range(best[2], best[3] + 1)
+
+
+@dataclass
+class Baseline:
+    """A project's clean run in the sandbox runtime: required tests and who executes which line."""
+
+    key: str
+    tree_hash: str
+    tests: list[str]  # required: passed under the tracer and twice under the grader, in run order
+    coverage: dict[str, dict[int, list[int]]]  # file -> line -> indices into ``tests``
+    import_lines: dict[str, list[int]]
+    seconds: float  # one full run under the grader (the slower of the two)
+    trace_seconds: float
+    runtime: dict[str, Any] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # why tests were left out of ``tests``
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": SCREEN_VERSION, "key": self.key, "tree_hash": self.tree_hash, "tests": self.tests,
+                "coverage": {f: {str(k): v for k, v in m.items()} for f, m in self.coverage.items()},
+                "import_lines": self.import_lines, "seconds": self.seconds, "trace_seconds": self.trace_seconds,
+                "runtime": self.runtime, "dropped": self.dropped}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Baseline:
+        return cls(key=data["key"], tree_hash=data["tree_hash"], tests=list(data["tests"]),
+                   coverage={f: {int(k): v for k, v in m.items()} for f, m in data["coverage"].items()},
+                   import_lines=data["import_lines"], seconds=data["seconds"], trace_seconds=data["trace_seconds"],
+                   runtime=data.get("runtime", {}), dropped=data.get("dropped", {}))
+
+    def tests_for_change(self, path: str, original: str, mutated: str,
+                         statements: StatementMap | None = None) -> list[str] | None:
+        """Required tests that execute the statements ``mutated`` changes in ``path``.
+
+        ``None`` when a changed line runs at import time (only a full run can judge it); an empty
+        list when no required test executes the change.
+        """
+        statements = statements or StatementMap(original)
+        imported = set(self.import_lines.get(path, ()))
+        covered = self.coverage.get(path, {})
+        picked: set[int] = set()
+        for line in changed_lines(original, mutated):
+            if statements.runs_at_import(line):
+                return None
+            for q in statements.query_lines(line):
+                if q in imported:  # executed while importing too: a change there acts before any test
+                    return None
+                picked.update(covered.get(q, ()))
+        return [self.tests[i] for i in sorted(picked)]
+
+
+def baseline_cache_dir() -> Path:
+    base = os.environ.get("TERMGYM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "termgym")
+    return Path(base) / "swesynth-baselines"
+
+
+def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], project_env: ProjectEnv,
+                     *, exclude: Sequence[str] = (), timeout: float = 1800.0, cache: bool = True,
+                     log=None) -> Baseline:
+    """The cached :class:`Baseline` of a clean ``tree`` (see the module docstring).
+
+    ``exclude`` removes test ids (doctests in source files, a project's deselected tests) from the
+    required set. Raises ``RuntimeError`` with the test output when nothing passes.
+    """
+    digest = tree_hash(tree)
+    key = hashlib.sha256(json.dumps([SCREEN_VERSION, digest, test_command, list(source_dirs), project_env.key(),
+                                     sorted(exclude)]).encode()).hexdigest()[:24]
+    path = baseline_cache_dir() / f"{key}.json"
+    if cache and path.is_file():
+        try:
+            return Baseline.from_json(json.loads(path.read_text()))
+        except (ValueError, KeyError):
+            pass
+    t0 = time.monotonic()
+    worker = ScreenWorker(tree, test_command, source_dirs, project_env)
+    try:
+        traced = worker.run({}, None, trace=True, timeout=timeout)
+    finally:
+        worker.close()
+    trace_seconds = time.monotonic() - t0
+    if not traced.passed:
+        raise RuntimeError(f"the test command {test_command!r} passed no test in the {project_env.backend} "
+                           f"sandbox (exit {traced.exit_code}). Its output ended with:\n{traced.log_tail[-2000:]}")
+    grader_runs, seconds, runtime = [], 0.0, {}
+    with FreshSandboxes(project_env.backend) as new_sandbox:
+        for _ in range(2):
+            t1 = time.monotonic()
+            box = new_sandbox(project_env.spec(tree))
+            run = run_graded_tests(box, test_command, project_env.workdir, list(source_dirs), timeout,
+                                   **project_env.grader_kwargs)
+            seconds = max(seconds, time.monotonic() - t1)
+            if run.tamper or not run.started:
+                raise RuntimeError(f"the grader could not run {test_command!r} on the clean tree in the "
+                                   f"{project_env.backend} sandbox: {run.tamper[:2] or run.log_tail[-1500:]}")
+            grader_runs.append(run)
+            runtime = dict(run.versions)
+            box.close()
+    excluded = set(exclude)
+    dropped: dict[str, int] = {}
+    tests = []
+    for tid, outcome in traced.outcomes.items():
+        if outcome != "passed":
+            reason = f"{outcome} on the clean tree"
+        elif tid in excluded or tid.split("::", 1)[0] in excluded:
+            reason = "excluded (doctest in a source file or deselected)"
+        elif any(r.outcomes.get(tid) != "passed" for r in grader_runs):
+            reason = "did not pass every clean run (flaky or order-dependent)"
+        else:
+            tests.append(tid)
+            continue
+        dropped[reason] = dropped.get(reason, 0) + 1
+    index = {t: i for i, t in enumerate(tests)}
+    coverage: dict[str, dict[int, list[int]]] = {}
+    for tid, files in traced.lines.items():
+        i = index.get(tid)
+        if i is None:
+            continue
+        for file, lines in files.items():
+            per_file = coverage.setdefault(file, {})
+            for line in lines:
+                per_file.setdefault(line, []).append(i)
+    result = Baseline(key=key, tree_hash=digest, tests=tests, coverage=coverage, import_lines=traced.import_lines,
+                      seconds=round(seconds, 2), trace_seconds=round(trace_seconds, 2), runtime=runtime,
+                      dropped=dropped)
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
+        tmp.write_text(json.dumps(result.to_json()))
+        os.replace(tmp, path)
+    return result
+
+
+class ScreenWorker:
+    """One long-lived sandbox holding the clean tree; runs candidates one at a time."""
+
+    def __init__(self, tree: Path, test_command: str, source_dirs: Sequence[str], project_env: ProjectEnv) -> None:
+        self.tree = tree
+        self.test_command = test_command
+        self.source_dirs = list(source_dirs)
+        self.project_env = project_env
+        self.workdir = project_env.workdir
+        self.box: Sandbox = make_sandbox(project_env.backend, project_env.spec(tree))
+        self.box.start()
+        self.box.write_file(f"{PLUGIN_DIR}/{PLUGIN_MODULE}.py", PLUGIN_SOURCE.read_bytes())
+        interpreter = shlex.split(test_command)[0]
+        if "python" in os.path.basename(interpreter):
+            # Hash-checked byte code for the clean sources: unchanged modules load fast, a mutated one
+            # never matches its hash, so a stale .pyc can never stand in for the candidate's code.
+            dirs = " ".join(shlex.quote(d) for d in self.source_dirs) or "."
+            self.box.exec(f"cd {shlex.quote(self.workdir)} && {shlex.quote(interpreter)} -m compileall -q "
+                          f"--invalidation-mode checked-hash {dirs} >/dev/null 2>&1", timeout=300)
+
+    def run(self, files: Mapping[str, str], node_ids: Sequence[str] | None, *, trace: bool = False,
+            timeout: float = 600.0) -> ScreenRun:
+        """Run ``node_ids`` (``None``: the whole suite) with ``files`` (path -> text) swapped in."""
+        originals = {p: (self.tree / p).read_text(encoding="utf-8") for p in files}
+        token = uuid.uuid4().hex[:12]
+        out, log, config = (f"{PLUGIN_DIR}/{token}.json", f"{PLUGIN_DIR}/{token}.log", f"{PLUGIN_DIR}/{token}.cfg")
+        roots = [f"{self.workdir.rstrip('/')}/{d.strip('/')}" for d in self.source_dirs] or [self.workdir]
+        self.box.write_file(config, json.dumps({"out": out, "trace": trace, "roots": roots}))
+        for path, text in files.items():
+            self.box.write_file(f"{self.workdir}/{path}", text)
+        command = select_command(self.test_command, self.tree, node_ids)
+        start = time.monotonic()
+        try:
+            result = self.box.exec(
+                f"cd {shlex.quote(self.workdir)} && env -u PYTEST_ADDOPTS TERMGYM_SCREEN_CONFIG={config} "
+                f"PYTHONHASHSEED=0 PYTHONPATH={PLUGIN_DIR}${{PYTHONPATH:+:$PYTHONPATH}} {command} "
+                f"-p {PLUGIN_MODULE} -p no:cacheprovider -p no:randomly > {log} 2>&1", timeout=timeout,
+                on_timeout="kill_shell")
+        finally:
+            for path, text in originals.items():
+                self.box.write_file(f"{self.workdir}/{path}", text)
+        duration = time.monotonic() - start
+        try:
+            tail = self.box.read_file(log).decode("utf-8", "replace")[-4000:]
+        except (FileNotFoundError, OSError):
+            tail = result.output[-4000:]
+        if result.timed_out:
+            return ScreenRun({}, timed_out=True, exit_code=124, duration=duration, log_tail=tail)
+        try:
+            data = json.loads(self.box.read_file(out))
+        except (FileNotFoundError, OSError, ValueError):
+            return ScreenRun({}, exit_code=result.exit_code, duration=duration, log_tail=tail)
+        self.box.exec(f"rm -f {out} {log} {config}", timeout=30)
+        return ScreenRun(outcomes=data["outcomes"], messages=data.get("messages", {}), exit_code=result.exit_code,
+                         duration=duration, log_tail=tail,
+                         versions={"python": data.get("python", ""), "pytest": data.get("pytest", "")},
+                         lines=data.get("lines", {}), import_lines=data.get("import_lines", {}))
+
+    def close(self) -> None:
+        self.box.close()
+
+
+__all__ = ["Baseline", "ProjectEnv", "ScreenRun", "ScreenWorker", "StatementMap", "changed_lines",
+           "project_baseline", "select_command", "tree_hash"]

@@ -1,0 +1,125 @@
+"""The screening plugin: per-test outcomes and, optionally, the source lines each test executes.
+
+This file runs *inside* the generation sandbox, in the project's own test process, so it imports
+nothing from termgym (only the standard library and pytest, whatever pytest version the project's
+environment provides). It is loaded with ``-p termgym_screen`` from a directory put first on
+``PYTHONPATH`` and reads its settings from the JSON file named by ``TERMGYM_SCREEN_CONFIG``:
+
+* ``out`` — where to write the result (JSON);
+* ``trace`` — record line coverage per test;
+* ``roots`` — absolute directories whose ``*.py`` files are traced (the project's source dirs).
+
+The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
+passes when its setup, call and teardown all pass), ``messages`` (node id -> failure text, for bug
+reports), and with ``trace``: ``lines`` (node id -> {file: [line, ...]}) and ``import_lines``
+(lines executed outside any test: imports, class bodies, ``def`` lines, defaults, collection).
+
+It is a generation tool, not a grader: nothing here is trusted for a grade. Grades come from the
+grader's own plugin (:mod:`termgym.tasks.swesynth.grader_plugin`).
+"""
+
+import json
+import os
+import sys
+import threading
+
+import pytest
+
+_CONFIG = json.load(open(os.environ["TERMGYM_SCREEN_CONFIG"], encoding="utf-8"))
+_ROOTS = tuple(os.path.join(os.path.realpath(r), "") for r in _CONFIG.get("roots", []))
+_WORKDIR = os.path.join(os.path.realpath(os.getcwd()), "")
+_phases = {}
+_messages = {}
+_lines = {}
+_import_lines = set()
+_state = {"current": _import_lines}
+_wanted = {}
+
+
+def _is_project_file(filename):
+    hit = _wanted.get(filename)
+    if hit is None:
+        real = os.path.realpath(filename)
+        hit = _wanted[filename] = real.endswith(".py") and real.startswith(_ROOTS)
+    return hit
+
+
+def _local(frame, event, arg):
+    if event == "line":
+        _state["current"].add((frame.f_code.co_filename, frame.f_lineno))
+    return _local
+
+
+def _global(frame, event, arg):
+    # Called once per function call; only project frames get a line tracer, the rest run untraced.
+    if _is_project_file(frame.f_code.co_filename):
+        _state["current"].add((frame.f_code.co_filename, frame.f_lineno))
+        return _local
+    return None
+
+
+if _CONFIG.get("trace"):
+    sys.settrace(_global)
+    threading.settrace(_global)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not _CONFIG.get("trace"):
+        yield
+        return
+    seen = set()
+    _state["current"] = seen
+    if sys.gettrace() is None:  # something (a debugger helper, doctest) cleared it: trace again
+        sys.settrace(_global)
+    try:
+        yield
+    finally:
+        _state["current"] = _import_lines
+        _lines[item.nodeid] = seen
+
+
+def pytest_runtest_logreport(report):
+    entry = _phases.setdefault(report.nodeid, {})
+    entry[report.when] = report.outcome
+    if report.failed and report.nodeid not in _messages:
+        # The same text pytest's junit report gives a failure: the crash line, then the traceback.
+        try:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = crash.message if crash is not None else str(report.longrepr)
+            text = str(report.longreprtext)
+            _messages[report.nodeid] = (message + "\n" + text[-8000:]).strip()
+        except Exception:  # a longrepr that cannot render still leaves the outcome
+            _messages[report.nodeid] = ""
+
+
+def _relative(filename):
+    real = os.path.realpath(filename)
+    return real[len(_WORKDIR):] if real.startswith(_WORKDIR) else real
+
+
+def _grouped(pairs):
+    out = {}
+    for filename, line in pairs:
+        out.setdefault(_relative(filename), []).append(line)
+    return {f: sorted(set(v)) for f, v in out.items()}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    sys.settrace(None)
+    threading.settrace(None)
+    outcomes = {}
+    for nodeid, entry in _phases.items():
+        if "skipped" in (entry.get("setup"), entry.get("call")):
+            outcomes[nodeid] = "skipped"
+        elif all(entry.get(w) == "passed" for w in ("setup", "call", "teardown")):
+            outcomes[nodeid] = "passed"
+        else:
+            outcomes[nodeid] = "failed"
+    result = {"outcomes": outcomes, "messages": _messages, "exitstatus": int(exitstatus),
+              "python": sys.version.split()[0], "pytest": pytest.__version__}
+    if _CONFIG.get("trace"):
+        result["lines"] = {nodeid: _grouped(seen) for nodeid, seen in _lines.items()}
+        result["import_lines"] = _grouped(_import_lines)
+    with open(_CONFIG["out"], "w", encoding="utf-8") as fh:
+        json.dump(result, fh)

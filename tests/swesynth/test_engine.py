@@ -1,0 +1,325 @@
+"""The generation engine: coverage screening in the sandbox runtime, per-task validation, compact
+storage, held-out splits, the difficulty filter and the named-module share (real sandboxes, the
+real grader, a small real repository written into tmp)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from termgym.tasks.swesynth import bundle
+from termgym.tasks.swesynth.adapters import fallback_signals, names_module, stem_of_test_file
+from termgym.tasks.swesynth.generate import generate, oracle_restores_clean_tree, validate_in_sandbox
+from termgym.tasks.swesynth.records import RecordError
+from termgym.tasks.swesynth.screen import (
+    ProjectEnv,
+    StatementMap,
+    changed_lines,
+    project_baseline,
+    select_command,
+)
+from termgym.tasks.swesynth.suite import SweSynthSuite
+
+PYTEST = "python3 -m pytest -q tests"
+
+HELPERS = '''\
+"""Shared helpers: the rounding every module uses."""
+
+TAX = 0.2
+
+
+def round_cents(value):
+    """Round to two decimals, halves up."""
+    return int(value * 100 + 0.5) / 100
+
+
+def unused(value):
+    """Called by no test."""
+    return value * 3
+'''
+PRICES = '''\
+"""Prices with tax, built on the helpers."""
+
+from shop.helpers import TAX, round_cents
+
+
+def with_tax(net):
+    """The gross price of a net price."""
+    if net < 0:
+        raise ValueError("negative price")
+    return round_cents(net * (1 + TAX))
+
+
+def total(nets):
+    """The gross total of several net prices."""
+    out = 0
+    for net in nets:
+        out += with_tax(net)
+    return round_cents(out)
+'''
+TESTS = '''\
+import pytest
+
+from shop.prices import total, with_tax
+
+
+def test_with_tax():
+    assert with_tax(10) == 12.0
+
+
+def test_with_tax_rounds():
+    assert with_tax(0.05) == 0.06
+
+
+def test_negative_is_refused():
+    with pytest.raises(ValueError):
+        with_tax(-1)
+
+
+def test_total():
+    assert total([10, 20]) == 36.0
+
+
+def test_total_empty():
+    assert total([]) == 0
+'''
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    """A small project whose only test file is *not* named after the helper module."""
+    root = tmp_path_factory.mktemp("shop") / "shop-repo"
+    (root / "shop").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "shop" / "__init__.py").write_text("")
+    (root / "shop" / "helpers.py").write_text(HELPERS)
+    (root / "shop" / "prices.py").write_text(PRICES)
+    (root / "tests" / "test_checkout.py").write_text(TESTS)
+    return root
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TERMGYM_CACHE_DIR", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def baseline(shop, cache):
+    return project_baseline(shop, PYTEST, ["shop"], ProjectEnv())
+
+
+@pytest.fixture(scope="module")
+def compact_suite(shop, cache, tmp_path_factory):
+    out = tmp_path_factory.mktemp("compact") / "suite"
+    result = generate(shop, PYTEST, n=4, seed=3, out=out, name="shop", workers=2, storage="compact",
+                      source_dirs=["shop"], test_dirs=["tests"], max_attempts=60)
+    assert result.stats.kept >= 2, result.stats.to_dict()
+    return out, result
+
+
+# -- screening --------------------------------------------------------------------------------
+
+
+def test_select_command_swaps_test_paths_for_node_ids(shop):
+    ids = ["tests/test_checkout.py::test_total"]
+    assert select_command(PYTEST, shop, ids) == "python3 -m pytest -q tests/test_checkout.py::test_total"
+    # an option's value that happens to be a path stays; other options stay
+    cmd = "python3 -m pytest -q -p no:cacheprovider --rootdir tests tests -k 'not slow'"
+    assert select_command(cmd, shop, ids) == ("python3 -m pytest -q -p no:cacheprovider --rootdir tests -k "
+                                              "'not slow' tests/test_checkout.py::test_total")
+    assert select_command(PYTEST, shop, None) == PYTEST
+    with pytest.raises(ValueError, match="does not run pytest"):
+        select_command("make test", shop, ids)
+
+
+def test_changed_lines_and_import_time_statements():
+    assert changed_lines("a\nb\nc\n", "a\nB\nc\n") == {2}
+    assert changed_lines("a\nb\n", "a\nx\nb\n") == {1, 2}  # an insertion: both neighbours
+    stmts = StatementMap(PRICES)
+    assert stmts.runs_at_import(3)  # the import
+    assert stmts.runs_at_import(6)  # the def line
+    assert not stmts.runs_at_import(9)  # inside the body
+    assert list(stmts.query_lines(8)) == [8]  # an `if` header: its own line
+
+
+def test_baseline_records_who_executes_which_line_in_the_sandbox(baseline):
+    assert len(baseline.tests) == 5 and baseline.runtime.get("pytest")
+    helpers = baseline.coverage["shop/helpers.py"]
+    tested = {baseline.tests[i].split("::")[1] for i in helpers[8]}  # round_cents' body
+    assert tested == {"test_with_tax", "test_with_tax_rounds", "test_total", "test_total_empty"}
+    assert 13 not in helpers  # unused() never runs
+    assert 3 in baseline.import_lines["shop/helpers.py"]  # TAX = 0.2 runs at import
+
+
+def test_tests_for_change_picks_the_executing_tests(baseline, shop):
+    text = (shop / "shop" / "helpers.py").read_text()
+    body = text.replace("int(value * 100 + 0.5)", "int(value * 100)")
+    picked = baseline.tests_for_change("shop/helpers.py", text, body)
+    assert sorted(t.split("::")[1] for t in picked) == ["test_total", "test_total_empty", "test_with_tax",
+                                                        "test_with_tax_rounds"]
+    assert baseline.tests_for_change("shop/helpers.py", text, text.replace("TAX = 0.2", "TAX = 0.25")) is None
+    assert baseline.tests_for_change("shop/helpers.py", text, text.replace("value * 3", "value * 4")) == []
+
+
+def test_baseline_is_cached_per_tree_hash(shop, baseline, tmp_path):
+    again = project_baseline(shop, PYTEST, ["shop"], ProjectEnv())
+    assert again.key == baseline.key and again.tests == baseline.tests
+    copy = tmp_path / "copy"
+    shutil.copytree(shop, copy)
+    (copy / "tests" / "test_checkout.py").write_text(TESTS + "\n\ndef test_more():\n    assert total([1]) == 1.2\n")
+    changed = project_baseline(copy, PYTEST, ["shop"], ProjectEnv())
+    assert changed.key != baseline.key and len(changed.tests) == 6
+
+
+def test_no_passing_test_in_the_sandbox_is_a_clear_error(tmp_path, cache):
+    root = tmp_path / "broken"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
+    (root / "tests" / "test_f.py").write_text("import not_installed_anywhere\n\ndef test_f():\n    assert True\n")
+    with pytest.raises(RuntimeError, match="passed no test in the local sandbox"):
+        generate(root, PYTEST, n=1, out=tmp_path / "out", source_dirs=["pkg"], test_dirs=["tests"])
+
+
+# -- generation, validation, storage ----------------------------------------------------------------
+
+
+def test_generation_screens_and_validates_each_task(compact_suite):
+    out, result = compact_suite
+    stats = result.stats
+    assert stats.runs and stats.tests_run < stats.runs * stats.required_tests  # only the executing tests ran
+    for record in result.records:
+        v = record.validation
+        assert v["backend"] == "local" and v["oracle"] == "5/5" and v["nop"].split("/")[0] != "5", v
+        assert "failing tests" in v["nop_check"] and v["runtime_version"]
+        assert record.difficulty in ("easy", "medium", "hard")
+        assert {"traceback_shows_line", "test_file_names_module", "tokens_changed", "files_touched", "edits",
+                "cross_module"} <= set(record.signals)
+
+
+def test_compact_storage_round_trip_and_filters(compact_suite):
+    out, result = compact_suite
+    index = json.loads((out / "suite.json").read_text())
+    assert index["storage"] == "compact" and index["repos"]["shop"]["records"] == "records/shop.jsonl"
+    lines = (out / "records" / "shop.jsonl").read_text().splitlines()
+    assert len(lines) == result.stats.kept and all('"all_tests":"baseline"' in x for x in lines)
+    suite = SweSynthSuite(out)
+    ids = suite.task_ids("all")
+    assert sorted(ids) == sorted(r.task_id for r in result.records)
+    record = suite.record(ids[0])
+    assert record.all_tests == json.loads((out / "baselines" / "shop.json").read_text())["tests"]
+    assert set(record.target_tests) <= set(record.all_tests)
+    assert suite.projects() == {"shop": len(ids)}
+    tier = record.difficulty
+    assert ids[0] in SweSynthSuite(out, difficulty=tier).task_ids("all")
+    others = [t for t in ("easy", "medium", "hard") if t != tier]
+    assert ids[0] not in SweSynthSuite(out, difficulty=others).task_ids("all")
+    with pytest.raises(ValueError, match="difficulty must be one of easy, medium, hard"):
+        SweSynthSuite(out, difficulty="brutal")
+
+
+def test_compact_storage_errors_name_the_file(compact_suite, tmp_path):
+    out, _ = compact_suite
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    (broken / "records" / "shop.jsonl").write_text("{not json\n")
+    with pytest.raises(RecordError, match=r"shop\.jsonl:1: not valid JSON"):
+        SweSynthSuite(broken)
+    shutil.rmtree(broken)
+    shutil.copytree(out, broken)
+    (broken / "baselines" / "shop.json").unlink()
+    with pytest.raises(RecordError, match="names the baseline .* which does not exist"):
+        SweSynthSuite(broken)
+
+
+def test_validation_rejects_a_wrong_oracle_and_a_bug_nothing_fails(compact_suite, shop, baseline):
+    out, result = compact_suite
+    record = SweSynthSuite(out).record(result.records[0].task_id)
+    files = {p: (shop / p).read_text() for p in ("shop/helpers.py", "shop/prices.py")}
+    assert oracle_restores_clean_tree(record, files) is None
+    broken_fix = record.fix_patch.replace("\n+", "\n+# not the original\n+", 1)
+    assert "does not apply" in oracle_restores_clean_tree(replace(record, fix_patch=broken_fix), files) or \
+        "byte for byte" in oracle_restores_clean_tree(replace(record, fix_patch=broken_fix), files)
+    # a "bug" in a function no test calls: the do-nothing agent passes, so the task is rejected
+    text = files["shop/helpers.py"]
+    from termgym.tasks.swesynth.patches import make_patch
+
+    harmless = {"shop/helpers.py": text.replace("value * 3", "value * 4")}
+    fake = replace(record, task_id="shop-harmless", bug_patch=make_patch({"shop/helpers.py": text}, harmless),
+                   fix_patch=make_patch(harmless, {"shop/helpers.py": text}), repo_dir=shop)
+    reason = validate_in_sandbox(fake, files, baseline)
+    assert reason and "does not fail" in reason, reason
+
+
+def test_env_runs_a_compact_task_oracle_one_nop_zero(compact_suite, tmp_path, monkeypatch):
+    from termgym.env import TerminalEnv, oracle_actions
+
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    out, result = compact_suite
+    suite = SweSynthSuite(out)
+    tid = result.records[0].task_id
+    with TerminalEnv(suite, backend="local") as env:
+        env.reset(options={"task_id": tid})
+        reward = 0.0
+        for action in oracle_actions(env):
+            _, reward, terminated, _, _ = env.step(action)
+        assert reward == 1.0
+        env.reset(options={"task_id": tid})
+        _, reward, terminated, _, info = env.step("THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
+        assert terminated and reward == 0.0 and info["grade"]["passed"] is False
+
+
+# -- signals, splits, the named-module share ------------------------------------------------------------
+
+
+def test_signals_from_the_patch_and_tracebacks():
+    assert stem_of_test_file("tests/test_money.py::test_x[1]") == "money"
+    assert stem_of_test_file("pkg/tests/money_test.py::T::t") == "money"
+    assert names_module(["tests/test_money.py::t"], ["ledger/money.py"])
+    assert not names_module(["tests/test_checkout.py::t"], ["shop/helpers.py"])
+    patch = ("diff --git a/shop/helpers.py b/shop/helpers.py\n--- a/shop/helpers.py\n+++ b/shop/helpers.py\n"
+             "@@ -8 +8 @@\n-    return int(value * 100 + 0.5) / 100\n+    return int(value * 100) / 100\n")
+    signals = fallback_signals(bug_patch=patch, target_tests=["tests/test_checkout.py::test_with_tax"],
+                               messages={"tests/test_checkout.py::test_with_tax": "E  assert 11.99 == 12.0"})
+    assert signals["files_touched"] == 1 and signals["edits"] == 1 and signals["tokens_changed"] == 2
+    assert not signals["traceback_shows_line"] and not signals["test_file_names_module"] and signals["cross_module"]
+
+
+def test_held_out_projects_are_fixed_and_never_in_train():
+    names = [f"p{i}" for i in range(12)]
+    held = bundle.held_out_projects(names)
+    assert len(held) == 3 and held == bundle.held_out_projects(list(reversed(names)))
+    assert bundle.held_out_projects(["only"]) == []
+
+
+def test_named_share_is_enforced_across_the_suite(compact_suite, tmp_path):
+    out, _ = compact_suite
+    copy = tmp_path / "named"
+    shutil.copytree(out, copy)
+    path = copy / "records" / "shop.jsonl"
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    for r in records:
+        r["signals"]["test_file_names_module"] = True
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    # a second project with one task nothing names keeps one named task beside it
+    shutil.copy(copy / "baselines" / "shop.json", copy / "baselines" / "other.json")
+    other = dict(records[0], task_id="other-1", repo="other", signals={"test_file_names_module": False})
+    (copy / "records" / "other.jsonl").write_text(json.dumps(other) + "\n")
+    index = json.loads((copy / "suite.json").read_text())
+    index["repos"]["other"] = dict(index["repos"]["shop"], records="records/other.jsonl",
+                                   baseline="baselines/other.json")
+    index["splits"]["test"] = ["other-1"]
+    index["generation"]["other"] = {"kept": 1, "attempted": 1}
+    (copy / "suite.json").write_text(json.dumps(index))
+    dropped = bundle.enforce_named_share(copy, 0.5)
+    assert dropped == {"shop": len(records) - 1}
+    assert bundle.named_share(copy) == {"tasks": 2, "named": 1, "share": 0.5}
+    assert len(SweSynthSuite(copy).task_ids("all")) == 2
+    table = bundle.summary_markdown(copy)
+    assert "| shop" in table and "named after the buggy module: 1/2" in table
