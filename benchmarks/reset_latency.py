@@ -65,7 +65,7 @@ def _rounds(methods: dict[str, tuple[Callable[[], None], Callable[[], None]]], n
 def run(ctx: Context) -> Section:
     section = Section(NAME, TITLE, __doc__.split("\n\n", 1)[1].strip())
     from termgym.env import TerminalEnv
-    from termgym.tasks.swesynth.suite import prepare_workspace
+    from termgym.tasks.swesynth.task import prepare_workspace
 
     suite = ctx.swesynth_suite()
     task_id = ctx.swesynth_task_ids(1)[0]

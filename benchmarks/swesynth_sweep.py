@@ -2,7 +2,7 @@
 
 Not a CI test (hours on a 2-core box for a thousand tasks); CI checks a sample
 (``tests/swesynth/test_real_suite.py``). Each task is graded twice through the real grader
-(:meth:`~termgym.tasks.swesynth.suite.SweSynthTask.grade_patch`, fresh sandboxes of the prepared
+(:meth:`~termgym.tasks.swesynth.task.SweSynthTask.grade_patch`, fresh sandboxes of the prepared
 workspace, the whole required set of tests): with the oracle fix (must pass every test) and with
 no change (must not). Results go to a JSON file, one entry per task, and a summary per project::
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from termgym.tasks.swesynth import default_suite
-from termgym.tasks.swesynth.suite import prepare_workspace
+from termgym.tasks.swesynth.task import prepare_workspace
 
 TASK = "ledgerly-03e7642999"  # the bug: Account.normal_side says "Credit" instead of "credit"
 

@@ -19,7 +19,7 @@ import pytest
 from termgym.env import TerminalEnv
 from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import default_suite
-from termgym.tasks.swesynth.suite import prepare_workspace
+from termgym.tasks.swesynth.task import prepare_workspace
 
 TASK = "ledgerly-03e7642999"  # the task conftest.py loads: Account.normal_side says "Credit", not "credit"
 

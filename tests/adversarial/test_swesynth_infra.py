@@ -24,7 +24,7 @@ from termgym.tasks.swesynth.generate import generate
 from termgym.tasks.swesynth.grading import default_source_dirs, read_events, refused_paths
 from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.records import TaskRecord
-from termgym.tasks.swesynth.suite import symlinks_in, unlisted_paths
+from termgym.tasks.swesynth.task import symlinks_in, unlisted_paths
 
 CLEAN = "def add(a, b):\n    return a + b\n\n\ndef scale(x, k=2):\n    return x * k\n"
 BUGGY = CLEAN.replace("a + b", "a - b")

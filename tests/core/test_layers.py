@@ -141,7 +141,7 @@ def graph() -> dict[str, set[str]]:
 
 def test_the_graph_is_read_from_the_source(graph):
     assert "termgym.tasks.base" in graph["termgym.env"]
-    assert "termgym.sandbox.base" in graph["termgym.tasks.swesynth.suite"]
+    assert "termgym.sandbox.base" in graph["termgym.tasks.swesynth.task"]
     # a TYPE_CHECKING import is not an edge: protocols name tasks in type hints only
     assert "termgym.tasks.base" not in graph["termgym.protocols.base"]
 

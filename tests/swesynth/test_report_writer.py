@@ -24,7 +24,7 @@ from termgym.tasks.swesynth.report import (
     usable_failures,
     write_report,
 )
-from termgym.tasks.swesynth.suite import INSTRUCTION
+from termgym.tasks.swesynth.task import INSTRUCTION
 from termgym.tasks.swesynth.validate import run_tests
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"

@@ -14,7 +14,7 @@ from termgym.tasks.swesynth.breaker import LLMBreaker
 from termgym.tasks.swesynth.generate import generate
 from termgym.tasks.swesynth.llm import ChatClient
 from termgym.tasks.swesynth.records import RecordError, read_records_file
-from termgym.tasks.swesynth.suite import NORMALISED_MTIME, prepare_workspace
+from termgym.tasks.swesynth.task import NORMALISED_MTIME, prepare_workspace
 
 HOST_PYTEST = "python -m pytest -q"
 SANDBOX_PYTEST = "python3 -m pytest -q"

@@ -16,15 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from termgym.tasks.swesynth.records import TaskRecord, read_task, write_task
-from termgym.tasks.swesynth.suite import (
-    BUNDLED_DIR,
-    NAMED_SUITES,
-    REFUSAL,
-    SUITE_DIR,
-    TOY_DIR,
-    SweSynthSuite,
-    SweSynthTask,
-)
+from termgym.tasks.swesynth.suite import BUNDLED_DIR, NAMED_SUITES, SUITE_DIR, TOY_DIR, SweSynthSuite
+from termgym.tasks.swesynth.task import REFUSAL, SweSynthTask
 
 
 def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:

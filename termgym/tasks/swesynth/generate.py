@@ -442,7 +442,7 @@ def validate_in_sandbox(record: TaskRecord, files: dict[str, str], base: Baselin
     On success ``record.validation`` says what ran where.
     """
     from termgym.sandbox import FreshSandboxes
-    from termgym.tasks.swesynth.suite import SweSynthTask
+    from termgym.tasks.swesynth.task import SweSynthTask
 
     fixed = patch_files(record.fix_patch)
     task = SweSynthTask(record, cache_dir=cache_dir)
@@ -526,7 +526,7 @@ def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local")
     from dataclasses import replace
 
     from termgym.sandbox import FreshSandboxes
-    from termgym.tasks.swesynth.suite import SweSynthTask
+    from termgym.tasks.swesynth.task import SweSynthTask
 
     task = SweSynthTask(replace(record, repo_dir=repo_dir))
     fixed = sorted({line.split(" b/", 1)[-1] for line in record.fix_patch.splitlines() if line.startswith("diff --git ")})

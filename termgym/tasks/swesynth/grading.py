@@ -1,7 +1,7 @@
 """Running the required tests in the grading sandbox and deciding, outside it, what passed.
 
 The grading sandbox holds a fresh copy of the buggy repository with the agent's source diff applied
-(:mod:`termgym.tasks.swesynth.suite`). Everything in it that decides a grade is out of the graded
+(:mod:`termgym.tasks.swesynth.task`). Everything in it that decides a grade is out of the graded
 code's reach (the threat model and the tests that prove each line: ``docs/security.md``):
 
 * **What may be graded.** Only ``*.py`` files inside the project's packages (``source_dirs``,

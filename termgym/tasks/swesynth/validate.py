@@ -2,7 +2,7 @@
 
 Tests run through the repository's own pytest command with a junit-xml report added
 (:func:`junit_args`), so every outcome is keyed by a per-test id (``path::Class::test``). The same
-parser grades agents inside the sandbox (:mod:`termgym.tasks.swesynth.suite`).
+parser grades agents inside the sandbox (:mod:`termgym.tasks.swesynth.task`).
 
 A candidate bug is kept when (:func:`judge`):
 
