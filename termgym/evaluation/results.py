@@ -37,6 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym.jsonl import json_lines
+
 #: The recording file of a run directory (every episode's record).
 RECORDING_NAME = "episodes.jsonl"
 STATUSES = ("completed", "agent_error", "infra_error")
@@ -158,21 +160,15 @@ def _records_of(path: Path) -> _Recording:
     records: dict[str, dict[str, Any]] = {}
     bad: list[str] = []
     try:
-        with open(path, encoding="utf-8") as handle:
-            # A bad line (a record torn by a killed writer) costs that line, not the whole file: the
-            # other episodes' records stay readable, and a missing one is reported with the bad lines.
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    bad.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
-                    continue
-                if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
-                    bad.append(f"line {number}: not a {RECORD_FORMAT} record")
-                    continue
-                records[str(record.get("episode_id"))] = record
+        # A bad line (a record torn by a killed writer) costs that line, not the whole file: the
+        # other episodes' records stay readable, and a missing one is reported with the bad lines.
+        for number, record, problem in json_lines(path):
+            if problem is None and (not isinstance(record, dict) or record.get("format") != RECORD_FORMAT):
+                problem = f"not a {RECORD_FORMAT} record"
+            if problem is not None:
+                bad.append(f"line {number}: {problem}")
+                continue
+            records[str(record.get("episode_id"))] = record
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"the recording {path} cannot be read: {exc}") from exc
     return _Recording(records, bad)

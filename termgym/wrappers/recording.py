@@ -45,6 +45,8 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from termgym.jsonl import json_lines
+
 #: The ``format`` field of every episode record this module writes.
 RECORD_FORMAT = "termgym.episode/1"
 
@@ -93,21 +95,14 @@ def read_jsonl(path: str | Path, *, skip_invalid: bool = False) -> Iterator[dict
     A line that is not a JSON object raises ``ValueError`` naming the file and line, unless
     ``skip_invalid`` (e.g. the last line of a file whose writer was killed mid-write).
     """
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
+    for number, obj, problem in json_lines(path):
+        if problem is None and not isinstance(obj, dict):
+            problem = f"expected a JSON object, got {type(obj).__name__}"
+        if problem is not None:
+            if skip_invalid:
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if skip_invalid:
-                    continue
-                raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(obj, dict):
-                if skip_invalid:
-                    continue
-                raise ValueError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
-            yield obj
+            raise ValueError(f"{path}:{number}: {problem}")
+        yield obj
 
 
 def read_episodes(path: str | Path, *, skip_invalid: bool = False) -> list[dict[str, Any]]:

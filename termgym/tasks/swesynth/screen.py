@@ -41,6 +41,7 @@ from typing import Any
 from termgym.sandbox import FreshSandboxes, make_sandbox
 from termgym.sandbox.base import Limits, Sandbox, SandboxSpec
 from termgym.tasks.swesynth.grading import run_graded_tests
+from termgym.tasks.swesynth.validate import RunResult
 
 #: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
 SCREEN_VERSION = 2
@@ -85,25 +86,14 @@ class ProjectEnv:
 
 
 @dataclass
-class ScreenRun:
-    """One screened test run: outcome and failure text per node id."""
+class ScreenRun(RunResult):
+    """One screened test run: a :class:`RunResult` (outcome and failure text per node id) plus
+    the tail of its log, the tool versions it ran with and the lines each test executed."""
 
-    outcomes: dict[str, str]
-    messages: dict[str, str] = field(default_factory=dict)
-    timed_out: bool = False
-    exit_code: int = 0
-    duration: float = 0.0
     log_tail: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     import_lines: dict[str, list[int]] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> set[str]:
-        return {t for t, o in self.outcomes.items() if o == "passed"}
-
-    def failed_among(self, tests: Sequence[str]) -> list[str]:
-        return [t for t in tests if self.outcomes.get(t) != "passed"]
 
 
 def tree_hash(root: Path) -> str:

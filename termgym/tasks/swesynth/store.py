@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from termgym.jsonl import json_lines
 from termgym.tasks.swesynth.records import RECORD_VERSION, RecordError, TaskRecord
 
 STORAGE = "compact"
@@ -135,18 +136,12 @@ def read_compact(path: Path, index: dict[str, Any]) -> tuple[dict[str, dict[str,
                               "which does not exist") from None
         except (ValueError, KeyError) as exc:
             raise RecordError(f"{baseline_path}: not a baseline with 'tests' ({exc})") from None
-        try:
-            lines = records_path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
+        if not records_path.is_file():
             raise RecordError(f"{path / 'suite.json'}: repo {repo!r} names the records file {records_path}, "
-                              "which does not exist") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RecordError(f"{records_path}:{n}: not valid JSON ({exc})") from None
+                              "which does not exist")
+        for n, data, problem in json_lines(records_path):
+            if problem is not None:
+                raise RecordError(f"{records_path}:{n}: {problem}")
             if not isinstance(data, dict) or not data.get("task_id"):
                 raise RecordError(f"{records_path}:{n}: a record needs a 'task_id'")
             data["original"] = {"all_tests": tests}
