@@ -21,7 +21,8 @@ from scripted_agents import TerminusScripted  # noqa: E402
 
 from termgym.agents import make_agent  # noqa: E402
 from termgym.agents.harbor import TermgymSandboxEnvironment  # noqa: E402
-from termgym.evaluation import evaluate  # noqa: E402
+from termgym.evaluation import evaluate
+from termgym.evaluation.results import RunDir  # noqa: E402
 from termgym.sandbox import make_sandbox  # noqa: E402
 from termgym.sandbox.base import SandboxSpec  # noqa: E402
 
@@ -53,7 +54,8 @@ def test_terminus_2_fixes_a_swesynth_task_in_a_bubblewrap_sandbox(tmp_path, swes
     # Harbor's agent really talked to the model through LiteLLM, and its trajectory was kept.
     assert server.requests[0]["body"]["model"] == "scripted-1"
     assert ":/app# cd /app && git status" in json.dumps(server.requests[1]["body"]["messages"])  # its tmux screen
-    assert episode["prompt_tokens"] > 0 and episode["turns"][0]["meta"]["harbor_agent"] == "terminus-2"
+    turns = RunDir(tmp_path / "fix").transcript(outcome.results[0])["turns"]  # read from the episode's record
+    assert episode["prompt_tokens"] > 0 and turns[0]["meta"]["harbor_agent"] == "terminus-2"
     trajectory = json.loads((tmp_path / "logs" / f"{task.task_id}__0" / "agent" / "trajectory.json").read_text())
     assert "git apply" in json.dumps(trajectory)
 
@@ -107,7 +109,7 @@ def test_an_unknown_harbor_agent_is_named():
 
 # -- Harbor's own trial runner, with termgym's sandbox as an external environment -----------------
 
-SAMPLE = Path(__file__).resolve().parents[2] / "termgym" / "tasks" / "harbor" / "samples" / "csv-region-totals"
+SAMPLE = Path(__file__).resolve().parents[2] / "termgym_data" / "harbor" / "samples" / "csv-region-totals"
 SOLUTION = (SAMPLE / "solution" / "solve.sh").read_text().split("set -euo pipefail\n", 1)[1]
 
 
