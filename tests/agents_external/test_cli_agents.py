@@ -18,6 +18,7 @@ from scripted_agents import CommandScripted
 from termgym.agents import make_agent
 from termgym.agents.cli import RECIPES
 from termgym.evaluation import evaluate
+from termgym.evaluation.results import RunDir
 
 SWESYNTH = "termgym/SweSynth-v0"
 TOY = {"path": "toy"}  # the toy suite: tasks from the projects written for termgym
@@ -32,6 +33,8 @@ def _run(tmp_path, task, commands, name, **options):
         outcome = evaluate(SWESYNTH, agent="cli", output_dir=tmp_path / name, task_ids=task.task_id, split="all",
                            progress="off", infra_retries=0, agent_options=agent_options, env_kwargs=TOY)
     episode = json.loads((tmp_path / name / "episodes" / f"{task.task_id}__a0.json").read_text())
+    # the result keeps a summary; the turns are read from the episode's record
+    episode["turns"] = RunDir(tmp_path / name).transcript(outcome.results[0])["turns"]
     return outcome, server, episode
 
 
