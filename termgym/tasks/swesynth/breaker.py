@@ -13,6 +13,7 @@ import ast
 import random
 from collections.abc import Sequence
 
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.inject import BUG_TYPE_DESCRIPTIONS, ModuleIndex, Mutation
 from termgym.tasks.swesynth.llm import ChatClient, LLMError, extract_code_block
 
@@ -82,7 +83,7 @@ class LLMBreaker:
             return None
         new_text = index.src.text[:start] + code + index.src.text[end:]
         try:
-            new_tree = ast.parse(new_text)
+            new_tree = pyparse.parse(new_text)
         except SyntaxError as exc:
             self.errors.append(f"{index.path}:{qualname}: the rewritten function does not parse ({exc.msg})")
             return None

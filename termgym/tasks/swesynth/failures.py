@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from termgym.tasks.swesynth import pyparse
+
 #: Builtins a behaviour is never named after (``len(parse(x))`` is about ``parse``).
 _PLAIN_BUILTINS = {n for n in dir(builtins) if not n[:1].isupper()}
 #: Comparison operators and how the report states the expectation.
@@ -71,7 +73,7 @@ def _parse_file(path: Path) -> ast.Module | None:
     key = (path.resolve(), st.st_mtime_ns, st.st_size)
     if key not in _trees:
         try:
-            _trees[key] = ast.parse(path.read_text(encoding="utf-8"))
+            _trees[key] = pyparse.parse(path.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             _trees[key] = None
     return _trees[key]
@@ -239,7 +241,7 @@ def _value_repr(text: str) -> str | None:
             or text.startswith("<"):
         return None
     try:
-        ast.parse(text, mode="eval")
+        pyparse.parse(text, mode="eval")
     except SyntaxError:
         return None
     return text
@@ -647,7 +649,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     for name, text in _frame_args(message, loc_offset, params).items():
         lit = _literal_repr(text) or _value_repr(text)
         if lit is not None and len(lit) <= _MAX_VALUE:
-            node = ast.parse(lit, mode="eval").body
+            node = pyparse.parse(lit, mode="eval").body
             # a constructor repr (``Money('1.00', 'USD')``) counts when the test module imports its class
             if _is_literal(node) or _free_names(node) <= module_level:
                 values[name] = node
@@ -660,9 +662,9 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     body = fixtures + body
     module_level |= fixture_names
     fill = _Fill(values, modules)
-    expr = fill.visit(ast.parse(ast.unparse(expr), mode="eval").body)
-    expected_node = fill.visit(ast.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
-    setup = [fill.visit(ast.parse(ast.unparse(s)).body[0]) for s in body]
+    expr = fill.visit(pyparse.parse(ast.unparse(expr), mode="eval").body)
+    expected_node = fill.visit(pyparse.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
+    setup = [fill.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in body]
     later = [expected_node] if expected_node is not None else []
     setup = _drop_dead_stores(setup)
     expr, setup = _inline(expr, setup, later)
@@ -791,7 +793,7 @@ def _read_first_difference(failure: Failure, message: str, expected_first: bool)
         m = re.search(r"^\s*Differing items:\s*\n\s*(\{.+\}) != (\{.+\})\s*$", message, re.M)
         if m:
             try:
-                a, b = ast.parse(m.group(1), mode="eval").body, ast.parse(m.group(2), mode="eval").body
+                a, b = pyparse.parse(m.group(1), mode="eval").body, pyparse.parse(m.group(2), mode="eval").body
             except SyntaxError:
                 return
             if isinstance(a, ast.Dict) and isinstance(b, ast.Dict) and len(a.keys) == len(b.keys) == 1 \
@@ -803,7 +805,7 @@ def _read_first_difference(failure: Failure, message: str, expected_first: bool)
     observed, expected = _value_repr(obs_text), _value_repr(exp_text)
     if observed is None or expected is None:
         return
-    node = ast.parse(failure.call, mode="eval").body
+    node = pyparse.parse(failure.call, mode="eval").body
     base = failure.call if isinstance(node, (ast.Call, ast.Attribute, ast.Name, ast.Subscript)) else f"({failure.call})"
     failure.call = f"{base}[{key}]"
     failure.observed, failure.expected = observed, expected

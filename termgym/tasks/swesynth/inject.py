@@ -27,12 +27,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# The mutation machinery lives in bugs.source; its names stay importable from here.
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.bugs.callgraph import RepoIndex
 from termgym.tasks.swesynth.bugs.coordinated import REPO_DESCRIPTIONS, find_cross_module_helper
 from termgym.tasks.swesynth.bugs.coordinated import REPO_FINDERS as _COORDINATED
 from termgym.tasks.swesynth.bugs.flow import FLOW_DESCRIPTIONS, FLOW_FINDERS
-
-# The mutation machinery lives in bugs.source; its names stay importable from here.
 from termgym.tasks.swesynth.bugs.source import (  # noqa: F401  (re-exported for callers of inject)
     _ATOMIC,
     _BINOP_SYMBOLS,
@@ -643,7 +643,7 @@ def find_bugs(files: dict[str, str], bug_types: Iterable[str] | None = None, *,
     if strict and repo.unparsable:
         path = repo.unparsable[0]
         try:
-            ast.parse(files[path])
+            pyparse.parse(files[path])
         except SyntaxError as exc:
             raise SyntaxError(f"cannot scan {path} for bugs: it does not parse "
                               f"(line {exc.lineno}: {exc.msg})") from None
@@ -672,7 +672,7 @@ def apply_mutations(text: str, mutations: Sequence[Mutation]) -> str:
     for m in reversed(ordered):
         out = out[: m.start] + m.replacement + out[m.end:]
     try:
-        ast.parse(out)
+        pyparse.parse(out)
     except SyntaxError as exc:
         raise InjectionError(f"mutated {ordered[0].path} does not parse: {exc}") from None
     return out

@@ -40,6 +40,7 @@ from typing import Any
 
 from termgym.sandbox import FreshSandboxes, make_sandbox
 from termgym.sandbox.base import Limits, Sandbox, SandboxSpec
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.grading import run_graded_tests
 from termgym.tasks.swesynth.validate import RunResult
 
@@ -160,7 +161,7 @@ class StatementMap:
     whether it runs at import time (outside every function body)."""
 
     def __init__(self, text: str) -> None:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
         self.spans: list[tuple[int, int, int, int]] = []  # (first, last, query_first, query_last)
         self.function_bodies: list[tuple[int, int]] = []
         for node in ast.walk(tree):

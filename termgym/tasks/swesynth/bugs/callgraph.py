@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.bugs.source import ModuleIndex
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -103,7 +104,7 @@ class ModuleMap:
     def _tree(self, path: str) -> ast.Module | None:
         if path not in self._trees:
             try:
-                self._trees[path] = ast.parse(self._read(path)) if self._read else None
+                self._trees[path] = pyparse.parse(self._read(path)) if self._read else None
             except (SyntaxError, OSError, ValueError):
                 self._trees[path] = None
         return self._trees[path]
@@ -125,7 +126,7 @@ class ModuleMap:
         the package re-exports ``name`` from, else the package itself.
         """
         out: set[str] = set()
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(pyparse.parse(text)):
             if isinstance(node, ast.Import):
                 out.update(t for t in (self.resolve_module(a.name, path) for a in node.names) if t)
             elif isinstance(node, ast.ImportFrom):

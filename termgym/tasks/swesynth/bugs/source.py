@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
+from termgym.tasks.swesynth import pyparse
+
 
 @dataclass(frozen=True)
 class Mutation:
@@ -110,7 +112,7 @@ class ModuleIndex:
     def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.src = SourceText(text)
-        self.tree = ast.parse(text)
+        self.tree = pyparse.parse(text)
         self.sites: list[Site] = []
         self.functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = []
         self.docstrings: set[int] = set()
@@ -231,7 +233,7 @@ def check_mutation(text: str, mutation: Mutation, original_dump: str | None = No
     """
     new_text = text[: mutation.start] + mutation.replacement + text[mutation.end:]
     try:
-        return ast.dump(ast.parse(new_text)) != (original_dump or ast.dump(ast.parse(text)))
+        return ast.dump(pyparse.parse(new_text)) != (original_dump or ast.dump(pyparse.parse(text)))
     except SyntaxError:
         return False
 
@@ -268,11 +270,11 @@ def check_unit(files: dict[str, str], unit: Sequence[Mutation], dumps: dict[str,
         for m in reversed(ordered):
             text = text[: m.start] + m.replacement + text[m.end:]
         try:
-            new_dump = ast.dump(ast.parse(text))
+            new_dump = ast.dump(pyparse.parse(text))
         except SyntaxError:
             return False
         if path not in dumps:
-            dumps[path] = ast.dump(ast.parse(files[path]))
+            dumps[path] = ast.dump(pyparse.parse(files[path]))
         changed = changed or new_dump != dumps[path]
     return changed
 
