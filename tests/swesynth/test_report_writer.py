@@ -63,6 +63,10 @@ def module_of(path):
 
 def labels(names):
     return [f"item: {n.upper()}" for n in names]
+
+
+def days_of(delta):
+    return delta.days
 '''
 
 #: (pristine, broken) pairs: five bugs, one per way of failing
@@ -74,7 +78,28 @@ BUGS = [
     ("return price == 0", "return price == 1"),
     ('.removesuffix(".py")', '.removesuffix(".pyc")'),
     ("n.upper()", "n.title()"),
+    ("return delta.days", "return delta.days - 1"),
 ]
+
+#: a second test module in the style of many real suites: the module imported whole, arguments
+#: spread from a parameter list, a parameter whose value is a standard-library object
+TESTS_BY_MODULE = '''\
+import datetime
+
+import pytest
+
+from shop import cart
+
+
+@pytest.mark.parametrize("args, expected", [(["$2.25"], 2.25)])
+def test_price_from_spread_args(args, expected):
+    assert cart.parse_price(*args) == expected
+
+
+@pytest.mark.parametrize("delta", [datetime.timedelta(days=2)])
+def test_days_of_a_delta(delta):
+    assert cart.days_of(delta) == 2
+'''
 
 TESTS = '''\
 import pytest
@@ -175,6 +200,7 @@ def shop(tmp_path_factory):
     (root / "tests").mkdir()
     (root / "shop" / "__init__.py").write_text("")
     (root / "tests" / "test_cart.py").write_text(TESTS)
+    (root / "tests" / "test_by_module.py").write_text(TESTS_BY_MODULE)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     broken = CART
     for old, new in BUGS:
@@ -200,7 +226,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
                      "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
-                     "test_names_after_a_look"}
+                     "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -208,6 +234,28 @@ def test_a_crash_with_its_parameters_filled_in(shop):
     assert f.call == "parse_price('$1.50')" and f.behaviour == "parse_price()"
     assert f.error == ("ValueError", "could not convert string to float: '1,50'")
     assert f.expected == "1.5" and f.usable
+
+
+def test_spread_arguments_of_a_module_level_import_are_a_self_contained_call(shop):
+    """``cart.parse_price(*args)`` with ``args = ['$2.25']`` is what a user types as
+    ``parse_price('$2.25')``: the module prefix goes, the literal list is spread."""
+    f = _failure(shop, "test_price_from_spread_args")
+    assert f.call == "parse_price('$2.25')" and f.self_contained and f.usable
+    assert f.error == ("ValueError", "could not convert string to float: '2,25'")
+
+
+def test_a_standard_library_value_is_quoted_by_its_repr(shop):
+    f = _failure(shop, "test_days_of_a_delta")
+    assert f.call == "days_of(datetime.timedelta(days=2))" and f.self_contained
+    assert (f.observed, f.expected) == ("1", "2")
+
+
+def test_the_package_a_test_imports_from_may_be_named(shop):
+    root, failed, messages, patch = shop
+    test = next(t for t in failed if "test_days_of_a_delta" in t)
+    report = ("Hi! `shop.cart.days_of()` seems off by one.\n\n```python\n>>> from shop import cart\n"
+              ">>> cart.days_of(datetime.timedelta(days=2))\n1\n```\n\nI expected `2`.")
+    assert not [p for p in check_report(report, target_tests=[test], patch=patch, repo=root) if "leak" in p]
 
 
 def test_a_value_built_over_several_lines_keeps_its_setup(shop):
@@ -276,7 +324,7 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
     failures = usable_failures(failed, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome)
-    assert len(failures) == 11
+    assert len(failures) == 13
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,10 @@ class Failure:
         if self.observed is None or self.observed == self.expected:  # equal reprs explain nothing
             return False
         return self.expected is not None or self.relation in ("truthy", "falsy")
+
+
+#: Standard-library modules: a value's repr such as ``datetime.timedelta(seconds=120)`` is a repro as is.
+_STDLIB = frozenset(m for m in sys.stdlib_module_names if not m.startswith("_"))
 
 
 # -- reading the test source -------------------------------------------------------------------------
@@ -133,6 +138,9 @@ def test_names(test: str, repo: Path | None) -> set[str]:
                 names.add(node.name)
             elif isinstance(node, ast.alias):
                 names.add(node.asname or node.name.split(".")[-1])
+                names.update(node.name.split("."))  # ``import pkg.mod`` shows both names
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.update(node.module.split("."))  # ``from pkg.mod import f`` shows where f lives
     names.discard(name)
     return {n for n in names if not n.startswith("test_") and not n.startswith("Test")}
 
@@ -266,10 +274,32 @@ def _split_compare(line: str, op: str, known: str | None, known_left: bool) -> t
 
 
 class _Fill(ast.NodeTransformer):
-    """Replace parameter names by their values and drop module prefixes (``slug.slugify`` -> ``slugify``)."""
+    """Replace parameter names by their values, drop module prefixes (``slug.slugify`` -> ``slugify``;
+    the names so freed are in ``unprefixed``: importable from the project) and spread literal
+    star-arguments (``f(*[1, 'a'])`` -> ``f(1, 'a')``, ``f(**{'k': 1})`` -> ``f(k=1)``)."""
 
     def __init__(self, values: dict[str, ast.expr], modules: set[str]) -> None:
         self.values, self.modules = values, modules
+        self.unprefixed: set[str] = set()
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        args: list[ast.expr] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred) and isinstance(arg.value, (ast.List, ast.Tuple)):
+                args.extend(arg.value.elts)
+            else:
+                args.append(arg)
+        keywords: list[ast.keyword] = []
+        for kw in node.keywords:
+            if kw.arg is None and isinstance(kw.value, ast.Dict) and all(
+                    isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.isidentifier()
+                    for k in kw.value.keys):
+                keywords.extend(ast.keyword(arg=k.value, value=v) for k, v in zip(kw.value.keys, kw.value.values))
+            else:
+                keywords.append(kw)
+        node.args, node.keywords = args, keywords
+        return node
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load) and node.id in self.values:
@@ -281,6 +311,7 @@ class _Fill(ast.NodeTransformer):
         while isinstance(root, ast.Attribute):
             root = root.value
         if isinstance(root, ast.Name) and root.id in self.modules and root.id not in self.values:
+            self.unprefixed.add(node.attr)
             return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
         self.generic_visit(node)
         return node
@@ -651,7 +682,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
         if lit is not None and len(lit) <= _MAX_VALUE:
             node = pyparse.parse(lit, mode="eval").body
             # a constructor repr (``Money('1.00', 'USD')``) counts when the test module imports its class
-            if _is_literal(node) or _free_names(node) <= module_level:
+            if _is_literal(node) or _free_names(node) <= module_level | _STDLIB:
                 values[name] = node
     top = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), stmt)
     # checks that passed before the failing one are not part of a repro (nor is a docstring)
@@ -665,6 +696,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     expr = fill.visit(pyparse.parse(ast.unparse(expr), mode="eval").body)
     expected_node = fill.visit(pyparse.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
     setup = [fill.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in body]
+    module_level |= fill.unprefixed  # ``humanize.naturalsize`` became ``naturalsize``: importable
     later = [expected_node] if expected_node is not None else []
     setup = _drop_dead_stores(setup)
     expr, setup = _inline(expr, setup, later)
@@ -710,6 +742,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
             or any(isinstance(t, ast.Name) and t.id in prelude for t in getattr(d, "targets", []))]
     local = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | set(constants)
     failure.self_contained = (all(n in defined or (n in module_level and n not in local) or n in dir(builtins)
+                                  or n in _STDLIB
                                   for n in free)
                               and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign))
                                       or isinstance(s, ast.FunctionDef) and not s.decorator_list
