@@ -12,8 +12,11 @@ import pytest
 
 from termgym.cli import main
 from termgym.commands.swesynth import ProgressBar
+from termgym.env import oracle_actions
 from termgym.tasks.swesynth import default_suite
-from termgym.tasks.swesynth.generate import Stats, generate
+from termgym.tasks.swesynth.generate import Stats
+from termgym.tasks.swesynth.report import check_report
+from termgym.tasks.swesynth.suite import SweSynthSuite
 
 
 def test_show_a_bundled_task_by_id_and_by_path(capsys):
@@ -65,19 +68,41 @@ def test_progress_bar_draws_in_place_on_a_terminal():
 
 
 @pytest.mark.slow
-def test_generation_on_a_pypi_sdist(tmp_path):
-    """The issue's third-party demonstration: toolz (not written here) from its PyPI sdist."""
+def test_generation_on_a_pypi_sdist(tmp_path, capsys):
+    """The issue's third-party demonstration: a project nobody here bundled or named in the code
+    (inflection, from its PyPI sdist) through the same ``termgym swesynth generate`` command; the
+    tasks then play through ``gym.make``."""
+    import gymnasium as gym
+
+    import termgym  # noqa: F401  (registers the envs)
+
     proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                           "toolz==1.2.0", "-d", str(tmp_path)], capture_output=True, text=True, timeout=300)
+                           "inflection==0.5.1", "-d", str(tmp_path)], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         pytest.skip(f"PyPI is not reachable here: {proc.stderr.strip()[-200:]}")
-    with tarfile.open(next(tmp_path.glob("toolz-*.tar.gz"))) as tar:
+    with tarfile.open(next(tmp_path.glob("inflection-*.tar.gz"))) as tar:
         tar.extractall(tmp_path, filter="data")
     repo = next(p for p in tmp_path.iterdir() if p.is_dir())
-    result = generate(repo, "python -m pytest -q", n=2, seed=0, out=tmp_path / "out", name="toolz",
-                      workers=2, source_dirs=["toolz"], max_attempts=8, sandbox_test_command="python3 -m pytest -q")
-    assert result.stats.kept == 2 and result.stats.required_tests >= 150
-    for record in result.records:
-        assert record.target_tests and record.bug_patch.startswith("diff --git a/toolz/")
-        assert "toolz" not in record.problem_statement.lower().split()
-    print(json.dumps(result.stats.to_dict()))
+    out = tmp_path / "out"
+    assert main(["swesynth", "generate", "--repo", str(repo), "--test-cmd", "python3 -m pytest -q", "--n", "2",
+                 "--seed", "0", "--out", str(out), "--name", "inflection", "--max-attempts", "12"]) == 0
+    assert "wrote 2 task(s)" in capsys.readouterr().out
+    suite = SweSynthSuite(out)
+    assert len(suite.task_ids()) == 2
+    for task_id in suite.task_ids():
+        record = suite.record(task_id)
+        assert record.target_tests and record.bug_patch.startswith("diff --git a/inflection/")
+        assert record.validation and record.difficulty in ("easy", "medium", "hard")
+        assert not check_report(record.problem_statement, target_tests=record.target_tests,
+                                patch=record.bug_patch, repo=repo)
+    env = gym.make("termgym/SweSynth-v0", path=str(out), max_steps=10)
+    try:
+        task_id = suite.task_ids()[0]
+        env.reset(seed=0, options={"task_id": task_id})
+        for message in oracle_actions(env.unwrapped):
+            _, reward, terminated, truncated, info = env.step(message)
+            if terminated or truncated:
+                break
+        assert info["task_id"] == task_id and info["grade"]["all_passed"] and reward == 1.0
+    finally:
+        env.close()
