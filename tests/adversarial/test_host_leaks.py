@@ -24,23 +24,12 @@ import pytest
 
 import termgym
 from termgym.sandbox import SandboxSpec, make_sandbox
+from tests.docker_engine import require_docker
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = Path(termgym.__file__).resolve().parent
 
 
-def require_docker() -> None:
-    from termgym.sandbox.base import BackendUnavailable
-    from termgym.sandbox.docker import get_client
-    from termgym.sandbox.images import DEFAULT_BASE_IMAGE, image_recipe
-
-    try:
-        if image_recipe(get_client(), DEFAULT_BASE_IMAGE) is None:
-            raise BackendUnavailable(f"{DEFAULT_BASE_IMAGE} is missing: run `termgym images build-base`")
-    except BackendUnavailable as exc:
-        if os.environ.get("TERMGYM_ALLOW_NO_DOCKER") == "1":
-            pytest.skip(f"docker unavailable: {exc}")
-        pytest.fail(f"docker tests need a Docker engine and the base image: {exc}", pytrace=False)
 
 
 @pytest.fixture(params=["local", "local-host", pytest.param("docker", marks=pytest.mark.docker)])

@@ -9,6 +9,7 @@ import pytest
 from termgym import CommandTask, Grade, ListSuite
 from termgym.env import TerminalEnv, Truncate, areset, astep
 from termgym.wrappers.rewards import ProcessReward, TestFinder
+from tests.docker_engine import require_docker
 
 
 def events(info) -> dict[str, float]:
@@ -348,20 +349,7 @@ def test_env_without_wrapper_is_untouched(cmd, calc_task):
 @pytest.mark.docker
 def test_detection_is_the_same_on_the_docker_backend(calc_env, cmd):
     """The snapshots are plain commands in the sandbox: the Docker backend sees the same events."""
-    import os
-
-    from termgym.sandbox.base import BackendUnavailable
-
-    try:
-        from termgym.sandbox.docker import get_client
-        from termgym.sandbox.images import DEFAULT_BASE_IMAGE, image_recipe
-
-        if image_recipe(get_client(), DEFAULT_BASE_IMAGE) is None:
-            raise BackendUnavailable(f"the base image {DEFAULT_BASE_IMAGE} is missing: run `termgym images build-base`")
-    except BackendUnavailable as exc:
-        if os.environ.get("TERMGYM_ALLOW_NO_DOCKER") == "1":
-            pytest.skip(f"docker unavailable (TERMGYM_ALLOW_NO_DOCKER=1): {exc}")
-        pytest.fail(f"docker tests need a Docker engine and the base image: {exc}", pytrace=False)
+    require_docker()
     env = ProcessReward(calc_env(backend="docker", max_steps=10))
     env.reset(seed=0)
     steps = run(env, cmd("ls tests"), cmd("touch src/calc.py"), cmd("sed -i 's/a - b/a + b/' src/calc.py"))

@@ -6,27 +6,10 @@ A missing Docker engine or base image FAILS the docker half (CI must run it); se
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from termgym.sandbox import Sandbox, SandboxSpec, make_sandbox
-
-
-def require_docker() -> None:
-    """Fail (or skip, with TERMGYM_ALLOW_NO_DOCKER=1) unless the engine and base image are there."""
-    from termgym.sandbox.base import BackendUnavailable
-    from termgym.sandbox.docker import get_client
-    from termgym.sandbox.images import DEFAULT_BASE_IMAGE, image_recipe
-
-    try:
-        client = get_client()
-        if image_recipe(client, DEFAULT_BASE_IMAGE) is None:
-            raise BackendUnavailable(f"the base image {DEFAULT_BASE_IMAGE} is missing: run `termgym images build-base`")
-    except BackendUnavailable as exc:
-        if os.environ.get("TERMGYM_ALLOW_NO_DOCKER") == "1":
-            pytest.skip(f"docker unavailable (TERMGYM_ALLOW_NO_DOCKER=1): {exc}")
-        pytest.fail(f"docker tests need a Docker engine and the base image: {exc}", pytrace=False)
+from tests.docker_engine import require_docker
 
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])

@@ -182,7 +182,7 @@ def test_docker_image_is_imported_from_the_same_runtime(runtime, tmp_path):
     from termgym.sandbox.images import LABEL_RECIPE, import_runtime
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from conftest import require_docker
+    from tests.docker_engine import require_docker
 
     require_docker()
     client = get_client()

@@ -11,6 +11,7 @@ import pytest
 
 from termgym.tasks.swesynth.bundle import SUITE_DIR, named_share
 from termgym.tasks.swesynth.suite import SweSynthSuite
+from tests.docker_engine import require_docker
 
 SUBMIT = "THOUGHT: nothing to change\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 
@@ -76,22 +77,6 @@ def test_difficulty_option_through_gym_make():
         env.close()
 
 
-def _require_docker() -> None:
-    """CI has a Docker engine and the base image: fail without them (as the sandbox tests do), or skip
-    with ``TERMGYM_ALLOW_NO_DOCKER=1`` on a machine that has none."""
-    import os
-
-    from termgym.sandbox.base import BackendUnavailable
-    from termgym.sandbox.docker import get_client
-    from termgym.sandbox.images import DEFAULT_BASE_IMAGE, image_recipe
-
-    try:
-        if image_recipe(get_client(), DEFAULT_BASE_IMAGE) is None:
-            raise BackendUnavailable(f"the base image {DEFAULT_BASE_IMAGE} is missing: run `termgym images build-base`")
-    except BackendUnavailable as exc:
-        if os.environ.get("TERMGYM_ALLOW_NO_DOCKER") == "1":
-            pytest.skip(f"docker unavailable (TERMGYM_ALLOW_NO_DOCKER=1): {exc}")
-        pytest.fail(f"needs a Docker engine and the base image: {exc}", pytrace=False)
 
 
 def _oracle_and_nop(suite, task_id: str, backend: str) -> tuple[float, float, dict]:
@@ -134,7 +119,7 @@ def test_sample_oracle_one_nop_zero_local(suite, project, tmp_path, monkeypatch)
 @pytest.mark.slow
 @pytest.mark.docker
 def test_sample_oracle_one_nop_zero_docker(suite, tmp_path, monkeypatch):
-    _require_docker()
+    require_docker()
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     for project in _projects_by_speed()[:2]:  # the two fastest projects
         tid = one_per_project(suite)[project]

@@ -73,7 +73,7 @@ def test_unknown_project_is_an_error_naming_it(tmp_path):
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_real_project_task_end_to_end(suite_dir, backend, tmp_path, monkeypatch, request):
     if backend == "docker":
-        from tests.sandbox.conftest import require_docker
+        from tests.docker_engine import require_docker
         require_docker()
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))  # test envs are found all the same
     env = TerminalEnv(SweSynthSuite(suite_dir), backend=backend)
