@@ -67,7 +67,7 @@ def register(subparsers) -> None:
     bundle.add_argument("--deadline", type=float, default=None,
                         help="seconds for the whole build: each project gets an equal share of the time left")
     bundle.add_argument("--stall-limit", type=int, default=60,
-                        help="stop a project after this many candidates in a row without a task")
+                        help="stop a project after this many candidates in a row that ran tests without giving a task")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
     bundle.add_argument("--out", default=None, help="write elsewhere than the package's suite folder")
     bundle.add_argument("--docs", default=None, help="also rewrite the summary table in this Markdown file")

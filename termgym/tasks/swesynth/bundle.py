@@ -68,7 +68,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     ``test`` projects (default: :func:`held_out_projects` of all bundled projects).
     ``time_budget`` (seconds, per project) keeps what validated by then; ``deadline`` (seconds
     from now, for the whole build) gives each project, when it starts, an equal share of the time
-    left (a project that stops early — enough tasks, or ``stall_limit`` candidates in a row
+    left (a project that stops early — enough tasks, or ``stall_limit`` candidates in a row that ran tests
     without a task — leaves its time to the later ones). ``import_time`` is
     :func:`generate`'s choice for changes to import-time code (default ``"skip"``: a full run per
     such candidate costs more than the tasks it adds). A project that fails

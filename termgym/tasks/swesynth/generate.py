@@ -294,6 +294,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 # every test this change can fail is such a file: not worth running.
                 return attempt, "test file named after the module (over the suite's share)"
             box = worker()
+            ran.add(attempt.index)
             try:
                 run = box.run(mutated, None if selected is None else tests, timeout=run_timeout)
             finally:
@@ -357,6 +358,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         next_pos = 0
         seen_ids: set[str] = set()
         counts = {"named": 0, "since_kept": 0}
+        ran: set[int] = set()  # candidates that ran tests: only they count towards ``stall_limit``
         try:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swesynth") as pool:
                 in_flight: dict[Future, int] = {}
@@ -384,7 +386,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                         results[in_flight.pop(fut)] = fut.result()[1]
                     # Accept strictly in plan order, so the same seed gives the same tasks for any -j.
                     while next_pos < len(order) and order[next_pos] in results and len(kept) < n:
-                        outcome = results.pop(order[next_pos])
+                        index = order[next_pos]
+                        outcome = results.pop(index)
                         next_pos += 1
                         stats.attempted += 1
                         if isinstance(outcome, TaskRecord) and outcome.task_id in seen_ids:
@@ -401,7 +404,10 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                             stats.kept += 1
                         else:
                             stats.reject(outcome)
-                            counts["since_kept"] += 1
+                            # a candidate screened out before running (import-time code, no test
+                            # reaching it, the named quota full) costs nothing: it is no sign of a
+                            # project running dry
+                            counts["since_kept"] += index in ran
                         if progress:
                             progress(stats)
                     if len(kept) >= n:
