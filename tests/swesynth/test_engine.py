@@ -323,3 +323,30 @@ def test_named_share_is_enforced_across_the_suite(compact_suite, tmp_path):
     assert len(SweSynthSuite(copy).task_ids("all")) == 2
     table = bundle.summary_markdown(copy)
     assert "| shop" in table and "named after the buggy module: 1/2" in table
+
+
+def test_the_named_trim_evens_out_projects_instead_of_emptying_one(compact_suite, tmp_path):
+    """Project a: 6 named tasks; project b: 4 named and 2 not. Half of the suite may be named, so
+    8 named tasks go; taking from the project with the most named tasks leaves both projects one."""
+    out, _ = compact_suite
+    copy = tmp_path / "even"
+    shutil.copytree(out, copy)
+    template = json.loads((copy / "records" / "shop.jsonl").read_text().splitlines()[0])
+    index = json.loads((copy / "suite.json").read_text())
+    shop_entry = index["repos"].pop("shop")
+    (copy / "records" / "shop.jsonl").unlink()
+    index["splits"] = {"train": []}
+    index["generation"] = {}
+    for name, named, plain in (("a", 6, 0), ("b", 4, 2)):
+        rows = [dict(template, task_id=f"{name}-{i}", repo=name,
+                     signals=dict(template["signals"], test_file_names_module=i < named))
+                for i in range(named + plain)]
+        (copy / "records" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        shutil.copy(copy / "baselines" / "shop.json", copy / "baselines" / f"{name}.json")
+        index["repos"][name] = dict(shop_entry, records=f"records/{name}.jsonl", baseline=f"baselines/{name}.json")
+        index["splits"]["train"] += [r["task_id"] for r in rows]
+        index["generation"][name] = {"kept": len(rows), "attempted": len(rows)}
+    (copy / "suite.json").write_text(json.dumps(index))
+    assert bundle.enforce_named_share(copy, 0.5) == {"a": 5, "b": 3}
+    assert bundle.named_share(copy) == {"tasks": 4, "named": 2, "share": 0.5}
+    assert SweSynthSuite(copy).projects() == {"a": 1, "b": 3}

@@ -161,8 +161,10 @@ def named_share(out: str | Path) -> dict[str, Any]:
 
 def enforce_named_share(out: str | Path, share: float = MAX_NAMED_SHARE) -> dict[str, int]:
     """Drop tasks whose failing test file names the buggy module until at most ``share`` of the
-    suite's tasks are such; each drop takes the last named task of the project with the highest
-    named share. Returns how many were dropped per project (also counted in its rejections)."""
+    suite's tasks are such; each drop takes the last named task of the project with the most named
+    tasks (ties: the higher named share), so the trim evens out the projects' named counts instead
+    of emptying the most named project first (which would lose a project, often a held-out one).
+    Returns how many were dropped per project (also counted in its rejections)."""
     out = Path(out)
     lines: dict[str, list[dict[str, Any]]] = {}
     for path in sorted((out / "records").glob("*.jsonl")):
@@ -178,7 +180,7 @@ def enforce_named_share(out: str | Path, share: float = MAX_NAMED_SHARE) -> dict
         if not total or n_named <= share * total:
             break
         name = max((k for k, v in lines.items() if any(named(r) for r in v)),
-                   key=lambda k: (sum(named(r) for r in lines[k]) / len(lines[k]), k))
+                   key=lambda k: (sum(named(r) for r in lines[k]), sum(named(r) for r in lines[k]) / len(lines[k]), k))
         victim = next(r for r in reversed(lines[name]) if named(r))
         lines[name].remove(victim)
         dropped[name] = dropped.get(name, 0) + 1
@@ -198,7 +200,8 @@ def enforce_named_share(out: str | Path, share: float = MAX_NAMED_SHARE) -> dict
             if gen:
                 gen["kept"] = gen.get("kept", 0) - count
                 reason = "test file named after the module (suite share)"
-                gen.setdefault("rejected", {})[reason] = gen["rejected"].get(reason, 0) + count
+                rejected = gen.setdefault("rejected", {})
+                rejected[reason] = rejected.get(reason, 0) + count
                 gen["yield"] = round(gen["kept"] / gen["attempted"], 3) if gen.get("attempted") else 0.0
     return dropped
 
