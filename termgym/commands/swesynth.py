@@ -75,6 +75,7 @@ def register(subparsers) -> None:
 
     summary = sub.add_parser("summary", help="print the generation summary of a compact suite")
     summary.add_argument("suite", nargs="?", default=None, help="suite directory (default: the bundled one)")
+    summary.add_argument("--docs", default=None, help="also rewrite the summary table in this Markdown file")
     summary.set_defaults(func=cmd_summary)
 
     prov = sub.add_parser("provision", help="build the test environments of the bundled real projects "
@@ -263,6 +264,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
         print(f"error: {suite} holds no suite.json (build one with `termgym swesynth bundle`)", file=sys.stderr)
         return 1
     print(bundle.summary_markdown(suite), end="")
+    if args.docs:
+        bundle.write_docs_table(suite, args.docs)
     return 0
 
 

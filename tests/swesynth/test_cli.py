@@ -106,3 +106,18 @@ def test_generation_on_a_pypi_sdist(tmp_path, capsys):
         assert info["task_id"] == task_id and info["grade"]["all_passed"] and reward == 1.0
     finally:
         env.close()
+
+
+def test_summary_prints_the_table_and_rewrites_it_in_a_docs_file(tmp_path, capsys):
+    from termgym.tasks.swesynth.bundle import SUITE_DIR
+
+    docs = tmp_path / "guide.md"
+    docs.write_text("# Guide\n\n<!-- swesynth-summary:begin -->\nold table\n<!-- swesynth-summary:end -->\n\nafter\n")
+    assert main(["swesynth", "summary", str(SUITE_DIR), "--docs", str(docs)]) == 0
+    table = capsys.readouterr().out
+    assert "| project | licence |" in table
+    text = docs.read_text()
+    assert "old table" not in text and table.strip() in text
+    assert text.startswith("# Guide\n") and text.endswith("\nafter\n")
+    assert main(["swesynth", "summary", str(tmp_path)]) == 1
+    assert "holds no suite.json" in capsys.readouterr().err
