@@ -69,6 +69,9 @@ def register(subparsers) -> None:
     bundle.add_argument("--stall-limit", type=int, default=60,
                         help="stop a project after this many candidates in a row that ran tests without giving a task")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
+    bundle.add_argument("--resume", action="store_true",
+                        help="continue each project's earlier run in the suite (same seed): its tasks stay, the "
+                             "candidates it judged are skipped, --per-project counts both runs")
     bundle.add_argument("--out", default=None, help="write elsewhere than the package's suite folder")
     bundle.add_argument("--docs", default=None, help="also rewrite the summary table in this Markdown file")
     bundle.set_defaults(func=cmd_bundle)
@@ -235,7 +238,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                   f"{s.tasks_per_minute:.1f} tasks/min")
         return 0
     kwargs = {"jobs": args.workers, "projects": args.project, "progress": progress, "held_out": args.held_out,
-              "time_budget": args.time_budget, "clean": args.clean, "deadline": args.deadline,
+              "time_budget": args.time_budget, "clean": args.clean, "resume": args.resume, "deadline": args.deadline,
               "stall_limit": args.stall_limit,
               "log": lambda line: print(line, file=sys.stderr, flush=True)}
     if args.per_project is not None:
@@ -245,7 +248,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     out = args.out or str(bundle.SUITE_DIR)
     try:
         results = bundle.build_suite(out, **kwargs)
-    except KeyError as exc:
+    except (KeyError, ValueError) as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 1
     print(bundle.summary_markdown(out), end="")

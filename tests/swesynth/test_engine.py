@@ -350,3 +350,28 @@ def test_the_named_trim_evens_out_projects_instead_of_emptying_one(compact_suite
     assert bundle.enforce_named_share(copy, 0.5) == {"a": 5, "b": 3}
     assert bundle.named_share(copy) == {"tasks": 4, "named": 2, "share": 0.5}
     assert SweSynthSuite(copy).projects() == {"a": 1, "b": 3}
+
+
+def test_resume_continues_a_run_to_the_tasks_a_single_run_makes(shop, cache, compact_suite, tmp_path):
+    """Two tasks, then resumed to four with the same seed: the same four tasks as one run of four
+    (the judged candidates are skipped, the first run's records kept as written), and a summary
+    that adds both runs up."""
+    fresh_out, fresh = compact_suite
+    out = tmp_path / "resumed"
+    options = dict(seed=3, out=out, name="shop", workers=2, storage="compact", source_dirs=["shop"],
+                   test_dirs=["tests"], max_attempts=60)
+    first = generate(shop, PYTEST, n=2, **options)
+    first_lines = (out / "records" / "shop.jsonl").read_text().splitlines()
+    second = generate(shop, PYTEST, n=4, resume=True, **options)
+    lines = (out / "records" / "shop.jsonl").read_text().splitlines()
+    assert lines[:2] == first_lines  # the first run's records, byte for byte
+    assert [json.loads(x)["task_id"] for x in lines] == [r.task_id for r in fresh.records]
+    assert [r.task_id for r in second.records] == [r.task_id for r in fresh.records[2:]]
+    generation = json.loads((out / "suite.json").read_text())["generation"]["shop"]
+    assert generation["kept"] == 4 and generation["attempted"] == fresh.stats.attempted
+    assert generation["attempted"] > first.stats.attempted
+    assert sorted(SweSynthSuite(out).task_ids("all")) == sorted(r.task_id for r in fresh.records)
+    with pytest.raises(ValueError, match="made with seed 3"):
+        generate(shop, PYTEST, n=5, resume=True, **{**options, "seed": 4})
+    with pytest.raises(ValueError, match="storage='compact'"):
+        generate(shop, PYTEST, n=5, resume=True, **{**options, "storage": "folders"})

@@ -59,7 +59,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
                 per_project: int = SUITE_TASKS_PER_PROJECT, seed: int = DEFAULT_SEED, jobs: int = 2,
                 held_out: Sequence[str] | None = None, time_budget: float | None = None,
                 deadline: float | None = None, stall_limit: int | None = 60,
-                clean: bool = False, backend: str = "local", max_bugs: int = 2, import_time: str = "skip",
+                clean: bool = False, resume: bool = False, backend: str = "local", max_bugs: int = 2,
+                import_time: str = "skip",
                 progress: Callable[[str, Stats], None] | None = None,
                 log: Callable[[str], None] | None = None) -> dict[str, GenerationResult | str]:
     """Generate up to ``per_project`` tasks from each bundled project into the compact suite ``out``.
@@ -71,7 +72,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     left (a project that stops early — enough tasks, or ``stall_limit`` candidates in a row that ran tests
     without a task — leaves its time to the later ones). ``import_time`` is
     :func:`generate`'s choice for changes to import-time code (default ``"skip"``: a full run per
-    such candidate costs more than the tasks it adds). A project that fails
+    such candidate costs more than the tasks it adds). ``resume`` continues each project's earlier
+    run in ``out`` (same seed; ``per_project`` then counts the tasks of both runs). A project that fails
     (no provisioned test environment, no passing test) is reported by its error and skipped.
     Returns each project's result, or its error message.
     """
@@ -83,6 +85,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     unknown = [p for p in chosen if p not in available]
     if unknown:
         raise KeyError(f"no bundled project {', '.join(map(repr, unknown))}; projects: {', '.join(sorted(available))}")
+    if clean and resume:
+        raise ValueError("clean and resume contradict each other: resume continues what clean would delete")
     test_projects = set(held_out if held_out is not None else held_out_projects(sorted(available)))
     out = Path(out)
     if clean and out.exists():
@@ -117,7 +121,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
                 source_dirs=list(project.source_dirs), test_dirs=list(project.test_dirs), project_env=env,
                 project=name, storage="compact", max_named_share=MAX_NAMED_SHARE, max_bugs=max_bugs,
                 exclude_tests=[d.test for d in project.deselect], time_budget=budget, split=splitter,
-                stall_limit=stall_limit,
+                stall_limit=stall_limit, resume=resume,
                 suite_name=SUITE_NAME, backend=backend, import_time=import_time,
                 progress=(lambda s: progress(name, s)) if progress else None)
             with lock:

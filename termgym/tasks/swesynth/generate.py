@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import queue
@@ -179,7 +180,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              sandbox_check: bool = True, backend: str = "local", project_env: ProjectEnv | None = None,
              project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
-             split: str | None = None, stall_limit: int | None = None) -> GenerationResult:
+             split: str | None = None, stall_limit: int | None = None, resume: bool = False) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -203,7 +204,13 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     ``max_named_share`` caps the kept tasks whose failing test file is named after the buggy module
     at that share of ``n`` (a suite-wide share is enforced by the bundler). ``time_budget`` (seconds) stops early with what validated. ``split`` puts every
     task of this project in one split (held out by project); otherwise ``test_fraction`` of the
-    tasks (by id hash) go to ``test``.
+    tasks (by id hash) go to ``test``. ``stall_limit`` stops after that many candidates in a row
+    that ran tests without giving a task.
+
+    ``resume`` (compact storage only) continues this project's earlier run in ``out`` with the same
+    seed: its tasks are kept as they are, the candidates it judged are not judged again (the plan is
+    the same sequence, so the run picks up where the last one stopped) and ``n`` counts the kept
+    tasks of both; the generation summary adds up both runs.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -245,6 +252,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         run_timeout = max(10.0, 3 * base.seconds + 5)
         full_runs_ok = import_time == "run" or (import_time == "auto" and base.seconds <= 20.0)
         limit = max_failures(len(required))
+        previous = _previous_run(out, name, seed, required) if resume else None
+        if resume and storage != "compact":
+            raise ValueError("resume needs storage='compact' (it continues a project's records file)")
         procedural = [t for t in types if t in _procedural()]
         files, candidates = scan_repository(pristine, sources, procedural)
         if breaker is not None:
@@ -358,18 +368,28 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         next_pos = 0
         seen_ids: set[str] = set()
         counts = {"named": 0, "since_kept": 0}
+        prior_lines: list[dict[str, Any]] = []
+        skip = 0
+        if previous is not None:
+            prior_lines, skip = previous.lines, previous.attempted
+            seen_ids = {line["task_id"] for line in prior_lines}
+            counts["named"] = sum(bool((line.get("signals") or {}).get("test_file_names_module"))
+                                  for line in prior_lines)
+            previous.restore(stats)
+        want = n - len(prior_lines)  # tasks this run still has to find
+        run_started = time.monotonic()
         ran: set[int] = set()  # candidates that ran tests: only they count towards ``stall_limit``
         try:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swesynth") as pool:
                 in_flight: dict[Future, int] = {}
                 exhausted = False
-                attempt_iter = iter(attempts)
+                attempt_iter = itertools.islice(attempts, skip, None)  # resume: judged before
                 while True:
-                    out_of_time = time_budget is not None and stats.elapsed > time_budget
+                    out_of_time = time_budget is not None and time.monotonic() - run_started > time_budget
                     stalled = stall_limit is not None and counts["since_kept"] >= stall_limit
                     out_of_time = out_of_time or stalled
-                    while (not exhausted and not out_of_time and len(in_flight) < 2 * workers
-                           and len(kept) + len(in_flight) < n + workers):
+                    while (want > 0 and not exhausted and not out_of_time and len(in_flight) < 2 * workers
+                           and len(kept) + len(in_flight) < want + workers):
                         try:
                             attempt = next(attempt_iter)
                         except StopIteration:
@@ -378,14 +398,15 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                         order.append(attempt.index)
                         in_flight[pool.submit(evaluate, attempt)] = attempt.index
                     if not in_flight:
-                        stats.stopped = ("stalled: no task in the last candidates" if stalled else
+                        stats.stopped = ("enough tasks" if want <= 0 else
+                                         "stalled: no task in the last candidates" if stalled else
                                          "time budget" if out_of_time else "candidates exhausted")
                         break
                     done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                     for fut in done:
                         results[in_flight.pop(fut)] = fut.result()[1]
                     # Accept strictly in plan order, so the same seed gives the same tasks for any -j.
-                    while next_pos < len(order) and order[next_pos] in results and len(kept) < n:
+                    while next_pos < len(order) and order[next_pos] in results and len(kept) < want:
                         index = order[next_pos]
                         outcome = results.pop(index)
                         next_pos += 1
@@ -410,7 +431,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                             counts["since_kept"] += index in ran
                         if progress:
                             progress(stats)
-                    if len(kept) >= n:
+                    if len(kept) >= want:
                         for fut in in_flight:
                             fut.cancel()
                         stats.stopped = "enough tasks"
@@ -420,7 +441,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 box.close()
         stats.finished = time.monotonic()
         if storage == "compact":
-            write_compact(out, kept, base_tests=list(required), name=name, project=project, test_command=command,
+            write_compact(out, kept, prior_lines=prior_lines, base_tests=list(required), name=name, project=project,
+                          test_command=command,
                           source_dirs=source_dirs, test_dirs=test_dirs, pristine=pristine, repo_dir_ref=repo_dir_ref,
                           test_fraction=test_fraction, split=split, suite_name=suite_name,
                           generation={"seed": seed, "version": GENERATOR_VERSION, **stats.to_dict(),
@@ -431,6 +453,53 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             _write_suite(out, kept, pristine, name, test_command, command, source_dirs, test_dirs,
                          repo_dir_ref, test_fraction, suite_name, stats, seed)
     return GenerationResult(kept, out, stats)
+
+
+@dataclass
+class _PreviousRun:
+    """What an earlier compact run of a project left: its record lines and generation summary."""
+
+    lines: list[dict[str, Any]]
+    generation: dict[str, Any]
+
+    @property
+    def attempted(self) -> int:
+        return int(self.generation.get("attempted", 0))
+
+    def restore(self, stats: Stats) -> None:
+        """Start ``stats`` from the earlier run's counters (the summary then covers both runs)."""
+        g = self.generation
+        stats.attempted, stats.kept = self.attempted, len(self.lines)
+        stats.rejected = dict(g.get("rejected") or {})
+        for key in ("runs", "full_runs", "tests_run"):
+            setattr(stats, key, int(g.get(key, 0)))
+        stats.run_seconds = float(g.get("run_seconds", 0.0))
+        stats.started -= float(g.get("elapsed_seconds", 0.0))
+
+
+def _previous_run(out: Path, name: str, seed: int, required: Sequence[str]) -> _PreviousRun | None:
+    """The earlier run of project ``name`` in the compact suite ``out`` (``None``: there is none).
+    Refuses to resume a run made with another seed or generator, or against other required tests."""
+    from termgym.jsonl import json_lines
+
+    index_path, records_path = out / "suite.json", out / "records" / f"{name}.jsonl"
+    if not index_path.is_file() or not records_path.is_file():
+        return None
+    generation = (json.loads(index_path.read_text(encoding="utf-8")).get("generation") or {}).get(name) or {}
+    if generation.get("seed") != seed or generation.get("version") != GENERATOR_VERSION:
+        raise ValueError(f"cannot resume {name!r} in {out}: its tasks were made with seed "
+                         f"{generation.get('seed')!r} and generator {generation.get('version')!r}, "
+                         f"not seed {seed!r} and generator {GENERATOR_VERSION}")
+    baseline_path = out / "baselines" / f"{name}.json"
+    if json.loads(baseline_path.read_text(encoding="utf-8")).get("tests") != list(required):
+        raise ValueError(f"cannot resume {name!r} in {out}: its baseline ({baseline_path}) lists other "
+                         "required tests than the project has now")
+    lines = []
+    for n, data, problem in json_lines(records_path):
+        if problem is not None:
+            raise ValueError(f"cannot resume {name!r}: {records_path}:{n}: {problem}")
+        lines.append(data)
+    return _PreviousRun(lines, generation)
 
 
 def validate_in_sandbox(record: TaskRecord, files: dict[str, str], base: Baseline, *, backend: str = "local",

@@ -62,7 +62,8 @@ def record_line(record: TaskRecord) -> dict[str, Any]:
     return data
 
 
-def write_compact(out: str | Path, records: Sequence[TaskRecord], *, base_tests: Sequence[str], name: str,
+def write_compact(out: str | Path, records: Sequence[TaskRecord], *, prior_lines: Sequence[dict[str, Any]] = (),
+                  base_tests: Sequence[str], name: str,
                   project: str | None, test_command: str, source_dirs: Sequence[str], test_dirs: Sequence[str],
                   pristine: Path, repo_dir_ref: str | None, test_fraction: float = 0.1,
                   split: str | Callable[[str], str] | None = None, suite_name: str | None = None,
@@ -72,12 +73,14 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, base_tests:
     The project's tree is named by ``project`` (a bundled project), ``repo_dir_ref`` (a path
     relative to ``out``) or else copied to ``out/repos/<name>``. ``split`` puts every task in one
     split (a name) or decides per task id (a function); by default ``test_fraction`` of the ids
-    (by hash) go to ``test``.
+    (by hash) go to ``test``. ``prior_lines`` are record lines an earlier run wrote (``generate``'s
+    ``resume``): they are written first, as they are.
     """
     from termgym.tasks.swesynth.validate import copy_tree
 
     out = Path(out)
     (out / "records").mkdir(parents=True, exist_ok=True)
+    prior_lines = [dict(line) for line in prior_lines]  # lines kept from an earlier run (``resume``), as written
     (out / "baselines").mkdir(parents=True, exist_ok=True)
     tests = list(base_tests)
     for record in records:
@@ -86,8 +89,8 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, base_tests:
     records_path = out / "records" / f"{name}.jsonl"
     tmp = records_path.with_suffix(f".{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record_line(record), separators=(",", ":")) + "\n")
+        for line in [*prior_lines, *(record_line(record) for record in records)]:
+            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
     os.replace(tmp, records_path)
     (out / "baselines" / f"{name}.json").write_text(json.dumps({"repo": name, "tests": tests}, indent=0) + "\n",
                                                     encoding="utf-8")
@@ -113,8 +116,8 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, base_tests:
         repos[name] = entry
         prefix = f"{name}-"
         splits = {k: [t for t in v if not t.startswith(prefix)] for k, v in (index.get("splits") or {}).items()}
-        for record in records:
-            splits.setdefault(decide(record.task_id), []).append(record.task_id)
+        for task_id in [*(line["task_id"] for line in prior_lines), *(record.task_id for record in records)]:
+            splits.setdefault(decide(task_id), []).append(task_id)
         index["splits"] = {k: sorted(v) for k, v in splits.items()}
         if generation is not None:
             index.setdefault("generation", {})[name] = generation
