@@ -146,7 +146,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
         log(f"dropped {sum(dropped.values())} tasks to keep the named-module share at most "
             f"{100 * MAX_NAMED_SHARE:.0f} %: {dropped}")
     with locked_index(out) as index:
-        index["held_out_projects"] = sorted(test_projects & set(chosen))
+        # the projects built now and those an earlier build left in the suite (``--project``, ``--resume``)
+        index["held_out_projects"] = sorted(test_projects & (set(chosen) | set(index.get("repos") or {})))
         index["named_share"] = named_share(out)
     (out / SUMMARY_FILE).write_text(summary_markdown(out), encoding="utf-8")
     return results
