@@ -8,6 +8,7 @@ no change (must not). Results go to a JSON file, one entry per task, and a summa
 
     python -m benchmarks.swesynth_sweep                       # every task of the bundled suite
     python -m benchmarks.swesynth_sweep --suite DIR -j 2 --project toolz --limit 20 --backend docker
+    python -m benchmarks.swesynth_sweep --offset 20 -j 2       # the tasks after each project's first 20
 
 The exit status is 0 only when every graded task behaved.
 """
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--project", action="append", default=None, help="only these projects")
     parser.add_argument("--limit", type=int, default=None, help="at most this many tasks per project")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="skip the first this many tasks of each project (continue an earlier --limit run)")
     parser.add_argument("--out", default="swesynth-sweep.json", help="where the per-task results go")
     args = parser.parse_args(argv)
 
@@ -64,9 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     suite = SweSynthSuite(Path(args.suite) if args.suite else SUITE_DIR)
     chosen: list[str] = []
     per_project: dict[str, int] = {}
+    seen: dict[str, int] = {}
     for tid in suite.task_ids("all"):
         repo = suite.record(tid).repo
         if args.project and repo not in args.project:
+            continue
+        seen[repo] = seen.get(repo, 0) + 1
+        if seen[repo] <= args.offset:
             continue
         if args.limit is not None and per_project.get(repo, 0) >= args.limit:
             continue

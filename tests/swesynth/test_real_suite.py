@@ -124,3 +124,19 @@ def test_sample_oracle_one_nop_zero_docker(suite, tmp_path, monkeypatch):
         tid = one_per_project(suite)[project]
         oracle, nop, grade = _oracle_and_nop(suite, tid, "docker")
         assert (oracle, nop) == (1.0, 0.0), (project, tid, grade.get("all_result"), grade.get("infra_error"))
+
+
+@pytest.mark.slow
+def test_the_sweep_benchmark_grades_the_chosen_tasks(suite, tmp_path, monkeypatch):
+    """``python -m benchmarks.swesynth_sweep``: --offset skips each project's first tasks, --limit
+    caps the rest; the report names every task it graded and the exit code says all behaved."""
+    from benchmarks import swesynth_sweep
+
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "sweep.json"
+    assert swesynth_sweep.main(["--project", "parse", "--offset", "1", "--limit", "1", "-j", "1",
+                                "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    parse_ids = [t for t in suite.task_ids("all") if suite.record(t).repo == "parse"]
+    assert [e["task_id"] for e in report["results"]] == [parse_ids[1]]
+    assert report["ok"] == report["tasks"] == 1 and report["results"][0]["oracle"] != report["results"][0]["nop"]
