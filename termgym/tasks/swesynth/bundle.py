@@ -184,8 +184,11 @@ def enforce_named_share(out: str | Path, share: float = MAX_NAMED_SHARE) -> dict
         n_named = sum(named(r) for v in lines.values() for r in v)
         if not total or n_named <= share * total:
             break
-        name = max((k for k, v in lines.items() if any(named(r) for r in v)),
-                   key=lambda k: (sum(named(r) for r in lines[k]), sum(named(r) for r in lines[k]) / len(lines[k]), k))
+        def rank(k: str) -> tuple[int, float, str]:  # most named tasks, then the higher named share
+            count = sum(named(r) for r in lines[k])
+            return count, count / len(lines[k]), k
+
+        name = max((k for k, v in lines.items() if any(named(r) for r in v)), key=rank)
         victim = next(r for r in reversed(lines[name]) if named(r))
         lines[name].remove(victim)
         dropped[name] = dropped.get(name, 0) + 1

@@ -218,6 +218,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         raise ValueError(f"workers must be at least 1, got {workers}")
     if storage not in ("folders", "compact"):
         raise ValueError(f"storage must be 'folders' or 'compact', not {storage!r}")
+    if resume and storage != "compact":
+        raise ValueError("resume needs storage='compact' (it continues a project's records file)")
     if import_time not in ("auto", "run", "skip"):
         raise ValueError(f"import_time must be 'auto', 'run' or 'skip', not {import_time!r}")
     types = check_bug_types(bug_types, allow_llm=breaker is not None)
@@ -253,8 +255,6 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         full_runs_ok = import_time == "run" or (import_time == "auto" and base.seconds <= 20.0)
         limit = max_failures(len(required))
         previous = _previous_run(out, name, seed, required) if resume else None
-        if resume and storage != "compact":
-            raise ValueError("resume needs storage='compact' (it continues a project's records file)")
         procedural = [t for t in types if t in _procedural()]
         files, candidates = scan_repository(pristine, sources, procedural)
         if breaker is not None:

@@ -80,7 +80,6 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, prior_lines
 
     out = Path(out)
     (out / "records").mkdir(parents=True, exist_ok=True)
-    prior_lines = [dict(line) for line in prior_lines]  # lines kept from an earlier run (``resume``), as written
     (out / "baselines").mkdir(parents=True, exist_ok=True)
     tests = list(base_tests)
     for record in records:
