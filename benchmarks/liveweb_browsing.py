@@ -201,6 +201,7 @@ def measure(n_tasks: int, seed: int) -> dict[str, Any]:
     ids = random.Random(seed).sample(list(suite.task_ids("test")), n_tasks)
     server = WorldServer().start()
     requests, oracle_scores, first, paging, templates, traces = [], [], [], [], Counter(), []
+    planned, tiers = [], Counter()
     started = time.perf_counter()
     first_task = suite.load(ids[0])
     first_task._server = server
@@ -218,6 +219,8 @@ def measure(n_tasks: int, seed: int) -> dict[str, Any]:
                 before = relay.requests
                 submission = task.oracle_submission(box)
                 requests.append(relay.requests - before)
+                planned.append(task.metadata.get("oracle_requests"))
+                tiers[task.metadata.get("difficulty")] += 1
                 oracle_scores.append(task.grade_submission(submission, at=task.start_time()).score)
                 traces.append((tid, task, list(log) if log is not None else None))
                 templates.update(q.template for q in task.questions)
@@ -239,8 +242,7 @@ def measure(n_tasks: int, seed: int) -> dict[str, Any]:
     examples = []
     for i in pick:
         tid, task, log = traces[i]
-        q = task.questions[0]
-        examples.append({"task": tid, "question": q.text, "template": q.template,
+        examples.append({"task": tid, "questions": [f"[{q.template}] {q.text}" for q in task.questions],
                          "trace": [f"{h}{p}" for h, p in log] if log is not None else None,
                          "requests": requests[i]})
     return {
@@ -250,6 +252,8 @@ def measure(n_tasks: int, seed: int) -> dict[str, Any]:
         "requests": {"min": req[0], "median": statistics.median(req), "p90": req[int(0.9 * (len(req) - 1))],
                      "max": req[-1], "mean": round(sum(req) / len(req), 2),
                      "histogram": dict(sorted(Counter(req).items()))},
+        "planned_equals_measured": sum(p == r for p, r in zip(planned, requests, strict=True)) / len(requests),
+        "tiers": dict(tiers),
         "first_page_solved": sum(s >= 0.8 for s in first) / len(first),
         "first_page_mean": sum(first) / len(first),
         "api_paging_solved": sum(s >= 0.8 for s in paging) / len(paging),

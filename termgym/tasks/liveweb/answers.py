@@ -6,9 +6,17 @@ the records it fetched from the sites' JSON APIs, so the two can only disagree i
 saw differs.
 
 A question spec is a JSON object with a ``kind``; ``data`` maps ``"site/collection"`` to its
-records and ``meta`` maps the same keys to ``{"key_field", "name_field"}``. Conditions
-(``where``) are ``{"field", "op", "value"}`` with ``op`` one of ``> >= < <= == between``
+records and ``meta`` maps the same keys to ``{"key_field", "name_field"}``. A source may carry a
+moment, ``"site/collection@T"``: the collection as it was at unix time ``T`` (what the sites'
+history pages show). A reference (``ref``) is ``{"src", "key", "field"}``: one value of one record.
+Conditions (``where``) are ``{"field", "op", "value"}`` with ``op`` one of ``> >= < <= == between``
 (``between`` takes ``lo`` and ``hi``, both inclusive).
+
+Kinds: ``value``, ``abs_change``, ``delta``, ``pick``, ``nth``, ``top``, ``members``, ``count``,
+``share_pct``, ``hop`` (a field of the k-th record of a ranking); over references: ``product``,
+``ratio``, ``ratio_pct``, ``pick_refs``, ``expr`` (``op``: ``sub``, ``pct_change``, ``sum``,
+``mean``, ``max``, ``min``, ``range``), ``count_refs`` and ``pick_change`` (whose percentage
+change from ``then`` to ``now`` is largest or smallest).
 """
 
 from __future__ import annotations
@@ -45,9 +53,32 @@ def _ordered(records: list[dict], field: str, order: str, key_field: str) -> lis
     return sorted(records, key=lambda r: (sign * r[field], str(r[key_field])))
 
 
+def _value(ref: dict, data: dict, meta: dict) -> Any:
+    return _ref(ref, data, meta)[ref["field"]]
+
+
+_EXPR = {
+    "sub": lambda v: v[0] - v[1],
+    "pct_change": lambda v: 100.0 * (v[0] / v[1] - 1.0),
+    "sum": sum,
+    "mean": lambda v: sum(v) / len(v),
+    "max": max,
+    "min": min,
+    "range": lambda v: max(v) - min(v),
+}
+
+
 def compute(q: dict, data: dict[str, list[dict]], meta: dict[str, dict]) -> Any:
     """The answer to question spec ``q`` given ``data`` (see the module docstring)."""
     kind = q["kind"]
+    if kind == "expr":
+        return _EXPR[q["op"]]([_value(r, data, meta) for r in q["refs"]])
+    if kind == "count_refs":
+        return sum(_holds({"v": _value(r, data, meta)}, {**q["cond"], "field": "v"}) for r in q["refs"])
+    if kind == "pick_change":
+        changes = [(_value(i["now"], data, meta) / _value(i["then"], data, meta), i["now"]) for i in q["items"]]
+        best = max(changes, key=lambda p: p[0]) if q["mode"] == "max" else min(changes, key=lambda p: p[0])
+        return _ref(best[1], data, meta)[meta[best[1]["src"]]["name_field"]]
     if kind in ("product", "ratio", "ratio_pct", "pick_refs"):
         if kind == "pick_refs":
             values = [(_ref(r, data, meta)[r["field"]], r) for r in q["refs"]]
@@ -59,13 +90,15 @@ def compute(q: dict, data: dict[str, list[dict]], meta: dict[str, dict]) -> Any:
         return a * b if kind == "product" else (a / b if kind == "ratio" else 100.0 * a / b)
     records = data[q["src"]]
     key_field, name_field = meta[q["src"]]["key_field"], meta[q["src"]]["name_field"]
-    scoped = _where(records, q.get("scope", []))
+    scoped = _where(_where(records, q.get("scope", [])), q.get("filter", []))
     if kind == "value":
         return _find(records, key_field, q["key"])[q["field"]]
-    if kind == "abs_change":
+    if kind == "abs_change":  # the price now minus the price the change is measured from, as shown
         r = _find(records, key_field, q["key"])
-        price = r[q["price_field"]]
-        return price - price / (1 + r[q["change_field"]] / 100.0)
+        return r[q["price_field"]] - r[q["prev_field"]]
+    if kind == "hop":
+        ranked = _ordered(scoped, q["field"], q["order"], key_field)
+        return ranked[q["k"] - 1][q["then"]]
     if kind == "delta":
         a, b = (_find(records, key_field, k)[q["field"]] for k in q["keys"])
         return a - b
@@ -89,9 +122,17 @@ def compute(q: dict, data: dict[str, list[dict]], meta: dict[str, dict]) -> Any:
     raise ValueError(f"unknown question kind {kind!r}")
 
 
+def refs_of(q: dict) -> list[dict]:
+    """Every reference a spec names (``refs``, ``a``/``b``, ``items``' ``now``/``then``)."""
+    refs = list(q.get("refs") or [])
+    refs += [q[k] for k in ("a", "b") if k in q]
+    for item in q.get("items") or []:
+        refs += [item["now"], item["then"]]
+    return refs
+
+
 def sources(q: dict) -> list[str]:
-    """The ``"site/collection"`` keys whose records ``compute(q, ...)`` reads."""
+    """The ``"site/collection"`` keys (with ``@T`` where a moment is meant) whose records ``compute(q, ...)`` reads."""
     if "src" in q:
         return [q["src"]]
-    refs = q.get("refs") or [q["a"], q["b"]]
-    return sorted({r["src"] for r in refs})
+    return sorted({r["src"] for r in refs_of(q)})

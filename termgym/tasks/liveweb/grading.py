@@ -153,9 +153,10 @@ class NameIndex:
 
 
 def _candidates(q: Question, data: dict[str, list[dict]]) -> list[tuple[str, dict]]:
-    if q.spec["kind"] == "pick_refs":
+    if q.spec["kind"] in ("pick_refs", "pick_change"):
         out = []
-        for ref in q.spec["refs"]:
+        refs = q.spec.get("refs") or [item["now"] for item in q.spec["items"]]
+        for ref in refs:
             spec = collection_spec(ref["src"])
             out += [(ref["src"], r) for r in data[ref["src"]] if str(r[spec.key_field]) == str(ref["key"])]
         return out
@@ -226,10 +227,18 @@ def display_tolerance(spec: dict, data: dict[str, list[dict]], meta: dict[str, d
     kind = spec["kind"]
     if kind == "value":
         return collection_spec(spec["src"]).fields[spec["field"]].half_unit(expected)
-    if kind in ("count", "pick", "nth", "top", "members", "pick_refs"):
+    if kind == "hop":
+        return collection_spec(spec["src"]).fields[spec["then"]].half_unit(expected)
+    if kind in ("count", "pick", "nth", "top", "members", "pick_refs", "count_refs", "pick_change"):
         return 0.0
     if kind == "delta" and collection_spec(spec["src"]).fields[spec["field"]].exact:
         return 0.0
+    if kind == "expr":
+        fields = [collection_spec(r["src"]).fields[r["field"]] for r in spec["refs"]]
+        if spec["op"] in ("max", "min"):  # one of the values, as shown
+            return fields[0].half_unit(expected)
+        if spec["op"] in ("sub", "sum", "range") and all(f.exact for f in fields):
+            return 0.0
     if not expected:
         return 0.0
     return 0.5 * 10.0 ** (math.floor(math.log10(abs(expected))) - ANSWER_SIG_DIGITS + 1)

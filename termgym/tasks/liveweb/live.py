@@ -77,6 +77,7 @@ def fetch_coingecko() -> list[dict]:
                                     or r.get("price_change_percentage_24h") or 0.0, 2),
             "change_7d_pct": round(r.get("price_change_percentage_7d_in_currency") or 0.0, 2),
             "circulating_supply": r.get("circulating_supply") or 0, "rank": r.get("market_cap_rank") or 0,
+            "price_24h_ago_usd": r["current_price"] - (r.get("price_change_24h") or 0.0),
         })
     return out
 
@@ -110,7 +111,8 @@ def fetch_taostats() -> list[dict]:
                     "label": f"SN{r['netuid']}", "price_tao": price,
                     "market_cap_tao": round(float(r.get("market_cap") or 0) / 1e9, 2),  # rao -> TAO
                     "emission_pct": 0.0, "neurons": 0,
-                    "change_24h_pct": round(float(r.get("price_change_1_day") or 0), 2), "registered": 0})
+                    "change_24h_pct": round(float(r.get("price_change_1_day") or 0), 2), "registered": 0,
+                    "price_24h_ago_tao": price / (1 + float(r.get("price_change_1_day") or 0) / 100)})
     for i, r in enumerate(sorted(out, key=lambda r: -r["market_cap_tao"]), 1):
         r["rank"] = i
     return out
@@ -182,7 +184,8 @@ def load_live_task(task_id: str, *, seed: int, family: str, rng: random.Random, 
         raise LiveUnavailable(f"live mode supports the families {', '.join(LIVE_FAMILIES)}, not {family!r} "
                               "(its real counterpart has no usable public API)")
     world = LiveWorld()
-    questions = make_questions(family, rng, lambda src: world.collection(src), world.base_time, n_questions)
+    questions = make_questions(family, rng, lambda src: world.collection(src), world.base_time, n_questions,
+                               history=False)
     for q in questions:
         q.tolerance = "declared"  # the real sites' display precision is not known here
         for test_host, live_host in LIVE_HOSTS.items():

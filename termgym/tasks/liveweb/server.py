@@ -25,7 +25,7 @@ from http import HTTPStatus
 from urllib.parse import parse_qsl, urlsplit
 
 from termgym.sandbox.forwarding import start_loop_thread
-from termgym.tasks.liveweb.sites.base import API_MODES, Response
+from termgym.tasks.liveweb.sites.base import API_MODES, API_QUOTA, DEFAULT_API, Response
 from termgym.tasks.liveweb.world import SimClock, World
 
 EPISODE_HEADER = "x-termgym-episode"
@@ -33,6 +33,7 @@ _MAX_LINE = 8192
 _MAX_HEADERS = 100
 _MAX_BODY = 1 << 20
 _IDLE_TIMEOUT = 30.0
+LOG_SIZE = 1000
 
 
 @dataclass
@@ -44,7 +45,10 @@ class Episode:
     clock: SimClock
     port: int | None = None
     requests: int = 0
-    api: str = "paged"  # the JSON API mode (sites.base.API_MODES)
+    api: str = DEFAULT_API  # the JSON API mode (sites.base.API_MODES)
+    api_requests: int = 0
+    #: ``(host, path?query)`` of every request, oldest first (the last :data:`LOG_SIZE`).
+    log: list[tuple[str, str]] = field(default_factory=list)
     _server: asyncio.base_events.Server | None = field(default=None, repr=False)
 
 
@@ -108,10 +112,10 @@ class WorldServer:
 
     # -- episodes ---------------------------------------------------------------------------------
 
-    def open_episode(self, world: World, clock: SimClock, *, own_port: bool = True, api: str = "paged") -> Episode:
+    def open_episode(self, world: World, clock: SimClock, *, own_port: bool = True, api: str = DEFAULT_API) -> Episode:
         """Register an episode; with ``own_port`` it also gets a listening port of its own.
 
-        ``api`` is the JSON API mode of its sites (``"paged"`` or ``"bulk"``).
+        ``api`` is the JSON API mode of its sites (:data:`~termgym.tasks.liveweb.sites.base.API_MODES`).
         """
         if api not in API_MODES:
             raise ValueError(f"API mode must be one of {', '.join(API_MODES)}, got {api!r}")
@@ -223,6 +227,15 @@ class WorldServer:
             known = ", ".join(sorted(s.host for s in episode.world.sites.values()))
             return _error(404, f"no site at host {host or '(none)'!r}; sites: {known}")
         query = dict(parse_qsl(url.query, keep_blank_values=True))
+        episode.log.append((host, path + (f"?{url.query}" if url.query else "")))
+        if len(episode.log) > LOG_SIZE:
+            del episode.log[: len(episode.log) - LOG_SIZE]
+        if path == "/api" or path.startswith("/api/"):
+            episode.api_requests += 1
+            if episode.api == "limited" and episode.api_requests > API_QUOTA:
+                return Response(429, (f'{{"error":"rate limited: the free API allows {API_QUOTA} requests per '
+                                      'session; the web pages have no limit"}').encode(), "application/json",
+                                {"Retry-After": "3600"})
         try:
             return site.handle(episode.world, episode.clock.now(), path, query, api=episode.api)
         except Exception as exc:  # a page bug must never take the server down

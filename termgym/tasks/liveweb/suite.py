@@ -16,8 +16,8 @@ from termgym.tasks.liveweb.grading import LLMValidator
 from termgym.tasks.liveweb.noise import HISTORY, TICK, stable_hash
 from termgym.tasks.liveweb.questions import FAMILIES, make_questions
 from termgym.tasks.liveweb.server import WorldServer
-from termgym.tasks.liveweb.sites.base import API_MODES
-from termgym.tasks.liveweb.task import LiveWebTask
+from termgym.tasks.liveweb.sites.base import API_MODES, DEFAULT_API
+from termgym.tasks.liveweb.task import LiveWebTask, difficulty, oracle_requests
 from termgym.tasks.liveweb.world import SimClock, World
 
 _TASK_ID = re.compile(r"^liveweb-([a-z]+)-(\d+)$")
@@ -34,8 +34,9 @@ class LiveWebSuite(TaskSuite):
     ``step_seconds``, ``grace_seconds`` (see :class:`LiveWebTask`), ``workdir``, ``questions``
     (a fixed number of sub-questions 2–4 instead of a random one), ``validator`` (an
     :class:`LLMValidator`, a dict of its arguments, or ``"env"`` to read ``LIVEWEB_VALIDATOR_*``),
-    ``api`` (``"paged"``, the default: no request returns a whole collection; ``"bulk"``: one
-    request does, as before).
+    ``api`` (the sites' JSON API: ``"limited"``, the default — summary fields only, a page at a
+    time, a request quota; ``"off"``; ``"paged"``: every field a page at a time; ``"bulk"``: a whole
+    collection per request). The HTML pages have everything whatever the mode.
 
     ``start`` says where each episode's draw comes from: ``"random"`` (default) from the operating
     system's entropy; ``"fixed"`` from ``(task id, n)`` where ``n`` counts this suite's loads of
@@ -49,7 +50,7 @@ class LiveWebSuite(TaskSuite):
                  source: str = "offline", start: str = "random", speed: float = 1.0, step_seconds: float = 0.0,
                  grace_seconds: float = 300.0, workdir: str = "/workspace", questions: int | None = None,
                  validator: LLMValidator | dict | str | None = None, server: WorldServer | None = None,
-                 api: str = "paged") -> None:
+                 api: str = DEFAULT_API) -> None:
         if source not in SOURCES:
             raise ValueError(f"LiveWebSuite source must be one of {', '.join(SOURCES)}, got {source!r}")
         if families is None:
@@ -145,9 +146,12 @@ class LiveWebSuite(TaskSuite):
         start = world.base_time + stable_hash("start", draw) % (HISTORY // TICK) * TICK
         rng = random.Random(f"liveweb:{task_id}:{draw}")
         questions = make_questions(family, rng, lambda src: world.collection(src, start), start, self.n_questions)
-        return LiveWebTask(task_id, seed=seed, family=family, questions=questions, world=world,
+        task = LiveWebTask(task_id, seed=seed, family=family, questions=questions, world=world,
                            validator=self.validator, server=self._server, start=self.start, start_at=start,
                            **self.options)
+        requests = oracle_requests(questions, world, start)
+        task.metadata.update(oracle_requests=requests, difficulty=difficulty(requests))
+        return task
 
 
 def _validator(value: LLMValidator | dict | str | None) -> LLMValidator | None:

@@ -132,7 +132,11 @@ class World:
         return value
 
     def collection(self, src: str, t: float) -> list[dict]:
-        """Records of ``"site/collection"`` at time ``t``."""
+        """Records of ``"site/collection"`` at time ``t``; ``"site/collection@T"`` is the collection as it
+        was at the fixed moment ``T`` (what history pages show), whatever ``t``."""
+        src, _, at = src.partition("@")
+        if at:
+            t = int(at)
         site, _, name = src.partition("/")
         try:
             return self.records(site, t)[name]

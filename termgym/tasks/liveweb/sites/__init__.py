@@ -12,8 +12,9 @@ SITES: dict[str, Site] = {site.key: site for site in (SubnetsSite(), CryptoSite(
 
 
 def collection_spec(src: str) -> CollectionSpec:
-    """The :class:`CollectionSpec` of ``"site/collection"``; ``KeyError`` naming it if unknown."""
-    site, _, name = src.partition("/")
+    """The :class:`CollectionSpec` of ``"site/collection"`` (or ``"site/collection@T"``, the collection at
+    a past moment); ``KeyError`` naming it if unknown."""
+    site, _, name = src.partition("@")[0].partition("/")
     try:
         return SITES[site].collections[name]
     except KeyError:

@@ -34,12 +34,13 @@ _FIRST = ["Ada", "Bruno", "Celia", "Dmitri", "Esme", "Farid", "Greta", "Hugo", "
 BOOKS = CollectionSpec(
     site="books", name="books", noun="book", plural="books", key_field="id", name_field="title",
     alias_fields=("title", "id"), api_path="/api/books", mention="\u201c{title}\u201d by {author}",
-    price_field="price",
+    price_field="price", api_fields=("price",), history="daily",
     fields={
-        "price": FieldSpec("price", "price in GBP", "money", "GBP", 0.0, 0.011, decimals=2),
+        "price": FieldSpec("price", "price in GBP", "money", "GBP", 0.0, 0.011, decimals=2, history=True),
         "rating": FieldSpec("rating", "star rating (1-5)", "int", "stars", 0.0, 0.0),
-        "reviews": FieldSpec("reviews", "number of reviews", "int", "", 0.0, 0.0),
-        "in_stock": FieldSpec("in_stock", "number of copies in stock", "int", "", 0.0, 0.0),
+        "reviews": FieldSpec("reviews", "number of reviews", "int", "", 0.0, 0.0, listed=False),
+        "in_stock": FieldSpec("in_stock", "number of copies in stock", "int", "", 0.0, 0.0, listed=False),
+        "added": FieldSpec("added", "time added to the catalogue (unix)", "int", "", 0.0, 0.0, rankable=False),
     },
 )
 
@@ -92,36 +93,111 @@ class BooksSite(Site, key="books", host="books.test", title="Books to Browse (si
         out.sort(key=lambda r: (-r["added"], r["id"]))  # newest first, as the catalogue lists them
         return {"books": out}
 
-    NAV = [("/", "Catalogue")] + [(f"/genre/{slug(g)}", g) for g in GENRES]
+    NAV = [("/", "Home"), ("/search", "Search")] + [(f"/genre/{slug(g)}", g) for g in GENRES]
+    SKIN = markup.Skin(
+        body_class="shop",
+        head='<link rel="stylesheet" href="/static/shop.css">',
+        top=('<div class="page_inner"><div class="header"><a href="/">{title}</a> <span class="basket">Basket: £0.00 '
+             '<a href="/basket">View basket</a></span></div><ul class="breadcrumb"><li><a href="/">Home</a></li></ul>'
+             '<div class="side_categories"><h3>Books</h3><ul class="nav-list">{nav}</ul></div>'),
+        nav_item="<li>{link}</li>", nav_sep="",
+        banner=('<div class="alert">Free delivery on orders over £25! Use code READMORE for 10% off your first '
+                'order.</div>'),
+        main_open='<section class="col-sm-8">', main_close="</section>",
+        heading='<div class="page-header"><h1>{text}</h1></div>',
+        aside='<div class="recent">Recently viewed: (none) · <a href="/gift-cards">Gift cards</a></div></div>',
+        footer=('<footer class="footer"><p>Books to Browse (simulated) is a demo shop: prices and stock change '
+                'daily.</p><a href="/delivery">Delivery</a> · <a href="/returns">Returns</a> · '
+                '<a href="/privacy">Privacy</a></footer>'),
+    )
+    PER_PAGE = 20
 
-    def _rows(self, books: list[dict]) -> list[list[str]]:
-        return [[markup.link(f"/book/{b['id']}", b["title"]), markup.esc(b["author"]), markup.esc(b["genre"]), f"£{b['price']:.2f}",
-                 "★" * b["rating"] + "☆" * (5 - b["rating"]), "In stock" if b["in_stock"] else "Out of stock"]
-                for b in books]
+    def detail_path(self, collection: str, key: object) -> str:
+        return f"/book/{key}"
+
+    def history_path(self, collection: str, key: object, at: int) -> str:
+        return f"/book/{key}/prices"
+
+    def list_path(self, collection: str, scope: list[dict], sort: str | None = None, order: str = "desc") -> str:
+        extra = "per_page=100" + (f"&sort={sort}&order={order}" if sort else "")
+        if len(scope) == 1 and scope[0]["op"] == "==" and scope[0]["field"] == "genre":
+            return f"/genre/{slug(scope[0]['value'])}?{extra}"
+        if len(scope) == 1 and scope[0]["op"] == "==" and scope[0]["field"] == "author":
+            return f"/search?q={scope[0]['value'].replace(' ', '+')}&{extra}"
+        if not scope:
+            return f"/?{extra}"
+        raise ValueError(f"{self.host} has no list for {scope}")
+
+    def _card(self, b: dict) -> str:
+        stars = "★" * b["rating"] + "☆" * (5 - b["rating"])
+        return (markup.rec("books/books", b["id"], "article", "product_pod")
+                + markup.val("title", b["title"], markup.link(f"/book/{b['id']}", b["title"]), tag="h3", raw=True)
+                + markup.val("author", b["author"], tag="p", cls="author")
+                + markup.val("genre", b["genre"], tag="p", cls="genre")
+                + markup.val("rating", b["rating"], stars, tag="p", cls="star-rating")
+                + markup.val("price", b["price"], f"£{b['price']:.2f}", tag="p", cls="price_color")
+                + markup.val("added", b["added"], f"added {markup.day_iso(b['added'])}", tag="p", cls="added")
+                + '<p class="availability">' + ("In stock" if b["in_stock"] else "Out of stock") + "</p>"
+                + '<button class="btn">Add to basket</button></article>')
+
+    def _listing(self, books: list[dict], base: str, query: dict[str, str]) -> str:
+        view = self.list_view(books, BOOKS, query, "added", "desc")
+        params = {k: v for k, v in query.items() if k not in ("sort", "order", "page")}
+        sorts = " · ".join(markup.link(markup.with_query(base, params, sort=f, order=o), label) for f, o, label in (
+            ("added", "desc", "newest"), ("price", "asc", "price: low to high"), ("price", "desc", "price: high to low"),
+            ("rating", "desc", "rating")))
+        return (f'<form class="form-horizontal"><strong>{view["count"]}</strong> results. Sort by: {sorts}</form>'
+                + '<ol class="row">' + "".join(f"<li>{self._card(b)}</li>" for b in view["shown"]) + "</ol>"
+                + markup.pager(base, view["page"], view["pages"], query))
 
     def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
-        headers = ["Title", "Author", "Genre", "Price", "Rating", "Availability"]
-        if path in ("/", "/index.html") or path.startswith("/genre/"):
-            books = world.records(self.key, self.list_time(t))["books"]
-            title = "All books (newest first)"
-            if path.startswith("/genre/"):
-                want = path.rsplit("/", 1)[-1]
-                genre = next((g for g in GENRES if slug(g) == want), None)
-                if genre is None:
-                    return self.not_found(path)
-                books = [b for b in books if b["genre"] == genre]
-                title = f"{genre} (newest first)"
-            shown, n, pages = markup.paginate(books, query, PER_PAGE)
-            body = (f"<p>{len(books)} books. Listing refreshed every five minutes; stock counts and reviews "
-                    "are on each book's page.</p>" + markup.table(headers, self._rows(shown)) + markup.pager(path, n, pages))
-            return self.page(title, body)
+        books = world.records(self.key, t)["books"]
+        if path in ("/", "/index.html"):
+            return self.page("All products", self._listing(books, "/", query), t)
+        if path.startswith("/genre/"):
+            want = path.rsplit("/", 1)[-1]
+            genre = next((g for g in GENRES if slug(g) == want), None)
+            if genre is None:
+                return self.not_found(path, t)
+            return self.page(genre, self._listing([b for b in books if b["genre"] == genre], path, query), t)
+        if path == "/search":
+            q = query.get("q", "").strip().lower()
+            hits = [b for b in books if q and (q in b["title"].lower() or q in b["author"].lower())]
+            body = markup.search_form("/search", "q", q, "Title or author")
+            body += self._listing(hits, "/search", query) if q else "<p>Search by title or author.</p>"
+            return self.page("Search", body, t)
         if path.startswith("/book/"):
-            ref = path.rsplit("/", 1)[-1]
-            b = self.find(world, t, "books", lambda b: str(b["id"]) == ref)
-            if b is not None:
-                body = markup.dl([("Title", b["title"]), ("Author", b["author"]), ("Genre", b["genre"]),
-                                  ("Price (GBP)", f"{b['price']:.2f}"), ("Rating (stars)", b["rating"]),
-                                  ("Reviews", b["reviews"]), ("Copies in stock", b["in_stock"]),
-                                  ("Added (unix)", b["added"])])
-                return self.page(b["title"], body)
-        return self.not_found(path)
+            rest = path[len("/book/"):].strip("/")
+            ref, _, sub = rest.partition("/")
+            b = next((x for x in books if str(x["id"]) == ref), None)
+            if b is None:
+                return self.not_found(path, t)
+            if sub == "prices":
+                return self._prices(world, t, b)
+            if sub:
+                return self.not_found(path, t)
+            info = [("UPC", "id", None), ("Author", "author", None), ("Genre", "genre", None),
+                    ("Price", "price", f"£{b['price']:.2f}"), ("Availability", "in_stock", f"In stock ({b['in_stock']} available)"
+                                                                if b["in_stock"] else "Out of stock (0 available)"),
+                    ("Number of reviews", "reviews", None), ("Rating", "rating", f"{b['rating']} of 5 stars"),
+                    ("Added", "added", markup.day_iso(b["added"]))]
+            rows = "".join(f"<tr><th>{label}</th>{markup.val(name, b[name], text)}</tr>" for label, name, text in info)
+            body = (markup.rec("books/books", b["id"], "article", "product_page")
+                    + markup.val("title", b["title"], tag="h2")
+                    + '<p class="description">A novel of quiet ambition. Readers call it unforgettable.</p>'
+                    + f'<table class="table table-striped">{rows}</table></article>'
+                    + "<p>" + markup.link(f"/book/{b['id']}/prices", "Price history (30 days)") + "</p>")
+            return self.page(b["title"], body, t)
+        return self.not_found(path, t)
+
+    def _prices(self, world: World, t: float, book: dict) -> Response:
+        rows = []
+        for at in self.history_times("books", 0, t):
+            r = next((x for x in world.records(self.key, at)["books"] if x["id"] == book["id"]), None)
+            if r is not None:
+                rows.append(markup.rec(f"books/books@{at}", book["id"]) + f"<td>{markup.day_iso(at)}</td>"
+                            + markup.val("title", r["title"], r["id"])
+                            + markup.val("price", r["price"], f"£{r['price']:.2f}") + "</tr>")
+        body = (f"<p>Our price for “{markup.esc(book['title'])}” on each of the last 30 days (prices change at "
+                "midnight UTC).</p>" + markup.record_table(["Day", "UPC", "Price"], rows, "table"))
+        return self.page(f"Price history: {book['title']}", body, t)
