@@ -22,6 +22,7 @@ from termgym.tasks.liveweb.grading import (
 from termgym.tasks.liveweb.questions import (
     CROSS_TEMPLATES,
     QUESTION_COLLECTIONS,
+    TEMPLATE_SITES,
     TEMPLATES,
     Ctx,
     Question,
@@ -52,8 +53,7 @@ def _make(world, template: str, src: str | None, attempt: int = 0) -> Question:
     pytest.skip(f"{template} makes no question for {src} in this world")
 
 
-CASES = [(name, src) for name in TEMPLATES for src in QUESTION_COLLECTIONS.values()
-         if name not in ("price_change", "abs_change") or collection_spec(src).change_field] + \
+CASES = [(name, QUESTION_COLLECTIONS[site]) for name, (_, sites) in TEMPLATE_SITES.items() for site in sites] + \
         [(name, None) for name in CROSS_TEMPLATES]
 
 
@@ -65,8 +65,8 @@ def _wrong(q: Question, expected, data) -> object:
     spec = collection_spec(src)
     names = [r[spec.name_field] for r in data[src]]
     if q.answer_type == "name":
-        if q.spec["kind"] == "pick_refs":  # the other of the two candidates
-            other = [r for r in q.spec["refs"]]
+        if q.spec["kind"] in ("pick_refs", "pick_change"):  # another of the candidates
+            other = q.spec.get("refs") or [item["now"] for item in q.spec["items"]]
             picks = {compute({"kind": "pick_refs", "mode": "max", "refs": [ref]}, data, _meta(q)) for ref in other}
             return next(iter(picks - {expected}))
         return next(n for n in names if n != expected)

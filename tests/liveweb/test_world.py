@@ -80,16 +80,22 @@ def test_unknown_collection_is_named_in_the_error(world):
         collection_spec("weather/today")
 
 
-def test_list_pages_lag_and_round_while_detail_pages_are_exact(world):
+def test_list_pages_round_the_text_and_carry_the_exact_value(world):
     site = SITES["crypto"]
-    t = tick_of(world.base_time) + 4 * TICK + 10  # 4 minutes into a five-minute list window
+    t = tick_of(world.base_time) + 4 * TICK + 10
     coin = world.collection("crypto/coins", t)[0]
-    listed = world.collection("crypto/coins", site.list_time(t))[0]
-    assert listed["price_usd"] != coin["price_usd"]  # the list is minutes behind
-    detail = site.handle(world, t, f"/coins/{coin['id']}", {}).body.decode()
-    assert f"<dd>{coin['price_usd']}</dd>" in detail
     listing = site.handle(world, t, "/", {}).body.decode()
-    assert str(listed["market_cap_usd"]) not in listing  # rounded to e.g. $250.57B
+    assert f'data-value="{coin["market_cap_usd"]}"' in listing  # exact, for sorting and for programs
+    assert f">{coin['market_cap_usd']}<" not in listing  # shown rounded, e.g. $250.57B
+    detail = site.handle(world, t, f"/coins/{coin['id']}", {}).body.decode()
+    assert f"${coin['price_usd']}<" in detail and f"${coin['price_24h_ago_usd']}<" in detail
+
+
+def test_a_source_with_a_moment_is_the_collection_then(world):
+    t = world.base_time + 3 * DAY
+    then = int(t - 7 * HOUR)
+    assert world.collection(f"stocks/quotes@{then}", t) == world.collection("stocks/quotes", then)
+    assert collection_spec(f"stocks/quotes@{then}") is collection_spec("stocks/quotes")
 
 
 def test_sim_clock_speed_and_advance():
@@ -112,8 +118,8 @@ def test_every_site_serves_html_pages_and_the_api(world, site):
     s = SITES[site]
     t = world.base_time
     home = s.handle(world, t, "/", {})
-    assert home.status == 200 and b"<html>" in home.body
-    for api in ("paged", "bulk"):
+    assert home.status == 200 and b"<html" in home.body and b"/api" not in home.body
+    for api in ("paged", "bulk", "limited"):
         index = json.loads(s.handle(world, t, "/api", {}, api=api).body)
         for name, url in index["collections"].items():
             path, _, query = url.partition("?")
@@ -122,8 +128,12 @@ def test_every_site_serves_html_pages_and_the_api(world, site):
             if api == "bulk":
                 assert payload["count"] == len(payload["items"])
             spec = s.collections[name]
+            if api == "limited":  # summary fields only
+                assert set(payload["items"][0]) == {spec.key_field, spec.name_field, *spec.api_fields}
             key = payload["items"][0][spec.key_field]
             one = json.loads(s.handle(world, t, f"{path}/{key}", {}, api=api).body)
             assert one["item"] == payload["items"][0]
     assert s.handle(world, t, "/no/such/page", {}).status == 404
     assert s.handle(world, t, "/api/nothing", {}).status == 404
+    off = s.handle(world, t, "/api", {}, api="off")
+    assert off.status == 404 and b"no public API" in off.body

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from termgym.tasks.liveweb.noise import DAY, HOUR, HashRandom, unit01, value_noise
+from termgym.tasks.liveweb.noise import DAY, HOUR, HashRandom, stable_hash, unit01, value_noise
 from termgym.tasks.liveweb.sites import markup
 from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
 from termgym.tasks.liveweb.sites.naming import coined_word, slug
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from termgym.tasks.liveweb.world import World
 
 BASE_BOOKS = 240
+#: Writers in a world's catalogue: most have several books.
+N_AUTHORS = 90
 NEW_EVERY = 8 * HOUR
 PER_PAGE = 20
 GENRES = ["Fantasy", "Mystery", "Science Fiction", "History", "Poetry", "Travel", "Cooking", "Biography",
@@ -45,6 +47,12 @@ BOOKS = CollectionSpec(
 )
 
 
+def _author(world: World, j: int) -> str:
+    """Author ``j`` of the world's pool (the seed's cast: the same in every variant)."""
+    rng = HashRandom(stable_hash(world.seed, "author", j))
+    return f"{rng.choice(_FIRST)} {coined_word(rng, 2)}"
+
+
 def _book(world: World, anchor: int, i: int) -> dict:
     key = world.noise_key("book", i)
     rng = HashRandom(key)
@@ -52,7 +60,7 @@ def _book(world: World, anchor: int, i: int) -> dict:
     title = rng.choice(_TITLE).format(W=w, a=rng.choice(_A), b=rng.choice(_B), c=rng.choice(_C))
     added = anchor - (BASE_BOOKS - i) * DAY if i < BASE_BOOKS else anchor + (i - BASE_BOOKS) * NEW_EVERY
     return {
-        "id": 1000 + i, "title": title, "author": f"{rng.choice(_FIRST)} {coined_word(rng, 2)}",
+        "id": 1000 + i, "title": title, "author": _author(world, rng.randint(0, N_AUTHORS - 1)),
         "genre": GENRES[i % len(GENRES)] if rng.random() < 0.3 else rng.choice(GENRES),
         "list_price": round(rng.uniform(4.5, 58), 2), "rating": rng.choice((1, 2, 3, 3, 4, 4, 4, 5, 5)),
         "added": int(added + rng.uniform(0, 0.9) * min(NEW_EVERY, DAY)), "review_every": rng.uniform(0.3, 4) * DAY,

@@ -42,16 +42,16 @@ _NOUN = ["database", "compiler", "text editor", "scheduler", "search engine", "f
 _TOPIC = ["Rust", "Postgres", "SQLite", "Lisp", "WebAssembly", "Linux", "RISC-V", "Zig", "Python", "Go",
           "OCaml", "Erlang", "Emacs", "GPUs", "satellites", "solar panels", "trains", "birds"]
 _TITLES = [
-    "Show TN: {W}, a {adj} {noun} written in {topic}",
-    "{W} raises ${n}M to build a {adj} {noun}",
+    "Show TN: {W}, {a_adj} {noun} written in {topic}",
+    "{W} raises ${n}M to build {a_adj} {noun}",
     "The {adj} history of the {noun} at {W}",
     "Why {W} rewrote their {noun} in {topic}",
-    "Ask TN: Is a {adj} {noun} worth it in {year}?",
+    "Ask TN: Is {a_adj} {noun} worth it in {year}?",
     "{W}: what we learned running {topic} for {n} years",
-    "A {adj} {noun} in {n} lines of {topic}",
+    "{A_adj} {noun} in {n} lines of {topic}",
     "{W} {noun} ({year})",
     "How {W} scaled a {noun} to {n} million users",
-    "I built a {adj} {noun} with {topic} and {W}",
+    "I built {a_adj} {noun} with {topic} and {W}",
 ]
 _DOMAINS = ["github.com", "blog.{w}.dev", "{w}.org", "arxiv.org", "nytimes.com", "lwn.net", "{w}.io",
             "medium.com", "youtube.com", "{w}.substack.com"]
@@ -64,8 +64,10 @@ def _story(world: World, anchor: int, i: int) -> dict:
     key = world.noise_key("story", i)
     rng = HashRandom(key)
     w = coined_word(rng)
-    title = rng.choice(_TITLES).format(W=w, adj=rng.choice(_ADJ), noun=rng.choice(_NOUN), topic=rng.choice(_TOPIC),
-                                       n=rng.randint(2, 90), year=2026)
+    adj = rng.choice(_ADJ)
+    a_adj = ("an " if adj[0] in "aeiou" else "a ") + adj
+    title = rng.choice(_TITLES).format(W=w, adj=adj, a_adj=a_adj, A_adj=a_adj.capitalize(), noun=rng.choice(_NOUN),
+                                       topic=rng.choice(_TOPIC), n=rng.randint(2, 90), year=2026)
     return {
         "id": 40_000_000 + world.seed % 1000 * 100_000 + i, "title": title,
         "author": rng.choice(_AUTHORS) + (str(rng.randint(1, 99)) if rng.random() < 0.4 else ""),
