@@ -49,7 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     print(f"LIVEWEB world seed {args.seed} on http://127.0.0.1:{server.port} (speed {args.speed}x). Try:")
     for site in SITES.values():
-        print(f"  curl -H 'Host: {site.host}' http://127.0.0.1:{server.port}/api")
+        print(f"  curl -H 'Host: {site.host}' http://127.0.0.1:{server.port}/")
     print("Stop with Ctrl-C.")
     try:
         deadline = None if args.seconds is None else time.monotonic() + args.seconds

@@ -24,7 +24,8 @@ TASK = "liveweb-stocks-00020"
 
 @pytest.fixture(scope="module")
 def two_episodes():
-    envs = [gym.make("termgym/LiveWeb-v0", split="test") for _ in range(2)]
+    # The paged API (opt-in) has the most parameters to tamper with; the default limited one is a subset.
+    envs = [gym.make("termgym/LiveWeb-v0", split="test", api="paged") for _ in range(2)]
     try:
         for env in envs:
             env.reset(options={"task_id": TASK})

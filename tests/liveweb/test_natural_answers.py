@@ -145,7 +145,8 @@ def test_the_old_formula_for_the_stocks_change_no_longer_stands_in():
         task = suite.load_episode("liveweb-stocks-00011", n)
         t = task.start_time()
         for quote in task.world.collection("stocks/quotes", t)[:10]:
-            q = TEMPLATES["abs_change"](Ctx(random.Random(0), lambda s: [quote] * 5, t), collection_spec("stocks/quotes"))
+            q = TEMPLATES["abs_change"](Ctx(random.Random(0), lambda s, quote=quote: [quote] * 5, t),
+                                        collection_spec("stocks/quotes"))
             q.qid = "answer1"
             natural = quote["price"] - quote["prev_close"]
             old = quote["price"] - quote["price"] / (1 + quote["change_pct"] / 100)

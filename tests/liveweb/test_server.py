@@ -25,7 +25,7 @@ def get(port: int, host: str, path: str, headers: dict | None = None, conn=None)
 
 
 def test_episode_port_serves_every_site_by_host(server, world):
-    ep = server.open_episode(world, SimClock(world.base_time, speed=0))
+    ep = server.open_episode(world, SimClock(world.base_time, speed=0), api="paged")
     try:
         for host in ("taostats.test", "coingecko.test", "stooq.test", "news.test", "books.test"):
             status, ctype, body = get(ep.port, host, "/")
@@ -43,6 +43,7 @@ def test_episode_port_serves_every_site_by_host(server, world):
             server.close_episode(bulk)
         status, _, body = get(ep.port, "example.com", "/")
         assert status == 404 and b"coingecko.test" in body  # says which hosts exist
+        assert ep.log[-2:] == [("coingecko.test", "/api/coins"), ("example.com", "/")]  # the trace
     finally:
         server.close_episode(ep)
 

@@ -222,14 +222,14 @@ class WorldServer:
         episode.requests += 1
         host = headers.get("host", "").rsplit(":", 1)[0].lower() if headers.get("host", "").count(":") <= 1 \
             else headers.get("host", "").lower()
+        episode.log.append((host, path + (f"?{url.query}" if url.query else "")))
+        if len(episode.log) > LOG_SIZE:
+            del episode.log[: len(episode.log) - LOG_SIZE]
         site = episode.world.site_by_host(host)
         if site is None:
             known = ", ".join(sorted(s.host for s in episode.world.sites.values()))
             return _error(404, f"no site at host {host or '(none)'!r}; sites: {known}")
         query = dict(parse_qsl(url.query, keep_blank_values=True))
-        episode.log.append((host, path + (f"?{url.query}" if url.query else "")))
-        if len(episode.log) > LOG_SIZE:
-            del episode.log[: len(episode.log) - LOG_SIZE]
         if path == "/api" or path.startswith("/api/"):
             episode.api_requests += 1
             if episode.api == "limited" and episode.api_requests > API_QUOTA:
