@@ -10,6 +10,7 @@ change did not say from what.
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import re
@@ -88,7 +89,7 @@ def test_natural_computations_score_one_through_the_env():
             elif q.template == "change_since":
                 now_ref, then_ref = spec["refs"]
                 at = int(then_ref["src"].split("@")[1])
-                day = __import__("datetime").datetime.utcfromtimestamp(at)
+                day = datetime.datetime.utcfromtimestamp(at)
                 history = browse(f"coingecko.test/coins/{then_ref['key']}/history?date={day:%Y-%m-%d}")
                 row = next(line for line in history.splitlines() if line.startswith(f"{day:%Y-%m-%d %H:%M} | "))
                 then = number(row.split(" | ")[2])

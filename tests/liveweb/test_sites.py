@@ -3,6 +3,7 @@ clutter and varied markup, and the record markup every page shares (data-src/dat
 
 from __future__ import annotations
 
+import datetime
 import re
 from html.parser import HTMLParser
 from urllib.parse import parse_qsl, urlsplit
@@ -12,7 +13,7 @@ import pytest
 from termgym.tasks.liveweb.noise import DAY, HOUR
 from termgym.tasks.liveweb.sites import SITES
 from termgym.tasks.liveweb.sites.base import MAX_PER_PAGE
-from termgym.tasks.liveweb.world import World
+from termgym.tasks.liveweb.world import SimClock, World
 
 
 class Records(HTMLParser):
@@ -85,7 +86,7 @@ def test_history_pages_show_the_world_as_it_was(world, moment):
     day = int(moment // DAY) * DAY - DAY
     coin = world.collection("crypto/coins", moment)[4]
     _, page = get(world, "crypto", moment, f"/coins/{coin['id']}/history?date="
-                  + re.sub(r"T.*", "", __import__("datetime").datetime.utcfromtimestamp(day).isoformat()))
+                  + re.sub(r"T.*", "", datetime.datetime.utcfromtimestamp(day).isoformat()))
     assert len(page.records) == 24
     for (src, key), fields in page.records.items():
         at = int(src.split("@")[1])
@@ -96,12 +97,12 @@ def test_history_pages_show_the_world_as_it_was(world, moment):
     _, now_page = get(world, "stocks", moment, f"/q/d/?s={world.collection('stocks/quotes', moment)[0]['symbol']}")
     assert len(now_page.records) == int((moment - today) // HOUR) + 1
     at = today - 5 * HOUR
-    _, front = get(world, "news", moment, f"/front?day={__import__('datetime').datetime.utcfromtimestamp(at):%Y-%m-%d}"
+    _, front = get(world, "news", moment, f"/front?day={datetime.datetime.utcfromtimestamp(at):%Y-%m-%d}"
                    f"&hour={(at % DAY) // HOUR}")
     ranked = sorted((int(f["rank"]), f["title"]) for f in front.records.values())
     then = world.collection(f"news/stories@{at}", moment)
     assert [t for _, t in ranked] == [s["title"] for s in then[:30]]
-    future, _ = get(world, "news", moment, f"/front?day={__import__('datetime').datetime.utcfromtimestamp(moment):%Y-%m-%d}"
+    future, _ = get(world, "news", moment, f"/front?day={datetime.datetime.utcfromtimestamp(moment):%Y-%m-%d}"
                     "&hour=23")
     assert future.status == 404
 
@@ -123,3 +124,26 @@ def test_every_page_value_sits_in_a_record_and_sites_look_different(world, momen
     assert len(re.findall(r"<a ", body)) >= 6  # menus, footers, banners: clutter around the data
     others = {k: SITES[k].SKIN for k in SITES if k != site}
     assert all(skin != s.SKIN and skin.top != s.SKIN.top for skin in others.values())
+
+
+@pytest.mark.parametrize("site, url, says", [
+    ("crypto", "/coins/bittensor/history?date=March-3", "date=YYYY-MM-DD"),
+    ("stocks", "/q/d/?s={symbol}&d=2026-03-03", "d=YYYYMMDD"),
+    ("subnets", "/subnets/1/history?day=yesterday", "day=YYYY-MM-DD"),
+    ("news", "/front?day=2026-03-03&hour=25", "hour=0..23"),
+    ("news", "/past?day=soon", "day=YYYY-MM-DD"),
+])
+def test_malformed_history_requests_say_what_to_send(world, moment, site, url, says):
+    symbol = world.collection("stocks/quotes", moment)[0]["symbol"].lower()
+    resp, _ = get(world, site, moment, url.format(symbol=symbol))
+    assert resp.status == 400 and says in resp.body.decode()
+
+
+def test_unknown_api_modes_are_refused_by_name():
+    from termgym.tasks.liveweb import LiveWebSuite
+    from termgym.tasks.liveweb.server import WorldServer
+
+    with pytest.raises(ValueError, match="api must be one of limited, off, paged, bulk, got 'full'"):
+        LiveWebSuite(api="full")
+    with pytest.raises(ValueError, match="API mode must be one of"):
+        WorldServer().open_episode(World(1), SimClock(0, speed=0), api="everything")

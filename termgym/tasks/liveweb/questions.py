@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from termgym.tasks.liveweb.answers import _holds
 from termgym.tasks.liveweb.noise import DAY, HOUR
 from termgym.tasks.liveweb.sites import SITES, collection_spec
 from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec
@@ -367,14 +368,6 @@ def t_multi_condition(ctx: Ctx, spec: CollectionSpec) -> Question:
     text = f"How many {spec.plural} {words} have {w1} and {w2}?"
     return Question("", "multi_condition", text, {"kind": "count", "src": spec.src, "where": [c1, c2], "scope": scope},
                     "integer")
-
-
-def _holds(r: dict, cond: dict) -> bool:
-    v, op = r[cond["field"]], cond["op"]
-    if op == "between":
-        return cond["lo"] <= v <= cond["hi"]
-    return {">": v > cond["value"], ">=": v >= cond["value"], "<": v < cond["value"], "<=": v <= cond["value"],
-            "==": v == cond["value"]}[op]
 
 
 def t_delta(ctx: Ctx, spec: CollectionSpec) -> Question:
