@@ -20,6 +20,7 @@ that says what was wrong and what was expected.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -93,13 +94,24 @@ def parse_number(value: Any) -> float | None:
 
 def _words(text: Any) -> str:
     """Lower-case words separated and surrounded by single spaces, for whole-word search."""
-    text = unicodedata.normalize("NFKD", str(text)).casefold()
-    return " " + " ".join(re.findall(r"[^\W_]+", text)) + " "
+    return _words_of(str(text))
 
 
 def norm(text: Any) -> str:
     """Lower-case letters and digits only: ``"“Zen-tora” (ZNT)"`` -> ``"zentoraznt"``."""
-    text = unicodedata.normalize("NFKD", str(text)).casefold()
+    return _norm_of(str(text))
+
+
+# Cached: grading builds a name index over a whole collection per answer, and names repeat.
+@functools.lru_cache(maxsize=1 << 16)
+def _words_of(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text).casefold()
+    return " " + " ".join(re.findall(r"[^\W_]+", text)) + " "
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _norm_of(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text).casefold()
     return "".join(c for c in text if c.isalnum())
 
 
