@@ -2,8 +2,8 @@
 
 This module is self-contained on purpose: the grader calls :func:`compute` on the world's
 records at submission time, and the oracle ships this very file into the sandbox and calls it on
-the records it fetched from the sites' JSON APIs, so the two can only disagree if the data they
-saw differs.
+the records it read from the sites' HTML pages (their ``data-field``/``data-value`` markup), so the
+two can only disagree if the data they saw differs.
 
 A question spec is a JSON object with a ``kind``; ``data`` maps ``"site/collection"`` to its
 records and ``meta`` maps the same keys to ``{"key_field", "name_field"}``. A source may carry a
