@@ -238,13 +238,24 @@ def measure(n_tasks: int, seed: int) -> dict[str, Any]:
     elapsed = time.perf_counter() - started
     req = sorted(requests)
     total_q = sum(templates.values())
-    pick = random.Random(seed).sample(range(len(traces)), 3)
-    examples = []
-    for i in pick:
+    # Three questions picked by a fixed seed from tasks of three different families, each with the
+    # pages the oracle's plan fetches for it and the whole task's request trace.
+    rng = random.Random(f"examples:{seed}")
+    order = rng.sample(range(len(traces)), len(traces))
+    examples, families = [], set()
+    for i in order:
         tid, task, log = traces[i]
-        examples.append({"task": tid, "questions": [f"[{q.template}] {q.text}" for q in task.questions],
-                         "trace": [f"{h}{p}" for h, p in log] if log is not None else None,
-                         "requests": requests[i]})
+        if task.family in families or len(examples) == 3:
+            continue
+        families.add(task.family)
+        k = rng.randrange(len(task.questions))
+        q, plan = task.questions[k], task.oracle_plan()[k]
+        pages = [f"{host}{path}" + (" (and its next pages)" if follow else "") for host, path, follow, _ in plan["fetch"]]
+        if plan["hop"]:
+            pages.append(f"{plan['hop']['host']}{plan['hop']['path']} (the chosen item)")
+        examples.append({"task": tid, "template": q.template, "question": q.text, "question_pages": pages,
+                         "task_trace": [f"{h}{p}" for h, p in log] if log is not None else None,
+                         "task_requests": requests[i]})
     return {
         "tasks": n_tasks, "seed": seed, "seconds": round(elapsed, 1),
         "oracle_mean_score": sum(oracle_scores) / len(oracle_scores),
