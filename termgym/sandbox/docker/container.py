@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 from termgym.sandbox.base import BackendUnavailable, Limits, SandboxError, SandboxSpec, read_only_binds
+from termgym.sandbox.docker.hosttree import HostTree
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
 
 LABEL = "termgym"
@@ -27,6 +28,7 @@ LABEL_HOST = "termgym.host"
 LABEL_PID = "termgym.pid"
 LABEL_PID_START = "termgym.pid_start"
 LABEL_POOL = "termgym.pool"
+LABEL_TREE = "termgym.tree"  # the host directory bound into the container (termgym gc removes it too)
 
 #: One id per Python process, so a run's containers can be told apart from another run's.
 SESSION_ID = uuid.uuid4().hex[:12]
@@ -38,10 +40,13 @@ COMMAND_ENV = {
     "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1",
 }
 
-# The shell loop (argv: mode, workdir, pids threshold; first stdin line: the token). The token never appears in
-
 _clients: dict[str | None, object] = {}
 _clients_lock = threading.Lock()
+
+
+#: Seconds an engine API call may take before it fails. The SDK's 60 s is too short for an engine
+#: busy with hundreds of concurrent sandboxes on a small machine: a slow answer beats a failed episode.
+API_TIMEOUT = 600
 
 
 def get_client(docker_host: str | None = None):
@@ -51,6 +56,7 @@ def get_client(docker_host: str | None = None):
         client = _clients.get(key)
         if client is None:
             client = _clients[key] = docker_client(docker_host)
+            client.api.timeout = API_TIMEOUT
         return client
 
 
@@ -63,8 +69,8 @@ def process_start_ticks(pid: int) -> str:
         return ""
 
 
-def container_labels(*, pool: bool = False) -> dict[str, str]:
-    """Labels for a container this process creates."""
+def container_labels(*, pool: bool = False, tree: str | None = None) -> dict[str, str]:
+    """Labels for a container this process creates (``tree``: its bound host directory)."""
     labels = {
         LABEL: "1",
         LABEL_SESSION: SESSION_ID,
@@ -74,6 +80,8 @@ def container_labels(*, pool: bool = False) -> dict[str, str]:
     }
     if pool:
         labels[LABEL_POOL] = "1"
+    if tree:
+        labels[LABEL_TREE] = tree
     return labels
 
 
@@ -83,11 +91,12 @@ def pool_key(spec: SandboxSpec) -> tuple:
     return (spec.image or DEFAULT_BASE_IMAGE, spec.limits, bool(spec.network), binds)
 
 
-def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
+def create_container(client, spec: SandboxSpec, *, pool: bool = False, tree: HostTree | None = None) -> str:
     """Create and start a container for ``spec`` (without files or setup); return its id.
 
-    Pool containers get no workdir (the shell creates it at ``start()``), so one pool serves
-    specs that differ only in workdir, files, env and setup.
+    Pool containers get no workdir and only :data:`COMMAND_ENV` (the shell's exec brings the
+    spec's). ``tree``: host directories bound read-write at their sandbox paths
+    (:mod:`~termgym.sandbox.docker.hosttree`).
     """
     import docker.errors
     import docker.types
@@ -107,7 +116,7 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
         init=True,
         name=f"termgym-{SESSION_ID}-{secrets.token_hex(4)}",
         hostname="sandbox",
-        labels=container_labels(pool=pool),
+        labels=container_labels(pool=pool, tree=str(tree.path) if tree is not None else None),
         network_mode="bridge" if spec.network else "none",
         security_opt=["no-new-privileges"],
         ulimits=ulimits,
@@ -116,9 +125,11 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
     )
     if not pool:
         kwargs["working_dir"] = spec.workdir
-    binds = read_only_binds(spec)
-    if binds:
-        kwargs["volumes"] = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in binds}
+    volumes = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in read_only_binds(spec)}
+    if tree is not None:
+        volumes.update(tree.binds())
+    if volumes:
+        kwargs["volumes"] = volumes
     if lim.memory_mb:
         kwargs["mem_limit"] = f"{int(lim.memory_mb)}m"
         kwargs["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed
