@@ -74,6 +74,7 @@ class MemorySampler:
         import psutil
 
         from termgym.sandbox.docker import LABEL_SESSION, SESSION_ID, get_client
+        from termgym.sandbox.docker.container import CGROUP_PARENT
 
         now = time.monotonic()
         if now - self._last_list > 0.5:  # an API call per sample would load the engine we measure
@@ -84,7 +85,9 @@ class MemorySampler:
             self._last_list = now
         total = 0
         for cid in self._ids:
-            stat = Path(f"/sys/fs/cgroup/memory/docker/{cid}/memory.stat")
+            stat = Path(f"/sys/fs/cgroup/memory/{CGROUP_PARENT}/{cid}/memory.stat")
+            if not stat.exists():
+                stat = Path(f"/sys/fs/cgroup/memory/docker/{cid}/memory.stat")  # Docker's own parent
             with _suppress():
                 for line in stat.read_text().splitlines():
                     if line.startswith("total_rss "):

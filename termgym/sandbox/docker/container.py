@@ -2,7 +2,8 @@
 
 A sandbox's container is made from ``spec.image`` (default ``termgym/base:bookworm``, see
 :mod:`termgym.sandbox.images`) with ``--network none`` unless ``spec.network``, memory (no swap),
-pids, CPU share and rlimits from ``spec.limits``, ``spec.ro_binds`` as read-only volumes, ``--init``
+pids, CPU share and rlimits from ``spec.limits``, ``spec.ro_binds`` as read-only volumes (and, when
+given a :class:`~termgym.sandbox.docker.hosttree.HostTree`, its host directories read-write), ``--init``
 so orphans are reaped, ``no-new-privileges``, and labels that mark it as termgym's (``termgym=1``,
 the session id, the creating host and pid) so ``termgym gc`` (:mod:`termgym.sandbox.docker.gc`)
 can find what a crashed run left behind. Its main process only sleeps.
@@ -58,6 +59,48 @@ def get_client(docker_host: str | None = None):
             client = _clients[key] = docker_client(docker_host)
             client.api.timeout = API_TIMEOUT
         return client
+
+
+#: The cgroup termgym's containers are made under when the engine is on this machine with the
+#: cgroupfs driver (see :func:`cgroup_parent`).
+CGROUP_PARENT = "termgym-docker"
+#: Its CPU weight: cgroup v1 ``cpu.shares`` (the maximum) and v2 ``cpu.weight``.
+CGROUP_CPU_SHARES, CGROUP_CPU_WEIGHT = 262144, 10000
+_parents: dict[int, str | None] = {}
+
+
+def cgroup_parent(client) -> str | None:
+    """The cgroup parent for this engine's containers, set up with a high CPU weight; None: Docker's own.
+
+    Docker puts every container under one ``docker`` cgroup whose CPU weight is that of a single
+    process: on a busy machine all sandboxes together then get the CPU time of one process (with
+    the load at 80, 64 SWE-SYNTH graders ran ~30× slower than the same tests on the local backend,
+    whose processes each compete at full weight). Under :data:`CGROUP_PARENT`, weighted as 256
+    processes (the most cgroup v1 allows), each container competes like a process again. Only with
+    the cgroupfs driver on this machine, as root; anything else keeps Docker's default.
+    """
+    key = id(client)
+    if key in _parents:
+        return _parents[key]
+    parent = None
+    from termgym.sandbox.docker.hosttree import engine_is_local
+
+    try:
+        info = client.info() if engine_is_local(client) else {}
+        if info.get("CgroupDriver") == "cgroupfs":
+            if str(info.get("CgroupVersion", "1")) == "2":
+                group = Path("/sys/fs/cgroup") / CGROUP_PARENT
+                group.mkdir(exist_ok=True)
+                (group / "cpu.weight").write_text(str(CGROUP_CPU_WEIGHT))
+            else:
+                group = Path("/sys/fs/cgroup/cpu") / CGROUP_PARENT
+                group.mkdir(exist_ok=True)
+                (group / "cpu.shares").write_text(str(CGROUP_CPU_SHARES))
+            parent = "/" + CGROUP_PARENT
+    except (OSError, Exception):  # noqa: BLE001 - no such controller, not allowed: Docker's default parent
+        parent = None
+    _parents[key] = parent
+    return parent
 
 
 def process_start_ticks(pid: int) -> str:
@@ -130,6 +173,9 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False, tree: Hos
         volumes.update(tree.binds())
     if volumes:
         kwargs["volumes"] = volumes
+    parent = cgroup_parent(client)
+    if parent:
+        kwargs["cgroup_parent"] = parent
     if lim.memory_mb:
         kwargs["mem_limit"] = f"{int(lim.memory_mb)}m"
         kwargs["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed
