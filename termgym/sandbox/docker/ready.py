@@ -71,11 +71,15 @@ START_SLOTS = max(4, os.cpu_count() or 1)
 _slots = threading.BoundedSemaphore(START_SLOTS)
 
 
+#: Seconds the supervisor has to say READY (a machine at a load of 70 has taken over 30).
+SUPERVISOR_START_TIMEOUT = 120.0
+
+
 def start_supervisor(api, container_id: str) -> tuple[ExecChannel, int]:
     """Start the supervisor exec; return its channel and pid (in the container)."""
     channel = ExecChannel(api, container_id, ["bash", "--noprofile", "--norc", "-c", SUPERVISOR, "termgym-supervisor"])
     try:
-        _, pid = channel.read_line(b"READY ", timeout=30)
+        _, pid = channel.read_line(b"READY ", timeout=SUPERVISOR_START_TIMEOUT)
     except (TimeoutError, EOFError) as exc:
         channel.close()
         raise SandboxError(f"the sandbox supervisor did not start (does the image have bash?): {exc}") from exc
