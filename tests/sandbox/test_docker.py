@@ -52,8 +52,11 @@ def test_container_is_labelled_limited_and_offline():
         assert "no-new-privileges" in host["SecurityOpt"]
         assert sb.exec("ulimit -t; ulimit -n").output == "600\n4096\n"
         container_id = sb.container_id
-    # close() killed it at once; the engine removes it in the background
-    assert get_client().api.inspect_container(container_id)["State"]["Running"] is False
+    # close() killed it; the engine notices the exit and removes the container in the background
+    deadline = time.monotonic() + 10
+    while any(c["State"] == "running" for c in get_client().api.containers(all=True, filters={"id": container_id})):
+        assert time.monotonic() < deadline, "the container still runs after close()"
+        time.sleep(0.05)
     assert wait_for_removals(60)
     assert not [c for c in session_containers() if c["Id"] == container_id]
 
@@ -164,8 +167,10 @@ def test_service_port_reaches_a_host_server_without_network():
 
 
 def test_warm_pool_serves_starts_and_cleans_up():
-    from termgym.sandbox.docker.pool import WarmPool
+    from termgym.sandbox.docker.pool import WarmPool, close_shared_pools
 
+    close_shared_pools()  # earlier tests' default pool must not be counted as this pool's
+    assert wait_for_removals(60)
     spec = SandboxSpec(workdir="/job", limits=Limits(memory_mb=512))
     pool = WarmPool(size=2)
     try:

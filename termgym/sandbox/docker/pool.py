@@ -31,7 +31,7 @@ from collections import deque
 
 from termgym.sandbox.base import Mode, SandboxSpec
 from termgym.sandbox.docker.container import get_client, pool_key
-from termgym.sandbox.docker.ready import ReadyContainer, bound_paths, prepare
+from termgym.sandbox.docker.ready import ReadyContainer, bound_paths, prepare, supervisor_result
 
 #: Ready containers per key in the process-wide pool a sandbox uses by default.
 DEFAULT_POOL_SIZE = 2
@@ -192,7 +192,13 @@ class WarmPool:
 
 def _alive(container: ReadyContainer) -> bool:
     """Whether a waiting container's execs are still there (an engine restart ends them)."""
-    return not any(channel is not None and channel.gone() for channel in (container.shell, container.supervisor))
+    if container.shell is not None and container.shell.gone():
+        return False
+    supervisor = container.supervisor
+    if supervisor is not None and supervisor.done():
+        started = supervisor_result(supervisor, 0)
+        return started is not None and not started[0].gone()
+    return True
 
 
 def _bare_spec(spec: SandboxSpec) -> SandboxSpec:

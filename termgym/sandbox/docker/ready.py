@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from termgym.sandbox.base import Mode, SandboxError, SandboxSpec
@@ -29,19 +29,23 @@ from termgym.sandbox.docker.removal import InitHandle, dispose, open_init
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
 from termgym.sandbox.shell import shell_argv
 
-# The supervisor. At start it spares pid 1, its children (the container's main process) and
-# itself; each request line "K <pid>..." kills every other process not listed, in passes until
-# none is left (a fork bomb refills between passes); "A <shell>" kills that shell first (so it
-# runs nothing more of its command line), then every other process. Builtins only: it must not
-# need a new pid.
+# The supervisor. At start it spares pid 1, the oldest child of pid 1 (the container's main
+# process: the earliest start time, so an orphan the agent left to pid 1 is never spared, however
+# late the supervisor starts) and itself; each request line "K <pid>..." kills every other process
+# not listed, in passes until none is left (a fork bomb refills between passes); "A <shell>" kills
+# that shell first (so it runs nothing more of its command line), then every other process.
+# Builtins only: it must not need a new pid.
 SUPERVISOR = r"""
 exec 2>/dev/null
-__keep=" 1 $$ "
+__main= __first=
 for __d in /proc/[0-9]*; do
   read -r __s <"$__d/stat" || continue
   __r=${__s##*) }; set -- $__r
-  [ "$2" = 1 ] && __keep="$__keep${__d#/proc/} "
+  if [ "$2" = 1 ] && { [ -z "$__first" ] || [ "${20}" -lt "$__first" ]; }; then
+    __main=${__d#/proc/} __first=${20}
+  fi
 done
+__keep=" 1 $$ $__main "
 printf 'READY %d\n' "$$"
 while read -r __op __args; do
   if [ "$__op" = A ]; then kill -9 $__args; __args=; fi
@@ -86,6 +90,28 @@ def start_supervisor(api, container_id: str) -> tuple[ExecChannel, int]:
     return channel, int(pid)
 
 
+def close_supervisor(supervisor: Future | None) -> None:
+    """Close a supervisor started in the background, now or as soon as its start ends."""
+    if supervisor is None:
+        return
+
+    def close(done: Future) -> None:
+        with contextlib.suppress(Exception):
+            done.result()[0].close()
+
+    supervisor.add_done_callback(close)
+
+
+def supervisor_result(supervisor: Future | None, timeout: float = SUPERVISOR_START_TIMEOUT) -> tuple[ExecChannel, int] | None:
+    """The started supervisor's ``(channel, pid)``, waiting for its start; None if it failed."""
+    if supervisor is None:
+        return None
+    try:
+        return supervisor.result(timeout)
+    except Exception:  # noqa: BLE001 - the caller starts another (or restarts the container)
+        return None
+
+
 def pids_threshold(spec: SandboxSpec) -> int | None:
     """Process count at which the sandbox counts as full (a few below the pids limit)."""
     pids = spec.limits.pids
@@ -113,15 +139,14 @@ class ReadyContainer:
     id: str
     tree: HostTree | None = None
     init: InitHandle | None = None
-    supervisor: ExecChannel | None = None
-    supervisor_pid: int | None = None
+    supervisor: Future | None = None  # of (channel, pid): started beside the rest, waited for when needed
     shell: ExecChannel | None = None  # a sandbox shell waiting for its token
 
     def discard(self, client) -> None:
         """Close its execs and dispose of the container (killed now, removed in the background)."""
-        for channel in (self.shell, self.supervisor):
-            if channel is not None:
-                channel.close()
+        if self.shell is not None:
+            self.shell.close()
+        close_supervisor(self.supervisor)
         self.shell = self.supervisor = None
         dispose(client, self.id, init=self.init, tree=self.tree)
         self.init = None
@@ -148,19 +173,16 @@ def _prepare(client, spec: SandboxSpec, mode: Mode, *, pool: bool) -> ReadyConta
         raise
     ready = ReadyContainer(container_id, tree)
     try:
-        # Independent API round trips: side by side.
-        supervisor = STARTER.submit(start_supervisor, client.api, container_id)
+        # Independent API round trips: side by side. The supervisor is not waited for: a sandbox
+        # needs it only to kill, and waits for it then (an engine under load can take long to start
+        # an exec, and most sandboxes never kill anything).
+        ready.supervisor = STARTER.submit(start_supervisor, client.api, container_id)
         init = STARTER.submit(open_init, client, container_id) if engine_is_local(client) else None
-        shell_error: BaseException | None = None
         try:
             ready.shell = open_shell_exec(client.api, container_id, spec, mode)
-        except BaseException as exc:  # noqa: BLE001 - raised below, once the other two are collected
-            shell_error = exc
-        if init is not None:
-            ready.init = init.result()  # never raises: None when the pid cannot be had
-        ready.supervisor, ready.supervisor_pid = supervisor.result()
-        if shell_error is not None:
-            raise shell_error
+        finally:
+            if init is not None:
+                ready.init = init.result()  # never raises: None when the pid cannot be had
     except BaseException:
         with contextlib.suppress(Exception):
             ready.discard(client)

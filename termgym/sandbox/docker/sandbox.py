@@ -46,7 +46,14 @@ from termgym.sandbox.docker.container import (
 )
 from termgym.sandbox.docker.hosttree import HostTree
 from termgym.sandbox.docker.pool import DEFAULT_POOL_SIZE, WarmPool, shared_pool
-from termgym.sandbox.docker.ready import ReadyContainer, open_shell_exec, prepare, start_supervisor
+from termgym.sandbox.docker.ready import (
+    ReadyContainer,
+    close_supervisor,
+    open_shell_exec,
+    prepare,
+    start_supervisor,
+    supervisor_result,
+)
 from termgym.sandbox.docker.removal import InitHandle, dispose, open_init
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
 from termgym.sandbox.shell import InBandChannel, ShellChannel, ShellSandbox
@@ -82,6 +89,7 @@ class DockerSandbox(ShellSandbox):
         self._init: InitHandle | None = None
         self._supervisor: ExecChannel | None = None
         self._supervisor_pid: int | None = None
+        self._supervisor_start = None  # a supervisor start still under way (a Future)
         self._waiting_shell: ExecChannel | None = None  # a shell exec waiting for its token
         self._forwarder = None
 
@@ -106,7 +114,7 @@ class DockerSandbox(ShellSandbox):
     def _adopt(self, ready: ReadyContainer) -> None:
         """Take over what :func:`~termgym.sandbox.docker.ready.prepare` made (``_destroy`` frees it)."""
         self.container_id, self.host_tree, self._init = ready.id, ready.tree, ready.init
-        self._supervisor, self._supervisor_pid = ready.supervisor, ready.supervisor_pid
+        self._supervisor_start = ready.supervisor
         self._waiting_shell = ready.shell
 
     def _hide_installed_copies(self) -> None:
@@ -139,7 +147,8 @@ class DockerSandbox(ShellSandbox):
         for channel in (self._supervisor, self._waiting_shell):
             if channel is not None:
                 channel.close()
-        self._supervisor = self._waiting_shell = None
+        close_supervisor(self._supervisor_start)
+        self._supervisor = self._waiting_shell = self._supervisor_start = None
         if self.container_id is not None and self._client is not None:
             dispose(self._client, self.container_id, init=self._init, tree=self.host_tree)
         self._init = None
@@ -263,6 +272,13 @@ class DockerSandbox(ShellSandbox):
     def _start_supervisor(self) -> None:
         self._supervisor, self._supervisor_pid = start_supervisor(self._client.api, self.container_id)
 
+    def _adopt_supervisor(self) -> None:
+        """Wait for the supervisor started with the container, if it has not been taken yet."""
+        if self._supervisor_start is not None:
+            started, self._supervisor_start = supervisor_result(self._supervisor_start), None
+            if started is not None:
+                self._supervisor, self._supervisor_pid = started
+
     def _open_shell(self, token: bytes) -> ShellChannel:
         """The sandbox shell: the exec made ready with the container if it is still there, else a new one."""
         exec_channel, self._waiting_shell = self._waiting_shell, None
@@ -276,6 +292,7 @@ class DockerSandbox(ShellSandbox):
         """Kill every process but the init, the main process, the supervisor (and the shell)."""
         shell = [] if self._session.pid is None else [str(self._session.pid)]
         request = f"A {' '.join(shell)}" if include_shell else f"K {' '.join(shell)}"
+        self._adopt_supervisor()
         for attempt in range(2):
             supervisor = self._supervisor
             try:
