@@ -45,19 +45,28 @@ def host_secret(tmp_path):
 
 def test_containers_compete_for_the_cpu_like_processes_not_as_one():
     """Under Docker's own ``docker`` cgroup every container together weighs one process; termgym's
-    parent cgroup weighs 256 (the cgroupfs driver on this machine, cgroup v1 or v2)."""
+    parent cgroup weighs one process per container under it (a local cgroupfs engine, as root)."""
     from termgym.sandbox.docker.container import CGROUP_PARENT
 
     info = get_client().info()
     if info.get("CgroupDriver") != "cgroupfs" or os.geteuid() != 0:
         pytest.skip("the parent cgroup is set up only for a local cgroupfs engine, as root")
-    with DockerSandbox(SandboxSpec(), pool_size=0) as sb:
-        assert get_client().api.inspect_container(sb.container_id)["HostConfig"]["CgroupParent"] == f"/{CGROUP_PARENT}"
-        assert f"/{CGROUP_PARENT}/{sb.container_id}" in sb.exec("cat /proc/self/cgroup").output
-    if str(info.get("CgroupVersion", "1")) == "2":
-        assert open(f"/sys/fs/cgroup/{CGROUP_PARENT}/cpu.weight").read().strip() == "10000"
-    else:
-        assert open(f"/sys/fs/cgroup/cpu/{CGROUP_PARENT}/cpu.shares").read().strip() == "262144"
+    v2 = str(info.get("CgroupVersion", "1")) == "2"
+    group = f"/sys/fs/cgroup/{CGROUP_PARENT}" if v2 else f"/sys/fs/cgroup/cpu/{CGROUP_PARENT}"
+
+    def weight_and_count() -> tuple[int, int]:
+        count = sum(1 for entry in os.scandir(group) if entry.is_dir())
+        return int(open(f"{group}/{'cpu.weight' if v2 else 'cpu.shares'}").read()), count
+
+    with DockerSandbox(SandboxSpec(), pool_size=0) as first, DockerSandbox(SandboxSpec(), pool_size=0) as second:
+        for sb in (first, second):
+            assert get_client().api.inspect_container(sb.container_id)["HostConfig"]["CgroupParent"] == f"/{CGROUP_PARENT}"
+            assert f"/{CGROUP_PARENT}/{sb.container_id}" in sb.exec("cat /proc/self/cgroup").output
+        weight, count = weight_and_count()
+        assert count >= 2 and weight == min(count * (100 if v2 else 1024), 10000 if v2 else 262144)
+    assert wait_for_removals(60)
+    weight, count = weight_and_count()
+    assert weight == max(1, count) * (100 if v2 else 1024)
 
 
 def test_workdir_and_tmp_are_bound_host_directories_holding_the_copied_tree(tmp_path):

@@ -64,43 +64,55 @@ def get_client(docker_host: str | None = None):
 #: The cgroup termgym's containers are made under when the engine is on this machine with the
 #: cgroupfs driver (see :func:`cgroup_parent`).
 CGROUP_PARENT = "termgym-docker"
-#: Its CPU weight: cgroup v1 ``cpu.shares`` (the maximum) and v2 ``cpu.weight``.
-CGROUP_CPU_SHARES, CGROUP_CPU_WEIGHT = 262144, 10000
-_parents: dict[int, str | None] = {}
+#: CPU weight per container: that of one process (cgroup v1 ``cpu.shares``, v2 ``cpu.weight``).
+CGROUP_V1_SHARES, CGROUP_V2_WEIGHT = 1024, 100
+_parents: dict[int, Path | None] = {}
 
 
 def cgroup_parent(client) -> str | None:
-    """The cgroup parent for this engine's containers, set up with a high CPU weight; None: Docker's own.
+    """The cgroup parent for this engine's containers (weighted by :func:`reweigh_parent`); None: Docker's own.
 
     Docker puts every container under one ``docker`` cgroup whose CPU weight is that of a single
-    process: on a busy machine all sandboxes together then get the CPU time of one process (with
-    the load at 80, 64 SWE-SYNTH graders ran ~30× slower than the same tests on the local backend,
-    whose processes each compete at full weight). Under :data:`CGROUP_PARENT`, weighted as 256
-    processes (the most cgroup v1 allows), each container competes like a process again. Only with
-    the cgroupfs driver on this machine, as root; anything else keeps Docker's default.
+    process: on a busy machine all sandboxes *together* then get the CPU time of one process (with
+    the load at 80, 64 SWE-SYNTH graders ran so slowly that only 21 of 64 finished their tests in
+    time, while the local backend's processes, each competing at full weight, passed 64 of 64).
+    Under :data:`CGROUP_PARENT`, weighted as one process per container, each container competes
+    like a process. Only with the cgroupfs driver on this machine, as root; else Docker's default.
     """
     key = id(client)
-    if key in _parents:
-        return _parents[key]
-    parent = None
-    from termgym.sandbox.docker.hosttree import engine_is_local
+    if key not in _parents:
+        group = None
+        from termgym.sandbox.docker.hosttree import engine_is_local
 
-    try:
-        info = client.info() if engine_is_local(client) else {}
-        if info.get("CgroupDriver") == "cgroupfs":
-            if str(info.get("CgroupVersion", "1")) == "2":
-                group = Path("/sys/fs/cgroup") / CGROUP_PARENT
+        try:
+            info = client.info() if engine_is_local(client) else {}
+            if info.get("CgroupDriver") == "cgroupfs":
+                v2 = str(info.get("CgroupVersion", "1")) == "2"
+                group = Path("/sys/fs/cgroup") / CGROUP_PARENT if v2 else Path("/sys/fs/cgroup/cpu") / CGROUP_PARENT
                 group.mkdir(exist_ok=True)
-                (group / "cpu.weight").write_text(str(CGROUP_CPU_WEIGHT))
-            else:
-                group = Path("/sys/fs/cgroup/cpu") / CGROUP_PARENT
-                group.mkdir(exist_ok=True)
-                (group / "cpu.shares").write_text(str(CGROUP_CPU_SHARES))
-            parent = "/" + CGROUP_PARENT
-    except (OSError, Exception):  # noqa: BLE001 - no such controller, not allowed: Docker's default parent
-        parent = None
-    _parents[key] = parent
-    return parent
+                _write_weight(group, 1)
+        except Exception:  # noqa: BLE001 - no such controller, not allowed: Docker's default parent
+            group = None
+        _parents[key] = group
+    return "/" + CGROUP_PARENT if _parents[key] is not None else None
+
+
+def reweigh_parent(client) -> None:
+    """Set the parent's CPU weight to one process per container under it (every process's containers
+    count: the child cgroups are listed). Called when a container starts and when one is disposed of."""
+    group = _parents.get(id(client))
+    if group is None:
+        return
+    with contextlib.suppress(OSError):
+        _write_weight(group, sum(1 for entry in os.scandir(group) if entry.is_dir()))
+
+
+def _write_weight(group: Path, containers: int) -> None:
+    n = max(1, containers)
+    if (group / "cpu.weight").exists():
+        (group / "cpu.weight").write_text(str(min(10000, n * CGROUP_V2_WEIGHT)))
+    else:
+        (group / "cpu.shares").write_text(str(min(262144, n * CGROUP_V1_SHARES)))
 
 
 def process_start_ticks(pid: int) -> str:
@@ -202,6 +214,8 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False, tree: Hos
         except BaseException:
             remove_container(client, container.id)
             raise
+        if parent:
+            reweigh_parent(client)
     except docker.errors.ImageNotFound as exc:
         raise BackendUnavailable(
             f"image {image!r} is not on the Docker host. Build termgym's base image with "

@@ -107,6 +107,9 @@ def dispose(client, container_id: str | None, *, init: InitHandle | None = None,
 
         with contextlib.suppress(docker.errors.APIError):
             client.api.kill(container_id)  # a container that is already gone or stopped is fine
+    from termgym.sandbox.docker.container import reweigh_parent
+
+    reweigh_parent(client)  # a killed container's cgroup goes once it is removed; counted until then
     job = (client, container_id, tree)
     if _exiting:
         _remove(*job)
@@ -169,6 +172,9 @@ def _remove(client, container_id: str | None, tree: HostTree | None) -> None:
     finally:
         if tree is not None:
             tree.remove()  # the container is dead (killed before the job was queued)
+        from termgym.sandbox.docker.container import reweigh_parent
+
+        reweigh_parent(client)
 
 
 @atexit.register
