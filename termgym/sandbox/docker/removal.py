@@ -179,12 +179,9 @@ def _remove(client, container_id: str | None, tree: HostTree | None) -> None:
 
 @atexit.register
 def _finish_at_exit() -> None:
-    """Close the shared pools, then wait for pending removals (each tried once more, no delays);
-    containers disposed of after this are removed synchronously."""
+    """Wait for pending removals (each tried once more, no delays); containers disposed of after
+    this are removed synchronously. Registered before the pool module's handler (the pool imports
+    this module), so it runs after the shared pools have been emptied."""
     global _exiting
-    from termgym.sandbox.docker.pool import close_shared_pools
-
-    with contextlib.suppress(Exception):
-        close_shared_pools()
     _exiting = True  # no more retries with delays; what is disposed of from now on is removed at once
     wait_for_removals(EXIT_WAIT)
