@@ -27,6 +27,7 @@ from termgym.sandbox.docker import (
     collect_garbage,
     find_leftovers,
     get_client,
+    wait_for_removals,
 )
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker")]
@@ -51,6 +52,12 @@ def test_container_is_labelled_limited_and_offline():
         assert "no-new-privileges" in host["SecurityOpt"]
         assert sb.exec("ulimit -t; ulimit -n").output == "600\n4096\n"
         container_id = sb.container_id
+    # close() killed it; the engine notices the exit and removes the container in the background
+    deadline = time.monotonic() + 10
+    while any(c["State"] == "running" for c in get_client().api.containers(all=True, filters={"id": container_id})):
+        assert time.monotonic() < deadline, "the container still runs after close()"
+        time.sleep(0.05)
+    assert wait_for_removals(60)
     assert not [c for c in session_containers() if c["Id"] == container_id]
 
 
@@ -105,6 +112,7 @@ def test_docker_host_over_tcp_is_honoured(monkeypatch):
     try:
         monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{proxy.port}")
         with DockerSandbox(SandboxSpec(files={"f.txt": "remote"})) as sb:
+            assert sb.host_tree is None  # not a local engine: files go through the archive API
             assert sb.exec("cat f.txt; cd /tmp").output == "remote"
             assert sb.exec("pwd").output == "/tmp\n"
             assert sb.exec("sleep 20", timeout=1).timed_out
@@ -159,49 +167,60 @@ def test_service_port_reaches_a_host_server_without_network():
 
 
 def test_warm_pool_serves_starts_and_cleans_up():
-    from termgym.sandbox.docker.pool import WarmPool
+    from termgym.sandbox.docker.pool import WarmPool, close_shared_pools
 
-    spec = SandboxSpec(limits=Limits(memory_mb=512))
+    close_shared_pools()  # earlier tests' default pool must not be counted as this pool's
+    assert wait_for_removals(60)
+    spec = SandboxSpec(workdir="/job", limits=Limits(memory_mb=512))
     pool = WarmPool(size=2)
     try:
         pool.warm(spec)
         assert pool.ready_count(spec) == 2
         started = time.monotonic()
-        with DockerSandbox(SandboxSpec(workdir="/job", files={"a": "b"}, env={"K": "v"},
+        # files, env and setup differ from the warmed spec: still a hit (the waiting shell was opened
+        # without K, so a new one is opened with it)
+        with DockerSandbox(SandboxSpec(workdir="/job", files={"a": "b"}, env={"K": "v"}, setup_commands=["touch s"],
                                        limits=Limits(memory_mb=512)), pool=pool) as sb:
             warm_start = time.monotonic() - started
             assert sb.from_pool
-            assert sb.exec("pwd; cat a; echo $K").output == "/job\nbv\n"
+            assert sb.exec("pwd; cat a; echo $K; ls s").output == "/job\nbv\ns\n"
         assert pool.hits == 1
         # a different key is a miss that starts filling for next time
         with DockerSandbox(SandboxSpec(limits=Limits(memory_mb=256)), pool=pool) as other:
             assert not other.from_pool
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while pool.ready_count(SandboxSpec(limits=Limits(memory_mb=256))) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert pool.ready_count(SandboxSpec(limits=Limits(memory_mb=256))) == 2
         assert warm_start < 5
     finally:
         pool.close()
+    assert wait_for_removals(60)
     remaining = [c for c in session_containers() if c["Labels"].get("termgym.pool") == "1"]
     assert remaining == []
 
 
-def test_pool_size_option_uses_a_shared_pool():
+def test_pool_size_option_uses_a_shared_pool_that_fills_at_the_second_request():
     from termgym.sandbox.docker.pool import close_shared_pools, shared_pool
 
+    spec = SandboxSpec(limits=Limits(memory_mb=300))
     try:
-        with DockerSandbox(pool_size=1) as first:
+        with DockerSandbox(spec, pool_size=1) as first:
             assert not first.from_pool
         pool = shared_pool(1)
-        deadline = time.monotonic() + 30
-        while pool.ready_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        assert pool.ready_count(spec) == 0  # asked for once: nothing made ahead
+        with DockerSandbox(spec, pool_size=1) as second:
+            assert not second.from_pool
+        deadline = time.monotonic() + 60
+        while pool.ready_count(spec) < 1 and time.monotonic() < deadline:
             time.sleep(0.1)
-        with DockerSandbox(pool_size=1) as second:
-            assert second.from_pool
-            assert second.exec("echo pooled").output == "pooled\n"
+        with DockerSandbox(spec, pool_size=1) as third:
+            assert third.from_pool
+            assert third.exec("echo pooled").output == "pooled\n"
     finally:
         close_shared_pools()
+    assert wait_for_removals(60)
     assert [c for c in session_containers() if c["Labels"].get("termgym.pool") == "1"] == []
 
 
@@ -212,6 +231,8 @@ def test_bad_pool_arguments_are_rejected():
         DockerSandbox(pool_size=-1)
     with pytest.raises(ValueError, match="size"):
         WarmPool(size=-2)
+    with pytest.raises(ValueError, match="fill_after"):
+        WarmPool(size=2, fill_after=0)
 
 
 # -- gc and leaks -----------------------------------------------------------------------------------
@@ -226,7 +247,7 @@ CRASHING_RUN = textwrap.dedent(
     for box in boxes:
         box.start()
     boxes[0].exec("sleep 1000 &")
-    print(SESSION_ID, flush=True)
+    print(SESSION_ID, *(box.container_id for box in boxes), flush=True)
     time.sleep(600)
     """
 )
@@ -235,18 +256,23 @@ CRASHING_RUN = textwrap.dedent(
 def test_gc_removes_what_a_sigkilled_run_left_behind():
     proc = subprocess.Popen([sys.executable, "-c", CRASHING_RUN], stdout=subprocess.PIPE, text=True)
     try:
-        session = proc.stdout.readline().strip()
-        assert session, "the child run did not start its sandboxes"
-        assert len(session_containers(session)) == 3
+        session, *boxes = proc.stdout.readline().split()
+        assert session and len(boxes) == 3, "the child run did not start its sandboxes"
+
+        def alive_boxes() -> list[str]:
+            return [c["Id"] for c in session_containers(session) if c["Id"] in boxes]
+
+        assert len(alive_boxes()) == 3  # (beside them, the default pool's, filling after the second)
         # while the run is alive gc leaves its containers alone
         assert not [x for x in find_leftovers() if x.name.startswith(f"termgym-{session}")]
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    assert len(session_containers(session)) == 3  # SIGKILL skips every cleanup
+    assert len(alive_boxes()) == 3  # SIGKILL skips every cleanup
+    left = len(session_containers(session))
     result = subprocess.run([sys.executable, "-m", "termgym.cli", "gc"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count(f"termgym-{session}") == 3
+    assert result.stdout.count(f"termgym-{session}") == left >= 3
     assert "is gone" in result.stdout
     assert session_containers(session) == []
 
@@ -292,5 +318,7 @@ def test_32_concurrent_episodes_leave_no_container():
     rewards = asyncio.run(main())
     elapsed = time.monotonic() - started
     assert rewards == [1.0] * 32
-    assert {c["Id"] for c in session_containers()} <= before, "containers leaked"
+    assert wait_for_removals(120)
+    after = {c["Id"] for c in session_containers() if c["Labels"].get("termgym.pool") != "1"}
+    assert after <= before, "containers leaked"
     print(f"32 concurrent docker episodes: {elapsed:.1f}s")

@@ -6,6 +6,8 @@ Both long-lived processes of a Docker sandbox, its shell and its supervisor, run
 from __future__ import annotations
 
 import contextlib
+import select
+import socket
 import time
 from collections.abc import Mapping
 
@@ -50,6 +52,18 @@ class ExecChannel:
             if not chunk:
                 self.eof = True
             self._raw += chunk
+
+    def gone(self) -> bool:
+        """Whether the other end has closed the stream (checked without blocking or consuming output)."""
+        if self.eof:
+            return True
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+            if readable and not self._sock.recv(1, socket.MSG_PEEK):
+                self.eof = True
+        except (OSError, ValueError):
+            self.eof = True
+        return self.eof
 
     def _take_frames(self) -> bytes:
         # Docker's multiplexed stream: 8-byte header (stream id, 3 zero bytes, big-endian size).

@@ -2,7 +2,8 @@
 
 A sandbox's container is made from ``spec.image`` (default ``termgym/base:bookworm``, see
 :mod:`termgym.sandbox.images`) with ``--network none`` unless ``spec.network``, memory (no swap),
-pids, CPU share and rlimits from ``spec.limits``, ``spec.ro_binds`` as read-only volumes, ``--init``
+pids, CPU share and rlimits from ``spec.limits``, ``spec.ro_binds`` as read-only volumes (and, when
+given a :class:`~termgym.sandbox.docker.hosttree.HostTree`, its host directories read-write), ``--init``
 so orphans are reaped, ``no-new-privileges``, and labels that mark it as termgym's (``termgym=1``,
 the session id, the creating host and pid) so ``termgym gc`` (:mod:`termgym.sandbox.docker.gc`)
 can find what a crashed run left behind. Its main process only sleeps.
@@ -19,6 +20,7 @@ import uuid
 from pathlib import Path
 
 from termgym.sandbox.base import BackendUnavailable, Limits, SandboxError, SandboxSpec, read_only_binds
+from termgym.sandbox.docker.hosttree import HostTree
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
 
 LABEL = "termgym"
@@ -27,6 +29,7 @@ LABEL_HOST = "termgym.host"
 LABEL_PID = "termgym.pid"
 LABEL_PID_START = "termgym.pid_start"
 LABEL_POOL = "termgym.pool"
+LABEL_TREE = "termgym.tree"  # the host directory bound into the container (termgym gc removes it too)
 
 #: One id per Python process, so a run's containers can be told apart from another run's.
 SESSION_ID = uuid.uuid4().hex[:12]
@@ -38,10 +41,13 @@ COMMAND_ENV = {
     "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1",
 }
 
-# The shell loop (argv: mode, workdir, pids threshold; first stdin line: the token). The token never appears in
-
 _clients: dict[str | None, object] = {}
 _clients_lock = threading.Lock()
+
+
+#: Seconds an engine API call may take before it fails. The SDK's 60 s is too short for an engine
+#: busy with hundreds of concurrent sandboxes on a small machine: a slow answer beats a failed episode.
+API_TIMEOUT = 600
 
 
 def get_client(docker_host: str | None = None):
@@ -51,7 +57,62 @@ def get_client(docker_host: str | None = None):
         client = _clients.get(key)
         if client is None:
             client = _clients[key] = docker_client(docker_host)
+            client.api.timeout = API_TIMEOUT
         return client
+
+
+#: The cgroup termgym's containers are made under when the engine is on this machine with the
+#: cgroupfs driver (see :func:`cgroup_parent`).
+CGROUP_PARENT = "termgym-docker"
+#: CPU weight per container: that of one process (cgroup v1 ``cpu.shares``, v2 ``cpu.weight``).
+CGROUP_V1_SHARES, CGROUP_V2_WEIGHT = 1024, 100
+_parents: dict[int, Path | None] = {}
+
+
+def cgroup_parent(client) -> str | None:
+    """The cgroup parent for this engine's containers (weighted by :func:`reweigh_parent`); None: Docker's own.
+
+    Docker puts every container under one ``docker`` cgroup whose CPU weight is that of a single
+    process: on a busy machine all sandboxes *together* then get the CPU time of one process (with
+    the load at 80, 64 SWE-SYNTH graders ran so slowly that only 21 of 64 finished their tests in
+    time, while the local backend's processes, each competing at full weight, passed 64 of 64).
+    Under :data:`CGROUP_PARENT`, weighted as one process per container, each container competes
+    like a process. Only with the cgroupfs driver on this machine, as root; else Docker's default.
+    """
+    key = id(client)
+    if key not in _parents:
+        group = None
+        from termgym.sandbox.docker.hosttree import engine_is_local
+
+        try:
+            info = client.info() if engine_is_local(client) else {}
+            if info.get("CgroupDriver") == "cgroupfs":
+                v2 = str(info.get("CgroupVersion", "1")) == "2"
+                group = Path("/sys/fs/cgroup") / CGROUP_PARENT if v2 else Path("/sys/fs/cgroup/cpu") / CGROUP_PARENT
+                group.mkdir(exist_ok=True)
+                _write_weight(group, 1)
+        except Exception:  # noqa: BLE001 - no such controller, not allowed: Docker's default parent
+            group = None
+        _parents[key] = group
+    return "/" + CGROUP_PARENT if _parents[key] is not None else None
+
+
+def reweigh_parent(client) -> None:
+    """Set the parent's CPU weight to one process per container under it (every process's containers
+    count: the child cgroups are listed). Called when a container starts and when one is disposed of."""
+    group = _parents.get(id(client))
+    if group is None:
+        return
+    with contextlib.suppress(OSError):
+        _write_weight(group, sum(1 for entry in os.scandir(group) if entry.is_dir()))
+
+
+def _write_weight(group: Path, containers: int) -> None:
+    n = max(1, containers)
+    if (group / "cpu.weight").exists():
+        (group / "cpu.weight").write_text(str(min(10000, n * CGROUP_V2_WEIGHT)))
+    else:
+        (group / "cpu.shares").write_text(str(min(262144, n * CGROUP_V1_SHARES)))
 
 
 def process_start_ticks(pid: int) -> str:
@@ -63,8 +124,8 @@ def process_start_ticks(pid: int) -> str:
         return ""
 
 
-def container_labels(*, pool: bool = False) -> dict[str, str]:
-    """Labels for a container this process creates."""
+def container_labels(*, pool: bool = False, tree: str | None = None) -> dict[str, str]:
+    """Labels for a container this process creates (``tree``: its bound host directory)."""
     labels = {
         LABEL: "1",
         LABEL_SESSION: SESSION_ID,
@@ -74,6 +135,8 @@ def container_labels(*, pool: bool = False) -> dict[str, str]:
     }
     if pool:
         labels[LABEL_POOL] = "1"
+    if tree:
+        labels[LABEL_TREE] = tree
     return labels
 
 
@@ -83,11 +146,12 @@ def pool_key(spec: SandboxSpec) -> tuple:
     return (spec.image or DEFAULT_BASE_IMAGE, spec.limits, bool(spec.network), binds)
 
 
-def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
+def create_container(client, spec: SandboxSpec, *, pool: bool = False, tree: HostTree | None = None) -> str:
     """Create and start a container for ``spec`` (without files or setup); return its id.
 
-    Pool containers get no workdir (the shell creates it at ``start()``), so one pool serves
-    specs that differ only in workdir, files, env and setup.
+    Pool containers get no workdir and only :data:`COMMAND_ENV` (the shell's exec brings the
+    spec's). ``tree``: host directories bound read-write at their sandbox paths
+    (:mod:`~termgym.sandbox.docker.hosttree`).
     """
     import docker.errors
     import docker.types
@@ -107,7 +171,7 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
         init=True,
         name=f"termgym-{SESSION_ID}-{secrets.token_hex(4)}",
         hostname="sandbox",
-        labels=container_labels(pool=pool),
+        labels=container_labels(pool=pool, tree=str(tree.path) if tree is not None else None),
         network_mode="bridge" if spec.network else "none",
         security_opt=["no-new-privileges"],
         ulimits=ulimits,
@@ -116,9 +180,14 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
     )
     if not pool:
         kwargs["working_dir"] = spec.workdir
-    binds = read_only_binds(spec)
-    if binds:
-        kwargs["volumes"] = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in binds}
+    volumes = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in read_only_binds(spec)}
+    if tree is not None:
+        volumes.update(tree.binds())
+    if volumes:
+        kwargs["volumes"] = volumes
+    parent = cgroup_parent(client)
+    if parent:
+        kwargs["cgroup_parent"] = parent
     if lim.memory_mb:
         kwargs["mem_limit"] = f"{int(lim.memory_mb)}m"
         kwargs["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed
@@ -145,6 +214,8 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False) -> str:
         except BaseException:
             remove_container(client, container.id)
             raise
+        if parent:
+            reweigh_parent(client)
     except docker.errors.ImageNotFound as exc:
         raise BackendUnavailable(
             f"image {image!r} is not on the Docker host. Build termgym's base image with "

@@ -1,11 +1,20 @@
-"""A warm pool of started Docker containers, so a sandbox's ``start()`` need not wait for ``docker run``.
+"""A warm pool of ready containers, so a sandbox's ``start()`` waits for neither ``docker run`` nor ``docker exec``.
 
-Containers are interchangeable when their image, limits and network setting agree
-(:func:`termgym.sandbox.docker.container.pool_key`); workdir, files, env and setup commands are applied after
-a container is taken. The pool keeps up to ``size`` ready containers per key, refilling in a
-background thread after each take; the first request for a key is a miss (the caller starts its
-own container) and starts filling. A taken container belongs to its sandbox, which removes it on
-``close()``: containers are never reused across episodes.
+Each pool container is made ready ahead of time (:func:`~termgym.sandbox.docker.ready.prepare`):
+started, its workdir and ``/tmp`` bound from host directories where the engine is on this machine,
+its supervisor running and a sandbox shell waiting for its token. Taking one leaves a sandbox's
+start with copying the task's tree in on the host and one socket round trip to the shell.
+
+Containers are interchangeable when their image, limits, network, read-only binds and (where it
+is bound from the host) workdir agree (:func:`ready_key`); files, setup commands, env and mode are
+applied after a container is taken (a shell opened for another env or mode is replaced by a new
+exec). The pool keeps up to ``size`` ready containers per key, refilling in a background thread
+after each take; the first request for a key is a miss (the caller starts its own container) and
+starts filling (the process-wide pool: the second). A taken container belongs to its sandbox, which disposes of it on ``close()``:
+containers are never reused across episodes.
+
+Every :class:`~termgym.sandbox.docker.sandbox.DockerSandbox` uses the process-wide pool of
+:data:`DEFAULT_POOL_SIZE` per engine unless given ``pool=`` or ``pool_size=`` (0: none).
 
 >>> pool = WarmPool(size=4)
 >>> pool.warm(SandboxSpec())                  # optional: fill now instead of on first use
@@ -20,22 +29,48 @@ import contextlib
 import threading
 from collections import deque
 
-from termgym.sandbox.base import SandboxSpec
-from termgym.sandbox.docker.container import create_container, get_client, pool_key, remove_container
+from termgym.sandbox.base import Mode, SandboxSpec
+from termgym.sandbox.docker.container import get_client, pool_key
+from termgym.sandbox.docker.ready import ReadyContainer, bound_paths, prepare, supervisor_result
+
+#: Ready containers per key in the process-wide pool a sandbox uses by default.
+DEFAULT_POOL_SIZE = 2
+
+
+def ready_key(client, spec: SandboxSpec) -> tuple:
+    """What makes two specs' ready containers interchangeable: :func:`pool_key`, and the workdir
+    when it is bound from the host (a mount is fixed when the container is created)."""
+    workdir = spec.workdir if spec.workdir in bound_paths(client, spec) else None
+    return (*pool_key(spec), workdir)
+
+
+def shell_key(spec: SandboxSpec, mode: Mode) -> tuple:
+    """What a waiting shell was started for: its mode, workdir, pids limit and environment."""
+    return (mode, spec.workdir, spec.limits.pids, tuple(sorted(spec.env.items())))
 
 
 class WarmPool:
-    """Keeps ``size`` started containers per (image, limits, network) ready to be taken."""
+    """Keeps ``size`` ready containers per :func:`ready_key` to be taken (see the module docstring).
 
-    def __init__(self, size: int = 2, *, docker_host: str | None = None, client=None) -> None:
+    ``fill_after``: how many times a key must be asked for before the pool fills for it (1: at the
+    first miss). The process-wide default pool waits for a second request, so a key used once (a
+    one-off sandbox, a test) costs no waiting containers, while an episode loop (its agent's and its
+    grader's sandbox share a key) has them from its second sandbox on.
+    """
+
+    def __init__(self, size: int = 2, *, docker_host: str | None = None, client=None, fill_after: int = 1) -> None:
         if not isinstance(size, int) or size < 0:
             raise ValueError(f"WarmPool size must be a non-negative int, got {size!r}")
+        if not isinstance(fill_after, int) or fill_after < 1:
+            raise ValueError(f"WarmPool fill_after must be a positive int, got {fill_after!r}")
         self.size = size
+        self.fill_after = fill_after
+        self._asked: dict[tuple, int] = {}
         self.docker_host = docker_host
         self._client = client
         self._lock = threading.Lock()
-        self._ready: dict[tuple, deque[str]] = {}
-        self._specs: dict[tuple, SandboxSpec] = {}
+        self._ready: dict[tuple, deque[tuple[tuple, ReadyContainer]]] = {}
+        self._specs: dict[tuple, tuple[SandboxSpec, Mode]] = {}
         self._filling: dict[tuple, threading.Thread] = {}
         self.closed = False
         self.hits = 0
@@ -48,27 +83,48 @@ class WarmPool:
             self._client = get_client(self.docker_host)
         return self._client
 
-    def acquire(self, spec: SandboxSpec) -> str | None:
-        """Take a ready container for ``spec`` (its id), or None; either way a refill starts."""
-        key = pool_key(spec)
+    def acquire(self, spec: SandboxSpec, mode: Mode = "persistent") -> ReadyContainer | None:
+        """Take a ready container for ``spec`` (None if none waits); either way a refill starts.
+
+        A waiting shell opened for another mode or env is closed (the sandbox opens its own).
+        """
+        key = ready_key(self.client, spec)
+        taken: tuple[tuple, ReadyContainer] | None = None
+        dead: list[ReadyContainer] = []
         with self._lock:
             if self.closed or self.size == 0:
                 return None
-            self._specs.setdefault(key, _bare_spec(spec))
+            self._specs.setdefault(key, (_bare_spec(spec), mode))
             ready = self._ready.setdefault(key, deque())
-            container_id = ready.popleft() if ready else None
-            if container_id:
+            while ready and taken is None:
+                candidate = ready.popleft()
+                if _alive(candidate[1]):
+                    taken = candidate
+                else:
+                    dead.append(candidate[1])
+            if taken is not None:
                 self.hits += 1
             else:
                 self.misses += 1
-        self._refill(key)
-        return container_id
+            self._asked[key] = asked = self._asked.get(key, 0) + 1
+        for container in dead:
+            with contextlib.suppress(Exception):
+                container.discard(self.client)
+        if asked >= self.fill_after:
+            self._refill(key)
+        if taken is None:
+            return None
+        opened_for, container = taken
+        if opened_for != shell_key(spec, mode) and container.shell is not None:
+            container.shell.close()
+            container.shell = None
+        return container
 
-    def warm(self, spec: SandboxSpec, wait: bool = True, timeout: float = 120.0) -> None:
+    def warm(self, spec: SandboxSpec, wait: bool = True, timeout: float = 120.0, mode: Mode = "persistent") -> None:
         """Start filling the pool for ``spec`` now; with ``wait``, return once it is full."""
-        key = pool_key(spec)
+        key = ready_key(self.client, spec)
         with self._lock:
-            self._specs.setdefault(key, _bare_spec(spec))
+            self._specs.setdefault(key, (_bare_spec(spec), mode))
             self._ready.setdefault(key, deque())
         thread = self._refill(key)
         if wait and thread is not None:
@@ -76,9 +132,10 @@ class WarmPool:
 
     def ready_count(self, spec: SandboxSpec | None = None) -> int:
         """Containers waiting for ``spec``'s key (or in total)."""
+        key = ready_key(self.client, spec) if spec is not None else None
         with self._lock:
-            if spec is not None:
-                return len(self._ready.get(pool_key(spec), ()))
+            if key is not None:
+                return len(self._ready.get(key, ()))
             return sum(len(q) for q in self._ready.values())
 
     def _refill(self, key: tuple) -> threading.Thread | None:
@@ -94,36 +151,37 @@ class WarmPool:
             return thread
 
     def _fill(self, key: tuple) -> None:
-        spec = self._specs[key]
+        spec, mode = self._specs[key]
         while True:
             with self._lock:
                 if self.closed or len(self._ready[key]) >= self.size:
                     return
             try:
-                container_id = create_container(self.client, spec, pool=True)
+                container = prepare(self.client, spec, mode, pool=True)
             except Exception as exc:  # noqa: BLE001 - a failed refill only costs warm starts
                 self.errors = [*self.errors[-9:], f"{type(exc).__name__}: {exc}"]
                 return
             with self._lock:
                 if not self.closed:
-                    self._ready[key].append(container_id)
+                    self._ready[key].append((shell_key(spec, mode), container))
                     continue
-            remove_container(self.client, container_id)  # closed while we were creating it
+            container.discard(self.client)  # closed while we were making it
             return
 
     def close(self) -> None:
-        """Stop refilling and remove every container still waiting. Idempotent."""
+        """Stop refilling and dispose of every container still waiting. Idempotent."""
         with self._lock:  # a second call finds nothing waiting and no filler to join
             self.closed = True
-            waiting = [cid for q in self._ready.values() for cid in q]
-            self._ready.clear()
             threads = list(self._filling.values())
             self._filling.clear()
         for thread in threads:
             thread.join(timeout=60)
-        for container_id in waiting:
+        with self._lock:
+            waiting = [container for q in self._ready.values() for _, container in q]
+            self._ready.clear()
+        for container in waiting:
             with contextlib.suppress(Exception):
-                remove_container(self.client, container_id)
+                container.discard(self.client)
 
     def __enter__(self) -> WarmPool:
         return self
@@ -132,9 +190,21 @@ class WarmPool:
         self.close()
 
 
+def _alive(container: ReadyContainer) -> bool:
+    """Whether a waiting container's execs are still there (an engine restart ends them)."""
+    if container.shell is not None and container.shell.gone():
+        return False
+    supervisor = container.supervisor
+    if supervisor is not None and supervisor.done():
+        started = supervisor_result(supervisor, 0)
+        return started is not None and not started[0].gone()
+    return True
+
+
 def _bare_spec(spec: SandboxSpec) -> SandboxSpec:
     """The part of a spec a pool container is made from (nothing task-specific)."""
-    return SandboxSpec(image=spec.image, network=spec.network, limits=spec.limits)
+    return SandboxSpec(image=spec.image, network=spec.network, limits=spec.limits, workdir=spec.workdir,
+                       env=dict(spec.env), ro_binds=dict(spec.ro_binds))
 
 
 _shared: dict[tuple[str | None, int], WarmPool] = {}
@@ -142,17 +212,18 @@ _shared_lock = threading.Lock()
 
 
 def shared_pool(size: int, docker_host: str | None = None) -> WarmPool:
-    """The process-wide pool of ``size`` for an engine (``sandbox_options={"pool_size": N}``)."""
+    """The process-wide pool of ``size`` for an engine (``sandbox_options={"pool_size": N}``; fills
+    for a key at its second request)."""
     with _shared_lock:
         pool = _shared.get((docker_host, size))
         if pool is None or pool.closed:
-            pool = _shared[(docker_host, size)] = WarmPool(size, docker_host=docker_host)
+            pool = _shared[(docker_host, size)] = WarmPool(size, docker_host=docker_host, fill_after=2)
         return pool
 
 
 @atexit.register
 def close_shared_pools() -> None:
-    """Remove the waiting containers of every shared pool (also run at interpreter exit)."""
+    """Dispose of the waiting containers of every shared pool (also run at interpreter exit)."""
     with _shared_lock:
         pools = list(_shared.values())
         _shared.clear()

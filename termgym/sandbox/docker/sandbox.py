@@ -1,16 +1,25 @@
 """The Docker sandbox: a container per sandbox, its shell and supervisor on exec channels.
 
-The container (:mod:`~termgym.sandbox.docker.container`) is created at ``start()``, or taken from a
-warm pool (:mod:`~termgym.sandbox.docker.pool`); ``close()`` removes it with everything in it.
+The container is made ready (:mod:`~termgym.sandbox.docker.ready`: started, its workdir and
+``/tmp`` bound from host directories where the engine is on this machine, supervisor and shell
+execs waiting) at ``start()``, or taken ready from a warm pool (:mod:`~termgym.sandbox.docker.pool`;
+every sandbox uses the process-wide one unless told otherwise). The task's tree is then copied in
+on the host where its destination is bound (else archived in through the engine), and the shell
+gets its token. ``close()`` kills everything in the container at once and leaves its removal to
+the background (:mod:`~termgym.sandbox.docker.removal`).
 
 Execution. The shell session of :mod:`termgym.sandbox.shell` over one ``docker exec``
 (:class:`~termgym.sandbox.docker.channel.ExecChannel`) whose stdin and output are a socket we hold;
 the shell's control lines travel in band, after a random per-shell token. That is one socket round
 trip per command instead of a ``docker exec`` per command.
 
-Killing. A second long-lived exec, the supervisor, is a bash loop that kills on request every
-process in the container except the init, the main process, itself and the shell, using builtins
-only, so it works even when a fork bomb has used up the pids limit. A timeout (or output past
+Files. Under a bound path ``write_file``/``read_file`` are host file operations that never follow
+a symlink the agent made (:class:`~termgym.sandbox.docker.hosttree.HostTree`); elsewhere, or where a
+symlink is in the way, they are the engine's archive API, which resolves paths inside the container.
+
+Killing. A second long-lived exec, the supervisor, kills on request every process in the
+container except the init, the main process, itself and the shell, using builtins only, so it works
+even when a fork bomb has used up the pids limit. A timeout (or output past
 ``limits.output_bytes``) asks it to kill; a shell stuck in a builtin loop is killed too and a new
 shell started (the result says ``restarted``), as after ``on_timeout="kill_shell"`` or ``abort()``,
 which ask it to kill the shell first.
@@ -25,66 +34,39 @@ import shlex
 import tarfile
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from termgym.sandbox.base import Mode, SandboxError, SandboxSpec
 from termgym.sandbox.docker.archive import extract_dir, tar_dir
 from termgym.sandbox.docker.channel import ExecChannel
 from termgym.sandbox.docker.container import (
-    COMMAND_ENV,
     container_host_pid,
-    create_container,
     get_client,
     image_runtime,
-    remove_container,
 )
-from termgym.sandbox.docker.pool import WarmPool, shared_pool
+from termgym.sandbox.docker.hosttree import HostTree
+from termgym.sandbox.docker.pool import DEFAULT_POOL_SIZE, WarmPool, shared_pool
+from termgym.sandbox.docker.ready import (
+    ReadyContainer,
+    close_supervisor,
+    open_shell_exec,
+    prepare,
+    start_supervisor,
+    supervisor_result,
+)
+from termgym.sandbox.docker.removal import InitHandle, dispose, open_init
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
-from termgym.sandbox.shell import InBandChannel, ShellChannel, ShellSandbox, shell_argv
+from termgym.sandbox.shell import InBandChannel, ShellChannel, ShellSandbox
 
-# The supervisor. At start it spares pid 1, its children (the container's main process) and
-# itself; each request line "K <pid>..." kills every other process not listed, in passes until
-# none is left (a fork bomb refills between passes); "A <shell>" kills that shell first (so it
-# runs nothing more of its command line), then every other process. Builtins only: it must not
-# need a new pid.
-_SUPERVISOR = r"""
-exec 2>/dev/null
-__keep=" 1 $$ "
-for __d in /proc/[0-9]*; do
-  read -r __s <"$__d/stat" || continue
-  __r=${__s##*) }; set -- $__r
-  [ "$2" = 1 ] && __keep="$__keep${__d#/proc/} "
-done
-printf 'READY %d\n' "$$"
-while read -r __op __args; do
-  if [ "$__op" = A ]; then kill -9 $__args; __args=; fi
-  __spare="$__keep $__args "
-  __n=1 __passes=0
-  while [ "$__n" -gt 0 ] && [ "$__passes" -lt 200 ]; do
-    __n=0 __passes=$((__passes + 1))
-    for __d in /proc/[0-9]*; do
-      __p=${__d#/proc/}
-      case "$__spare" in *" $__p "*) continue ;; esac
-      read -r __s <"$__d/stat" || continue
-      __r=${__s##*) }; set -- $__r
-      [ "$1" = Z ] && continue
-      kill -9 "$__p" && __n=$((__n + 1))
-    done
-  done
-  printf 'DONE %d\n' "$__passes"
-done
-"""
-
-_STARTER = ThreadPoolExecutor(max_workers=64, thread_name_prefix="termgym-docker-start")
 
 class DockerSandbox(ShellSandbox):
     """A sandbox in a Docker container (see the module docstring).
 
-    ``docker_host`` overrides ``DOCKER_HOST``. ``pool`` takes a started container from a
-    :class:`~termgym.sandbox.docker.pool.WarmPool` instead of waiting for ``docker run``; ``pool_size=N``
-    uses the process-wide pool of that size for this engine (what ``sandbox_options={"pool_size":
-    N}`` of an env does).
+    ``docker_host`` overrides ``DOCKER_HOST``. A sandbox takes a ready container from the
+    process-wide :class:`~termgym.sandbox.docker.pool.WarmPool` of
+    :data:`~termgym.sandbox.docker.pool.DEFAULT_POOL_SIZE` for its engine; ``pool_size=N`` uses the
+    shared pool of that size instead (what ``sandbox_options={"pool_size": N}`` of an env does),
+    ``pool_size=0`` none (every start makes its own container), ``pool=`` a pool of your own.
     """
 
     backend = "docker"
@@ -95,16 +77,20 @@ class DockerSandbox(ShellSandbox):
         super().__init__(spec, mode=mode)
         if pool is not None and pool_size is not None:
             raise ValueError("pass either pool= or pool_size=, not both")
-        if pool_size is not None and (not isinstance(pool_size, int) or pool_size < 0):
+        if pool_size is not None and (isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 0):
             raise ValueError(f"pool_size must be a non-negative int, got {pool_size!r}")
         self.docker_host = docker_host
         self._pool = pool
-        self._pool_size = pool_size
+        self._pool_size = DEFAULT_POOL_SIZE if pool is None and pool_size is None else pool_size
         self._client = None
         self.container_id: str | None = None
         self.from_pool = False
+        self.host_tree: HostTree | None = None  # the host directories bound at the workdir and /tmp
+        self._init: InitHandle | None = None
         self._supervisor: ExecChannel | None = None
         self._supervisor_pid: int | None = None
+        self._supervisor_start = None  # a supervisor start still under way (a Future)
+        self._waiting_shell: ExecChannel | None = None  # a shell exec waiting for its token
         self._forwarder = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -114,21 +100,22 @@ class DockerSandbox(ShellSandbox):
         pool = self._pool
         if pool is None and self._pool_size:
             pool = shared_pool(self._pool_size, docker_host=self.docker_host)
-        if pool is not None:
-            self.container_id = pool.acquire(self.spec)
-            self.from_pool = self.container_id is not None
-        if self.container_id is None:
-            self.container_id = create_container(self._client, self.spec)
-        # The two execs are independent: start them side by side (each is an API round trip).
-        supervisor = _STARTER.submit(self._start_supervisor)
-        try:
-            self._session.start()
-        finally:
-            supervisor.result()
+        ready = pool.acquire(self.spec, self.mode) if pool is not None else None
+        self.from_pool = ready is not None
+        if ready is None:
+            ready = prepare(self._client, self.spec, self.mode)
+        self._adopt(ready)
+        self._copy_spec_files()  # before the shell enters the workdir
+        self._session.start()
         if self.spec.services:
             self._start_services()
-        self._copy_spec_files()
         self._hide_installed_copies()
+
+    def _adopt(self, ready: ReadyContainer) -> None:
+        """Take over what :func:`~termgym.sandbox.docker.ready.prepare` made (``_destroy`` frees it)."""
+        self.container_id, self.host_tree, self._init = ready.id, ready.tree, ready.init
+        self._supervisor_start = ready.supervisor
+        self._waiting_shell = ready.shell
 
     def _hide_installed_copies(self) -> None:
         """Delete termgym and installed copies of the workspace's project from the image's Python dirs.
@@ -157,23 +144,42 @@ class DockerSandbox(ShellSandbox):
         if self._forwarder is not None:
             with contextlib.suppress(Exception):
                 self._forwarder.close()
-        if self._supervisor is not None:
-            self._supervisor.close()
-        self._supervisor = None
+        for channel in (self._supervisor, self._waiting_shell):
+            if channel is not None:
+                channel.close()
+        close_supervisor(self._supervisor_start)
+        self._supervisor = self._waiting_shell = self._supervisor_start = None
         if self.container_id is not None and self._client is not None:
-            remove_container(self._client, self.container_id)
+            dispose(self._client, self.container_id, init=self._init, tree=self.host_tree)
+        self._init = None
 
     # -- files ----------------------------------------------------------------------------------
 
     def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
-        self._put_files({self.resolve(path): (data, mode)})
+        self._write_many({self.resolve(path): (data, mode)})
 
     def write_files(self, files: Mapping[str, str | bytes]) -> None:
-        # One archive for all of them: one API call instead of one per file.
-        self._put_files({self.resolve(p): (d, 0o644) for p, d in files.items()})
+        self._write_many({self.resolve(p): (d, 0o644) for p, d in files.items()})
+
+    def _write_many(self, files: Mapping[str, tuple[str | bytes, int]]) -> None:
+        """Write files (absolute sandbox paths -> (data, mode)): on the host where bound, the rest in
+        one archive (one API call instead of one per file)."""
+        tree = self._bound_tree()
+        rest = {}
+        for target, (data, mode) in files.items():
+            payload = data.encode() if isinstance(data, str) else bytes(data)
+            if tree is None or not tree.write(target, payload, mode):
+                rest[target] = (payload, mode)
+        if rest:
+            self._put_files(rest)
 
     def read_file(self, path: str) -> bytes:
         target = self.resolve(path)
+        tree = self._bound_tree()
+        if tree is not None:
+            data = tree.read(target)
+            if data is not None:
+                return data
         for _ in range(16):  # follow symlinks inside the container (get_archive returns the link)
             member, data = self._get_single(target)
             if member.issym():
@@ -205,6 +211,11 @@ class DockerSandbox(ShellSandbox):
         extract_dir(b"".join(stream), Path(host_dir))
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _bound_tree(self) -> HostTree | None:
+        """The host directories to use for file operations now (None before start or after close)."""
+        self._ensure_running()
+        return self.host_tree
 
     def _ensure_running(self) -> None:
         if self.closed:
@@ -251,40 +262,37 @@ class DockerSandbox(ShellSandbox):
             return member, b""
 
     def _copy_spec_files(self) -> None:
+        tree = self.host_tree
         for host_src, dest in self.spec.copy_dirs.items():
-            self.put_dir(host_src, dest)
+            if tree is None or not tree.copy_in(host_src, self.resolve(dest)):
+                self.put_dir(host_src, dest)
         if self.spec.files:
             self.write_files(self.spec.files)
 
-    def _environment(self) -> dict[str, str]:
-        return {**COMMAND_ENV, **self.spec.env}
-
     def _start_supervisor(self) -> None:
-        channel = ExecChannel(self._client.api, self.container_id,
-                              ["bash", "--noprofile", "--norc", "-c", _SUPERVISOR, "termgym-supervisor"])
-        try:
-            _, pid = channel.read_line(b"READY ", timeout=30)
-        except (TimeoutError, EOFError) as exc:
-            channel.close()
-            raise SandboxError(f"the sandbox supervisor did not start (does the image have bash?): {exc}") from exc
-        self._supervisor, self._supervisor_pid = channel, int(pid)
+        self._supervisor, self._supervisor_pid = start_supervisor(self._client.api, self.container_id)
+
+    def _adopt_supervisor(self) -> None:
+        """Wait for the supervisor started with the container, if it has not been taken yet."""
+        if self._supervisor_start is not None:
+            started, self._supervisor_start = supervisor_result(self._supervisor_start), None
+            if started is not None:
+                self._supervisor, self._supervisor_pid = started
 
     def _open_shell(self, token: bytes) -> ShellChannel:
-        """A new ``docker exec`` running the sandbox shell, its control lines in band."""
-        exec_channel = ExecChannel(self._client.api, self.container_id,
-                                   shell_argv(self.mode, self.workdir, full_at=self._pids_threshold()),
-                                   self._environment())
+        """The sandbox shell: the exec made ready with the container if it is still there, else a new one."""
+        exec_channel, self._waiting_shell = self._waiting_shell, None
+        if exec_channel is None or exec_channel.gone():
+            if exec_channel is not None:
+                exec_channel.close()
+            exec_channel = open_shell_exec(self._client.api, self.container_id, self.spec, self.mode)
         return InBandChannel(exec_channel, token)
-
-    def _pids_threshold(self) -> int | None:
-        """Process count at which the sandbox counts as full (a few below the pids limit)."""
-        pids = self.spec.limits.pids
-        return max(int(pids) - 3, 1) if pids else None
 
     def _kill_processes(self, *, include_shell: bool = False) -> None:
         """Kill every process but the init, the main process, the supervisor (and the shell)."""
         shell = [] if self._session.pid is None else [str(self._session.pid)]
         request = f"A {' '.join(shell)}" if include_shell else f"K {' '.join(shell)}"
+        self._adopt_supervisor()
         for attempt in range(2):
             supervisor = self._supervisor
             try:
@@ -303,6 +311,9 @@ class DockerSandbox(ShellSandbox):
         # Without a supervisor nothing can kill selectively: restart the container's processes
         # (the filesystem stays) and begin again with a fresh shell.
         self._client.api.restart(self.container_id, timeout=0)
+        if self._init is not None:  # the restarted container has a new init
+            self._init.close()
+            self._init = open_init(self._client, self.container_id)
         self._start_supervisor()
         if self._session.channel is not None:
             self._session.channel.close()  # its shell died with the restart: the session starts another
