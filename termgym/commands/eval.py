@@ -23,9 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     f"{EXIT_AGENT} when every episode ended in an agent error, 2 on bad arguments.")
     p.add_argument("env_id", help="environment id (termgym/SweSynth-v0, a registered id) or alias (swe-synth)")
     g = p.add_argument_group("agent")
-    g.add_argument("-a", "--agent", default="openai",
-                   help="openai (default), oracle, nop, replay, minisweagent (mini-swe-agent's DefaultAgent; --model, "
-                        "--base-url), or an import path pkg.module:Class")
+    g.add_argument("-a", "--agent", default="openai", help=_agent_help())
     g.add_argument("-m", "--model", help="model name for the endpoint (default: the first one it lists)")
     g.add_argument("--base-url", help="OpenAI-compatible API root, e.g. http://localhost:8000/v1 "
                                       "(default $OPENAI_BASE_URL or OpenAI)")
@@ -55,6 +53,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--command-timeout", type=float, help="seconds per command")
     g.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra gym.make keyword (VALUE is JSON if it parses); repeatable")
+    g.add_argument("-d", "--dataset", metavar="NAME@VERSION",
+                   help="Harbor: a registered dataset (terminal-bench@2.0), downloaded into termgym's cache on first "
+                        "use and read from there offline afterwards (termgym harbor download)")
+    g.add_argument("--registry", help="Harbor: the registry JSON for --dataset (path or URL; default "
+                                      "$TERMGYM_HARBOR_REGISTRY or Harbor's public registry)")
+    g.add_argument("--force-build", action="store_true", default=None,
+                   help="Harbor: build each task's image from its Dockerfile even when it names a prebuilt docker_image")
+    g.add_argument("--timeout-multiplier", type=float,
+                   help="Harbor: scale every agent, verifier and build timeout (as harbor run --timeout-multiplier)")
+    g.add_argument("--no-network", action="store_true", default=None,
+                   help="Harbor: no sandbox gets the internet; tasks whose verifier needs it are refused with the reason")
     g.add_argument("--process-rewards", action="store_true",
                    help="wrap the env in ProcessReward (the 'progress' table, docs/rewards.md): step rewards and reward events are "
                         "recorded (the score stays the grade's)")
@@ -78,6 +87,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress output (--progress off)")
     g.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=run)
+
+
+def _agent_help() -> str:
+    from termgym.agents import AGENTS
+
+    described = {"openai": "an OpenAI-compatible endpoint (default; --model, --base-url)",
+                 "oracle": "the task's reference solution", "nop": "does nothing",
+                 "replay": "replays recorded actions", "minisweagent": "mini-swe-agent's DefaultAgent",
+                 "harbor": "Harbor's agents, e.g. terminus-2 (--agent-arg harbor_agent=...; Python >= 3.12)",
+                 "cli": "a command-line agent (codex, claude-code...) run in the sandbox (--agent-arg recipe=...)"}
+    names = "; ".join(f"{name}: {described.get(name, name)}" for name in AGENTS)
+    return f"the agent: {names}; or an import path pkg.module:Class"
 
 
 def parse_key_values(items: list[str], flag: str) -> dict[str, Any]:
@@ -107,6 +128,9 @@ def build_config(args: argparse.Namespace):
     env_flags = {"backend": args.backend, "protocol": args.protocol, "mode": args.mode, "max_steps": args.max_steps,
                  "time_limit": args.time_limit, "command_timeout": args.command_timeout}
     env_kwargs.update({k: v for k, v in env_flags.items() if v is not None})
+    harbor_flags = {"dataset": args.dataset, "registry": args.registry, "force_build": args.force_build,
+                    "timeout_multiplier": args.timeout_multiplier, "network": "off" if args.no_network else None}
+    env_kwargs.update({k: v for k, v in harbor_flags.items() if v is not None})
     output_dir = args.output_dir or default_output_dir(args.env_id, args.agent, agent_options.get("model"))
     progress = "off" if args.quiet else args.progress
     return EvalConfig(
