@@ -108,7 +108,8 @@ def load_harbor_job(path: str | Path, metric: str = "score") -> RunData:
             per_task[task].append(float(value >= 1.0) if metric == "passed" else value)
     values = {t: statistics.fmean(v) for t, v in per_task.items()}
     scored = [v for vs in per_task.values() for v in vs]
-    summary = {"env_id": "harbor", "agent": "harbor job", "episodes": len(rewards),
+    # A Harbor job runs Harbor tasks: it compares with termgym runs of termgym/Harbor-v0.
+    summary = {"env_id": "termgym/Harbor-v0", "agent": "harbor job", "episodes": len(rewards),
                "solve_rate": statistics.fmean(float(v >= 1.0) for v in scored) if scored else None,
                "mean_score": statistics.fmean(scored) if scored else None, "infra_errors": 0}
     return RunData(path=str(path), label=Path(path).name, config={}, summary=summary, values=values)

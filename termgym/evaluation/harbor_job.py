@@ -117,7 +117,9 @@ def trial_result(result: EpisodeResult, record: dict[str, Any], job_id: str, run
                    "timeout_multiplier": float(env_kwargs.get("timeout_multiplier") or 1.0),
                    "agent": {"name": agent_name if agent_name != "harbor" else options.get("harbor_agent"),
                              "model_name": model},
-                   "environment": {"type": env_kwargs.get("backend") or "docker",
+                   # termgym's sandbox as Harbor names an external environment (harbor run --environment-import-path)
+                   "environment": {"import_path": "termgym.agents.harbor:TermgymSandboxEnvironment",
+                                   "kwargs": {"backend": env_kwargs.get("backend") or "docker"},
                                    "force_build": bool(env_kwargs.get("force_build"))},
                    "job_id": job_id},
         "agent_info": {"name": agent_name, "version": "termgym",

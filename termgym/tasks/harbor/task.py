@@ -49,6 +49,8 @@ _build_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 #: Images whose build failed in this process, with the error: the nop trial does not rebuild them.
 _failed_builds: dict[str, str] = {}
+#: Prebuilt images whose pull failed in this process, with the error.
+_failed_pulls: dict[str, str] = {}
 
 
 def as_user(command: str, user: str | None) -> str:
@@ -263,22 +265,20 @@ class HarborTask(Task):
         from termgym.sandbox.images import pull_image
 
         image = str(self.config.docker_image)
-        key = f"pull:{image}"
         with _build_lock:
-            if key in _failed_builds:
-                raise BackendUnavailable(f"Harbor task {self.task_id!r}: {_failed_builds[key]} (not retried)")
-            try:
-                return _build_within(self.build_timeout, lambda: pull_image(image, log=lambda _line: None))
-            except Exception as exc:
-                why = f"{exc}"
-                if self.dockerfile is None:
-                    message = (f"cannot pull its prebuilt image {image} ([environment] docker_image in "
-                               f"{self._config_file}) and it has no environment/Dockerfile to build instead: {why}")
-                    _failed_builds[key] = message
-                    raise BackendUnavailable(f"Harbor task {self.task_id!r}: {message}") from exc
-                _log.warning("Harbor task %r: cannot pull %s (%s); building %s instead", self.task_id, image, why,
-                             self.dockerfile.path)
-                self.metadata["image_pull_failed"] = f"{image}: {why}"[:500]
+            why = _failed_pulls.get(image)  # a pull that failed in this process is not tried again
+            if why is None:
+                try:
+                    return _build_within(self.build_timeout, lambda: pull_image(image, log=lambda _line: None))
+                except Exception as exc:
+                    why = _failed_pulls[image] = str(exc)
+        if self.dockerfile is None:
+            raise BackendUnavailable(
+                f"Harbor task {self.task_id!r}: cannot pull its prebuilt image {image} ([environment] docker_image "
+                f"in {self._config_file}) and it has no environment/Dockerfile to build instead: {why}")
+        _log.warning("Harbor task %r: cannot pull %s (%s); building %s instead", self.task_id, image, why,
+                     self.dockerfile.path)
+        self.metadata["image_pull_failed"] = f"{image}: {why}"[:500]
         self.force_build = True  # from here on the task is its Dockerfile's
         self._workdir = None
         if self.local_ok:
