@@ -148,6 +148,20 @@ class CliAgent(Agent):
         plan.append(("run", self._run_command(episode), self.command))
         episode.state.update(plan=plan, position=0, last=None)
 
+    def _variables(self, episode: Episode) -> dict[str, str]:
+        import os
+
+        variables = {"TERMGYM_INSTRUCTION_FILE": f"{AGENT_DIR}/instruction.md",
+                     "TERMGYM_TASK_ID": episode.task_id, "TERMGYM_MODEL": self.model or ""}
+        if self._endpoint is not None:
+            _, port, path = self._endpoint
+            url = f"http://{MODEL_HOST}:{port}{path}"
+            key = os.environ.get(self.api_key_env, "EMPTY")
+            variables.update(OPENAI_BASE_URL=url, OPENAI_API_BASE=url, OPENAI_API_KEY=key,
+                             ANTHROPIC_BASE_URL=url.removesuffix("/v1"), ANTHROPIC_API_KEY=key)
+        variables.update(self.env)
+        return variables
+
     def _run_command(self, episode: Episode) -> str:
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in self._variables(episode).items())
         script = (f"export {exports}; export TERMGYM_INSTRUCTION=\"$(cat \"$TERMGYM_INSTRUCTION_FILE\")\"; "
