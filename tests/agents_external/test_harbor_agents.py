@@ -173,3 +173,36 @@ def test_harbors_trial_runner_with_terminus_2_on_a_termgym_sandbox(tmp_path, mon
         assert len(server.requests) == len(commands) + 2  # the commands, then task_complete twice
         rewards[name] = result.verifier_result.rewards["reward"]
     assert rewards["right"] == 1.0 and rewards["wrong"] < 1.0
+
+
+def test_terminal_bench_path_end_to_end_a_registered_dataset_with_terminus_2(tmp_path, monkeypatch):
+    # `termgym eval termgym/Harbor-v0 --dataset NAME@VERSION --agent harbor`, with a local git repository and
+    # registry file standing in for Harbor's registry, and a scripted model for the LLM.
+    import shutil
+
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    shutil.copytree(SAMPLE, repo / "tasks" / SAMPLE.name)
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "tasks"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps([{"name": "bench", "version": "1.0", "tasks": [
+        {"name": SAMPLE.name, "git_url": repo.as_uri(), "git_commit_id": commit, "path": f"tasks/{SAMPLE.name}"}]}]))
+    with TerminusScripted([SOLUTION.strip()]) as server:
+        outcome = evaluate("termgym/Harbor-v0", agent="harbor", output_dir=tmp_path / "run", progress="off",
+                           infra_retries=0, env_kwargs={"dataset": "bench@1.0", "registry": str(registry),
+                                                        "backend": "local", "max_steps": 400},
+                           agent_options={"harbor_agent": "terminus-2", "model": "scripted-1",
+                                          "base_url": server.base_url, "logs_dir": str(tmp_path / "logs"),
+                                          "agent_kwargs": QUIET})
+    assert outcome.summary["solved"] == 1, outcome.results[0].error
+    job = json.loads((tmp_path / "run" / "result.json").read_text())
+    trial = job["trial_results"][0]
+    assert trial["source"] == "bench" and trial["task_id"]["git_commit_id"] == commit
+    assert job["stats"]["evals"]["terminus-2__scripted-1__bench"]["metrics"][0]["reward"] == 1.0
+    from harbor.models.job.result import JobResult
+
+    assert JobResult.model_validate(job).trial_results[0].reward_valid  # Harbor's own reading
