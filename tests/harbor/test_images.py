@@ -133,6 +133,13 @@ def test_an_image_that_cannot_be_pulled_is_named_or_falls_back_to_the_dockerfile
     oracle = run_trial(task, "oracle", backend="docker")
     assert oracle.score == 1.0, (oracle.error, oracle.grade)
     assert missing in task.metadata["image_pull_failed"]
+    # A Dockerfile termgym emulates on the base image: its WORKDIR and ENV hold after the fallback.
+    emulated = make_task("emulated", dockerfile="FROM termgym/base:bookworm\nWORKDIR /srv/work\nENV MARK=emulated\n",
+                         toml=f'schema_version = "1.1"\n[environment]\ndocker_image = "{missing}"\n',
+                         test_sh='#!/bin/bash\n[ "$(pwd)" = /srv/work ] && [ "$MARK" = emulated ] && echo 1 > '
+                                 '/logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n')
+    nop = run_trial(load_task(emulated), "nop", backend="docker")
+    assert nop.score == 1.0, (nop.error, nop.grade)
 
 
 def test_force_build_builds_the_dockerfile_even_when_the_image_exists(client, make_task, cleanup):

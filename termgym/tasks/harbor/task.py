@@ -205,9 +205,10 @@ class HarborTask(Task):
             return self.config.workdir
         if self._workdir is None:
             if self.uses_prebuilt_image:
+                image = self.image()  # pulled if missing (a failed pull may fall back to the Dockerfile)
+            if self.uses_prebuilt_image:
                 from termgym.sandbox.images import docker_client
 
-                image = self.image()  # pulled if missing
                 attrs = docker_client().images.get(image).attrs
                 self._workdir = (attrs.get("Config") or {}).get("WorkingDir") or "/"
             else:
@@ -310,11 +311,12 @@ class HarborTask(Task):
         # Only what the task sets: Harbor imposes no memory, CPU, process or file limits of its own.
         limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb, pids=None,
                         cpu_seconds=None, file_size_mb=None, open_files=None)
+        image = self.image()  # first: a prebuilt image that cannot be pulled may fall back to the Dockerfile
         env = dict(self.dockerfile.env) if self.dockerfile and self.local_ok else {}
         env.update(resolve_env(cfg.environment_env, self._config_file, "environment"))
         spec = SandboxSpec(
             workdir=self.workdir,
-            image=self.image(),
+            image=image,
             env=env,
             network=cfg.allow_internet and self.network_policy != "off",
             limits=limits,
