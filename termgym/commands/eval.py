@@ -142,6 +142,38 @@ def build_config(args: argparse.Namespace):
         process_rewards=args.process_rewards, record=args.record, progress=progress)
 
 
+def harbor_preflight(env_kwargs: dict[str, Any]) -> str | None:
+    """Before a run of Harbor tasks: how many need the internet to grade, and what this run does about it."""
+    from termgym.config import split_options
+    from termgym.tasks.harbor.suite import HarborSuite
+
+    env_config, suite_options = split_options(env_kwargs)
+    suite = HarborSuite(**suite_options)
+    ids = list(suite.task_ids(env_config.split))
+    online = {tid: suite.load(tid).network_needs(("verifier",)) for tid in ids}
+    online = {tid: needs for tid, needs in online.items() if needs}
+    if not online:
+        return f"preflight: none of the {len(ids)} task(s) needs the internet to grade"
+    first = next(iter(online.items()))
+    policy = ("refused (--no-network): they cannot grade offline" if suite.run_options["network"] == "off"
+              else "run with the network their task.toml allows; without internet they cannot grade")
+    return (f"preflight: {len(online)} of {len(ids)} task(s) need the internet to grade (e.g. {first[0]}: "
+            f"{first[1][0]}); {policy} (termgym harbor list shows each)")
+
+
+def _harbor_preflight(config: Any) -> None:
+    from termgym.evaluation.runner import resolve_env_id
+
+    try:
+        if resolve_env_id(config.env_id) != "termgym/Harbor-v0":
+            return
+        message = harbor_preflight(dict(config.env_kwargs))
+    except Exception:  # the run itself reports a suite that cannot load
+        return
+    if message:
+        print(message, file=sys.stderr)
+
+
 def default_output_dir(env_id: str, agent: str, model: str | None) -> str:
     def slug(text: str) -> str:
         return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
@@ -155,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = build_config(args)
+        if not args.quiet:
+            _harbor_preflight(config)
         outcome = run_evaluation(config)
     except (ValueError, TypeError) as exc:
         print(f"termgym eval: error: {exc}", file=sys.stderr)

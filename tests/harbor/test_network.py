@@ -76,3 +76,17 @@ def test_eval_no_network_reports_the_refusal_per_task(make_task, tasks_root, tmp
     assert code == 3 and summary["solved"] == 1 and summary["infra_errors"] == 1
     episode = json.loads((tmp_path / "run" / "episodes" / "needs-uv__a0.json").read_text())
     assert "needs the internet" in episode["error"]["message"]
+
+
+def test_eval_preflight_counts_the_tasks_that_need_the_internet(make_task, tasks_root):
+    from termgym.commands.eval import harbor_preflight
+
+    make_task("needs-uv", test_sh=UV_TEST)
+    make_task("offline")
+    text = harbor_preflight({"tasks_dir": str(tasks_root)})
+    assert text.startswith("preflight: 1 of 2 task(s) need the internet to grade (e.g. needs-uv: its verifier "
+                           "downloads uv (tests/test.sh:3")
+    assert "run with the network their task.toml allows" in text
+    assert "refused (--no-network)" in harbor_preflight({"tasks_dir": str(tasks_root), "network": "off"})
+    (tasks_root / "needs-uv" / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    assert harbor_preflight({"tasks_dir": str(tasks_root)}) == "preflight: none of the 2 task(s) needs the internet to grade"
