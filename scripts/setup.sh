@@ -32,6 +32,8 @@ distro=$(. /etc/os-release && echo "${ID:-unknown}")
 packages=(bubblewrap python3-venv python3-pytest git curl ca-certificates tmux procps debootstrap debian-archive-keyring)
 [ "$want_docker" = 1 ] && packages+=(docker.io)
 [ "$want_all" = 1 ] && packages+=(sqlite3)
+# A Docker registry the Harbor image-pull tests push to and pull from on loopback (tests/harbor/test_images.py).
+[ "$want_all" = 1 ] && packages+=(docker-registry)
 # The report test's headless browser. Ubuntu's chromium package is only a wrapper that installs a
 # snap (no snapd in containers and CI), so Ubuntu gets Google Chrome's .deb below instead.
 [ "$want_all" = 1 ] && [ "$distro" != ubuntu ] && packages+=(chromium)

@@ -8,9 +8,13 @@ world server) under the name ``model.termgym``. The agent gets the endpoint and 
 usual variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``…), the instruction in ``$TERMGYM_INSTRUCTION``
 and the file ``$TERMGYM_INSTRUCTION_FILE``, and the task's time limit as its own.
 
-Everything the program prints, plus the file it names in ``log_path``, is kept as the episode's
-trajectory (the turn's ``meta``). Its commands do not pass through ``env.step``: the episode has one
-termgym step, the submission after the program exits.
+One door: the agent acts through ``env.step``. Writing its instruction and files, each ``setup``
+command and the program's run are steps of the episode (in the episode's record, counted against
+``max_steps``, checked against the task's command bans, cut at its time limit), then it submits.
+What the program does inside its run (its own commands and model turns) is its sub-trajectory:
+everything it prints, plus the file it names in ``log_path``, is kept in the run step's ``meta``.
+The run step is one command, so the env's per-command timeout (``command_timeout``) and the task's
+time limit bound the whole program; give a ``command_timeout`` as long as the agent may work.
 
 The program must be in the sandbox: on the local backend the host's ``/usr`` is visible read-only
 (so a host-installed CLI works), on Docker it must be in the image; ``files`` copies scripts in and
@@ -20,6 +24,7 @@ in, or use an image that has the agent). :data:`RECIPES` lists how the common ag
 
 from __future__ import annotations
 
+import base64
 import shlex
 import time
 import urllib.parse
@@ -108,7 +113,17 @@ class CliAgent(Agent):
     # -- before the sandbox starts: forward the model endpoint into it ---------------------------
 
     def prepare_env(self, env: Any) -> None:
-        """Make the episode's sandbox able to reach the model endpoint, and nothing else."""
+        """Give the program's run step its own time, and let the sandbox reach the model endpoint only.
+
+        The run is one step, so the env's per-command timeout would stop a long-working agent: it is
+        raised to the program's limit (``timeout``, else the env's ``time_limit``, else 1800 s). The
+        task's time limit still cuts the program as a deadline.
+        """
+        import dataclasses
+
+        limit = self.timeout if self.timeout is not None else (env.time_limit or 1800.0)
+        if env.config.command_timeout is None or env.config.command_timeout < limit + 10:
+            env.config = dataclasses.replace(env.config, command_timeout=float(limit) + 10)
         if self._endpoint is None:
             return
         from termgym.sandbox.base import ServicePort
@@ -119,22 +134,19 @@ class CliAgent(Agent):
     # -- the episode -----------------------------------------------------------------------------
 
     async def start(self, episode: Episode) -> None:
-        from termgym.sandbox import run_blocking
-
-        await run_blocking(self._install, episode)
-        episode.state["ran"] = False
-
-    def _install(self, episode: Episode) -> None:
-        sandbox = episode.env.sandbox
+        if episode.env.protocol.name == "terminus":
+            raise ValueError("the cli agent runs shell commands through env.step, not keystrokes: use the "
+                             "minisweagent (default) or toolcall protocol, not terminus")
         instruction = episode.env.task.instruction
-        sandbox.write_file(f"{AGENT_DIR}/instruction.md", instruction)
+        # (kind, command, what it is): each becomes one env.step, in order.
+        plan: list[tuple[str, str, str]] = [("files", _write_command(f"{AGENT_DIR}/instruction.md",
+                                                                     instruction.encode(), 0o644), "instruction")]
         for target, source in self.files.items():
-            sandbox.write_file(target, Path(source).read_bytes(), mode=0o755)
+            plan.append(("files", _write_command(target, Path(source).read_bytes(), 0o755), target))
         for command in self.setup:
-            result = sandbox.exec(f"(\n{command}\n)", timeout=600)  # a subshell: `exit` ends only it
-            if result.exit_code != 0:
-                raise RuntimeError(f"cli agent: setup command {command!r} failed "
-                                   f"(exit {result.exit_code}): {result.output[-2000:]}")
+            plan.append(("setup", f"(\n{command}\n)", command))  # a subshell: `exit` ends only it
+        plan.append(("run", self._run_command(episode), self.command))
+        episode.state.update(plan=plan, position=0, last=None)
 
     def _variables(self, episode: Episode) -> dict[str, str]:
         import os
@@ -150,37 +162,53 @@ class CliAgent(Agent):
         variables.update(self.env)
         return variables
 
-    def _time_limit(self, episode: Episode) -> float:
-        if self.timeout is not None:
-            return float(self.timeout)
-        env = episode.env
-        limits = [t for t in (env.time_limit, getattr(env.task, "time_limit", None)) if t is not None]
-        return float(min(limits)) if limits else 1800.0
+    def _run_command(self, episode: Episode) -> str:
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in self._variables(episode).items())
+        script = (f"export {exports}; export TERMGYM_INSTRUCTION=\"$(cat \"$TERMGYM_INSTRUCTION_FILE\")\"; "
+                  f"cd {shlex.quote(episode.env.sandbox.workdir)} && {self.command}")
+        if self.timeout is not None:  # the program's own limit (the env's deadline applies too)
+            return f"timeout -k 5 {float(self.timeout):g} bash -c {shlex.quote(script)}"
+        return f"(\n{script}\n)"
 
     async def act(self, episode: Episode) -> Reply:
         from termgym.sandbox import run_blocking
 
+        state = episode.state
         protocol = episode.env.protocol
-        if episode.state["ran"]:  # terminus asks to confirm the submission
-            return Reply(message=protocol.submit_message(""))
-        episode.state["ran"] = True
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in self._variables(episode).items())
-        script = (f"export {exports}; export TERMGYM_INSTRUCTION=\"$(cat \"$TERMGYM_INSTRUCTION_FILE\")\"; "
-                  f"cd {shlex.quote(episode.env.sandbox.workdir)} && {self.command}")
-        limit = self._time_limit(episode)
-        started = time.monotonic()
-        result = await run_blocking(episode.env.sandbox.exec, f"(\n{script}\n)", limit)
-        meta: dict[str, Any] = {"cli_command": self.command, "cli_exit_code": result.exit_code,
-                                "cli_timed_out": result.timed_out, "cli_seconds": round(time.monotonic() - started, 3),
-                                "cli_output": _clip(result.output)}
-        if self.recipe:
-            meta["cli_recipe"] = self.recipe
-        if self.log_path:
-            try:
-                data = await run_blocking(episode.env.sandbox.read_file, self.log_path)
-                meta["cli_log"] = _clip(data.decode("utf-8", errors="replace"))
-            except Exception as exc:  # no log is worth knowing, not a failure
-                meta["cli_log_error"] = f"{type(exc).__name__}: {exc}"
+        meta: dict[str, Any] = {}
+        if state["last"] is not None:  # the step before ran the plan's last entry: look at its result
+            kind, command, what = state["last"]
+            result = episode.env.last_exec
+            output = result.output if result is not None else str(episode.messages[-1].get("content") or "")
+            code = result.exit_code if result is not None else 1
+            if kind in ("files", "setup") and code != 0:
+                label = "setup command" if kind == "setup" else "writing"
+                raise RuntimeError(f"cli agent: {label} {what!r} failed (exit {code}): {output[-2000:]}")
+            if kind == "run":
+                timed_out = bool(result is not None and result.timed_out) or (self.timeout is not None and code == 124)
+                meta = {"cli_command": self.command, "cli_exit_code": code, "cli_timed_out": timed_out,
+                        "cli_seconds": round(time.monotonic() - state["run_started"], 3), "cli_output": _clip(output)}
+                if self.recipe:
+                    meta["cli_recipe"] = self.recipe
+                if self.log_path:
+                    # Reading the log is the harness's, not the agent's: it is not a step of the episode.
+                    try:
+                        data = await run_blocking(episode.env.sandbox.read_file, self.log_path)
+                        meta["cli_log"] = _clip(data.decode("utf-8", errors="replace"))
+                    except Exception as exc:  # no log is worth knowing, not a failure
+                        meta["cli_log_error"] = f"{type(exc).__name__}: {exc}"
+        state["last"] = None
+        if state["position"] < len(state["plan"]):
+            kind, command, what = state["plan"][state["position"]]
+            state["position"] += 1
+            state["last"] = (kind, command, what)
+            if kind == "run":
+                state["run_started"] = time.monotonic()
+            note = {"files": f"cli agent: write {what}", "setup": "cli agent: setup",
+                    "run": "cli agent: run the agent program"}[kind]
+            message = f"THOUGHT: {note}\n\n```bash\n{command}\n```" if protocol.name == "minisweagent" \
+                else protocol.oracle_message(command)
+            return Reply(message=message, meta={"cli_step": kind})
         return Reply(message=protocol.submit_message(""), meta=meta)
 
     def describe(self) -> dict[str, Any]:
@@ -217,6 +245,14 @@ class _ForwardingSuite:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._suite, name)
+
+
+def _write_command(target: str, data: bytes, mode: int) -> str:
+    """A command recreating ``data`` at ``target`` in the sandbox (base64: any bytes survive)."""
+    quoted = shlex.quote(target)
+    encoded = base64.b64encode(data).decode()
+    return (f"mkdir -p \"$(dirname {quoted})\" && printf %s {shlex.quote(encoded)} | base64 -d > {quoted} "
+            f"&& chmod {mode:o} {quoted}")
 
 
 def _parse_endpoint(base_url: str) -> tuple[str, int, str]:

@@ -23,9 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     f"{EXIT_AGENT} when every episode ended in an agent error, 2 on bad arguments.")
     p.add_argument("env_id", help="environment id (termgym/SweSynth-v0, a registered id) or alias (swe-synth)")
     g = p.add_argument_group("agent")
-    g.add_argument("-a", "--agent", default="openai",
-                   help="openai (default), oracle, nop, replay, minisweagent (mini-swe-agent's DefaultAgent; --model, "
-                        "--base-url), or an import path pkg.module:Class")
+    g.add_argument("-a", "--agent", default="openai", help=_agent_help())
     g.add_argument("-m", "--model", help="model name for the endpoint (default: the first one it lists)")
     g.add_argument("--base-url", help="OpenAI-compatible API root, e.g. http://localhost:8000/v1 "
                                       "(default $OPENAI_BASE_URL or OpenAI)")
@@ -55,6 +53,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--command-timeout", type=float, help="seconds per command")
     g.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra gym.make keyword (VALUE is JSON if it parses); repeatable")
+    g.add_argument("-d", "--dataset", metavar="NAME@VERSION",
+                   help="Harbor: a registered dataset (terminal-bench@2.0), downloaded into termgym's cache on first "
+                        "use and read from there offline afterwards (termgym harbor download)")
+    g.add_argument("--registry", help="Harbor: the registry JSON for --dataset (path or URL; default "
+                                      "$TERMGYM_HARBOR_REGISTRY or Harbor's public registry)")
+    g.add_argument("--force-build", action="store_true", default=None,
+                   help="Harbor: build each task's image from its Dockerfile even when it names a prebuilt docker_image")
+    g.add_argument("--timeout-multiplier", type=float,
+                   help="Harbor: scale every agent, verifier and build timeout (as harbor run --timeout-multiplier)")
+    g.add_argument("--no-network", action="store_true", default=None,
+                   help="Harbor: no sandbox gets the internet; tasks whose verifier needs it are refused with the reason")
     g.add_argument("--process-rewards", action="store_true",
                    help="wrap the env in ProcessReward (the 'progress' table, docs/rewards.md): step rewards and reward events are "
                         "recorded (the score stays the grade's)")
@@ -78,6 +87,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress output (--progress off)")
     g.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=run)
+
+
+def _agent_help() -> str:
+    from termgym.agents import AGENTS
+
+    described = {"openai": "an OpenAI-compatible endpoint (default; --model, --base-url)",
+                 "oracle": "the task's reference solution", "nop": "does nothing",
+                 "replay": "replays recorded actions", "minisweagent": "mini-swe-agent's DefaultAgent",
+                 "harbor": "Harbor's agents, e.g. terminus-2 (--agent-arg harbor_agent=...; Python >= 3.12)",
+                 "cli": "a command-line agent (codex, claude-code...) run in the sandbox (--agent-arg recipe=...)"}
+    names = "; ".join(f"{name}: {described.get(name, name)}" for name in AGENTS)
+    return f"the agent: {names}; or an import path pkg.module:Class"
 
 
 def parse_key_values(items: list[str], flag: str) -> dict[str, Any]:
@@ -107,6 +128,9 @@ def build_config(args: argparse.Namespace):
     env_flags = {"backend": args.backend, "protocol": args.protocol, "mode": args.mode, "max_steps": args.max_steps,
                  "time_limit": args.time_limit, "command_timeout": args.command_timeout}
     env_kwargs.update({k: v for k, v in env_flags.items() if v is not None})
+    harbor_flags = {"dataset": args.dataset, "registry": args.registry, "force_build": args.force_build,
+                    "timeout_multiplier": args.timeout_multiplier, "network": "off" if args.no_network else None}
+    env_kwargs.update({k: v for k, v in harbor_flags.items() if v is not None})
     output_dir = args.output_dir or default_output_dir(args.env_id, args.agent, agent_options.get("model"))
     progress = "off" if args.quiet else args.progress
     return EvalConfig(
@@ -116,6 +140,38 @@ def build_config(args: argparse.Namespace):
         infra_retries=args.infra_retries, infra_backoff=args.infra_backoff, imports=args.imports,
         ray_address=args.ray_address, ray_cpus_per_episode=args.ray_cpus_per_episode,
         process_rewards=args.process_rewards, record=args.record, progress=progress)
+
+
+def harbor_preflight(env_kwargs: dict[str, Any]) -> str | None:
+    """Before a run of Harbor tasks: how many need the internet to grade, and what this run does about it."""
+    from termgym.config import split_options
+    from termgym.tasks.harbor.suite import HarborSuite
+
+    env_config, suite_options = split_options(env_kwargs)
+    suite = HarborSuite(**suite_options)
+    ids = list(suite.task_ids(env_config.split))
+    online = {tid: suite.load(tid).network_needs(("verifier",)) for tid in ids}
+    online = {tid: needs for tid, needs in online.items() if needs}
+    if not online:
+        return f"preflight: none of the {len(ids)} task(s) needs the internet to grade"
+    first = next(iter(online.items()))
+    policy = ("refused (--no-network): they cannot grade offline" if suite.run_options["network"] == "off"
+              else "run with the network their task.toml allows; without internet they cannot grade")
+    return (f"preflight: {len(online)} of {len(ids)} task(s) need the internet to grade (e.g. {first[0]}: "
+            f"{first[1][0]}); {policy} (termgym harbor list shows each)")
+
+
+def _harbor_preflight(config: Any) -> None:
+    from termgym.evaluation.runner import resolve_env_id
+
+    try:
+        if resolve_env_id(config.env_id) != "termgym/Harbor-v0":
+            return
+        message = harbor_preflight(dict(config.env_kwargs))
+    except Exception:  # the run itself reports a suite that cannot load
+        return
+    if message:
+        print(message, file=sys.stderr)
 
 
 def default_output_dir(env_id: str, agent: str, model: str | None) -> str:
@@ -131,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = build_config(args)
+        if not args.quiet:
+            _harbor_preflight(config)
         outcome = run_evaluation(config)
     except (ValueError, TypeError) as exc:
         print(f"termgym eval: error: {exc}", file=sys.stderr)

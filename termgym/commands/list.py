@@ -29,8 +29,10 @@ def run(args: argparse.Namespace) -> int:
                 suite = resolve_suite(suite_ref, **suite_opts)
                 name = suite.name
                 split_names = list(suite.splits())
-                splits = ", ".join(f"{s}={len(suite.task_ids(s))}" for s in split_names)
-                count = str(sum(len(suite.task_ids(s)) for s in split_names))
+                per_split = {s: list(suite.task_ids(s)) for s in split_names}
+                splits = ", ".join(f"{s}={len(ids)}" for s, ids in per_split.items())
+                # Splits can overlap (Harbor's train, test and all are the same tasks): count each task once.
+                count = str(len(set().union(*per_split.values())) if per_split else 0)
                 if callable(getattr(suite, "projects", None)):  # suites made from several projects
                     per_project = suite.projects()
                     projects = f"{len(per_project)} projects: " + ", ".join(

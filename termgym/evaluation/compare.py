@@ -94,11 +94,38 @@ class Comparison:
         return self.table()
 
 
+def load_harbor_job(path: str | Path, metric: str = "score") -> RunData:
+    """Load a Harbor job directory (``harbor run``'s ``result.json``) as a run: per-task mean reward
+    (or pass rate, reward >= 1) over the trials with a valid reward, as Harbor's mean leaves the others out."""
+    from termgym.evaluation.harbor_job import read_job_rewards
+
+    rewards = read_job_rewards(path)
+    if not rewards:
+        raise ValueError(f"Harbor job {path} has no trial results")
+    per_task: dict[str, list[float]] = defaultdict(list)
+    for (task, _), value in rewards.items():
+        if value is not None:
+            per_task[task].append(float(value >= 1.0) if metric == "passed" else value)
+    values = {t: statistics.fmean(v) for t, v in per_task.items()}
+    scored = [v for vs in per_task.values() for v in vs]
+    # A Harbor job runs Harbor tasks: it compares with termgym runs of termgym/Harbor-v0.
+    summary = {"env_id": "termgym/Harbor-v0", "agent": "harbor job", "episodes": len(rewards),
+               "solve_rate": statistics.fmean(float(v >= 1.0) for v in scored) if scored else None,
+               "mean_score": statistics.fmean(scored) if scored else None, "infra_errors": 0}
+    return RunData(path=str(path), label=Path(path).name, config={}, summary=summary, values=values)
+
+
 def load_run(path: str | Path, metric: str = "score") -> RunData:
-    """Load a run directory (config, episodes) into per-task values for ``metric``."""
+    """Load a run directory (config, episodes) into per-task values for ``metric``.
+
+    A directory without termgym's ``config.json`` but with a Harbor job's ``result.json`` is read
+    as a Harbor job (:func:`load_harbor_job`), so a termgym run compares with ``harbor run``'s.
+    """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, not {metric!r}")
     store = RunDir(path)
+    if not store.exists() and (Path(path) / "result.json").is_file():
+        return load_harbor_job(path, metric)
     config = store.read_config()
     results = store.episodes()
     if not results:

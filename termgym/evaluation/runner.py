@@ -141,6 +141,9 @@ def run_evaluation(config: EvalConfig) -> RunOutcome:
     run_seconds = time.monotonic() - started
     summary["run_seconds"] = round(run_seconds, 3)
     store.write_summary(summary)
+    from termgym.evaluation.harbor_job import write_job_result
+
+    write_job_result(store, record, results)  # Harbor's job result.json, for runs of Harbor tasks
     return RunOutcome(run_dir=store, summary=summary, results=results, ran=len(todo), skipped=skipped,
                       run_seconds=run_seconds)
 

@@ -8,7 +8,11 @@ runtime a container ran on can be read back from its image.
 
 ``build_image`` builds a task's Dockerfile with the legacy builder (no BuildKit, no pulls). Its
 ``FROM`` images must already exist on the Docker host; when one does not, the error names it and
-says how to provide it.
+says how to provide it. A built image is reused while its build context *and* the ids of its
+``FROM`` images are unchanged, so a rebuilt base image rebuilds the images made from it.
+
+``pull_image`` fetches a prebuilt image (a Harbor task's ``docker_image``) from its registry
+when the Docker host lacks it.
 """
 
 from __future__ import annotations
@@ -234,19 +238,20 @@ def build_image(
     if not path.is_file():
         raise FileNotFoundError(f"no Dockerfile at {path}")
     client = client or docker_client()
-    recipe = context_hash(context_dir, dockerfile)
-    tag = tag or f"termgym/task-{recipe}:latest"
-    if not force and image_recipe(client, tag) == recipe:
-        log(f"{tag} is up to date (context {recipe})")
-        return tag
-    missing = []
+    missing, base_ids = [], []
     for base in dockerfile_bases(path.read_text()):
         try:
-            client.images.get(base)
+            base_ids.append(f"{base}={client.images.get(base).id}")
         except docker.errors.ImageNotFound:
             missing.append(base)
     if missing:
         raise BackendUnavailable(_missing_base_message(missing, path))
+    # The base images' ids are part of the key: a rebuilt or re-tagged base rebuilds this image.
+    recipe = hashlib.sha256("\n".join([context_hash(context_dir, dockerfile), *base_ids]).encode()).hexdigest()[:16]
+    tag = tag or f"termgym/task-{recipe}:latest"
+    if not force and image_recipe(client, tag) == recipe:
+        log(f"{tag} is up to date (context and base images {recipe})")
+        return tag
     try:
         _, logs = client.images.build(
             path=str(context_dir),
@@ -264,6 +269,33 @@ def build_image(
         output = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)[-3000:]
         raise SandboxError(f"docker build of {path} failed: {exc.msg}\n{output}") from exc
     return tag
+
+
+def pull_image(name: str, *, client=None, log: Log = print) -> str:
+    """Make image ``name`` (``registry/repo:tag`` or ``repo@sha256:...``) present: pull it if missing.
+
+    Returns ``name``. A failed pull is a :class:`SandboxError` naming the image and what the
+    registry (or the Docker engine) answered.
+    """
+    import docker.errors
+
+    client = client or docker_client()
+    try:
+        client.images.get(name)
+        return name
+    except docker.errors.ImageNotFound:
+        pass
+    repository, tag = (name.split("@", 1)[0], name.split("@", 1)[1]) if "@" in name else split_tag(name)
+    started = time.monotonic()
+    log(f"pulling {name}")
+    try:
+        client.images.pull(repository, tag=tag)
+    except docker.errors.APIError as exc:
+        raise SandboxError(f"docker pull {name} failed: {exc.explanation or exc}") from exc
+    except Exception as exc:  # a malformed name, a connection reset
+        raise SandboxError(f"docker pull {name} failed: {type(exc).__name__}: {exc}") from exc
+    log(f"pulled {name} in {time.monotonic() - started:.1f}s")
+    return name
 
 
 def _missing_base_message(missing: list[str], dockerfile: Path) -> str:

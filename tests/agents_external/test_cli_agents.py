@@ -43,7 +43,10 @@ def test_a_cli_agent_in_the_sandbox_fixes_a_swesynth_task(tmp_path, swesynth_tas
     probe = "curl -sS -m 3 http://example.com >/dev/null && echo NET || echo NONET; echo $OPENAI_BASE_URL"
     outcome, server, episode = _run(tmp_path, task, [probe, *task.oracle_commands()], "fix")
     assert outcome.summary["solved"] == 1 and episode["status"] == "completed" and episode["score"] == 1.0
-    meta = episode["turns"][0]["meta"]
+    # One door: the instruction, the program file and the program's run are steps of the episode.
+    assert [t["meta"].get("cli_step") for t in episode["turns"]] == ["files", "files", "run", None]
+    assert "python3 /opt/standin/agent.py" in json.dumps(episode["turns"][2])
+    meta = episode["turns"][-1]["meta"]
     assert meta["cli_exit_code"] == 0 and "standin-agent: done" in meta["cli_output"]
     log = [json.loads(line) for line in meta["cli_log"].splitlines()]
     # It reached the model (forwarded under its own name) and nothing else.
@@ -61,7 +64,7 @@ def test_a_cli_agent_that_does_not_fix_gets_grade_zero(tmp_path, swesynth_task):
 
 def test_the_time_limit_stops_the_program_and_the_episode_is_still_graded(tmp_path, swesynth_task):
     _, _, episode = _run(tmp_path, swesynth_task, ["sleep 60"], "slow", timeout=3)
-    meta = episode["turns"][0]["meta"]
+    meta = episode["turns"][-1]["meta"]
     assert meta["cli_timed_out"] is True and meta["cli_seconds"] < 30
     assert episode["status"] == "completed" and episode["score"] == 0.0
 
@@ -69,10 +72,25 @@ def test_the_time_limit_stops_the_program_and_the_episode_is_still_graded(tmp_pa
 def test_setup_commands_run_first_and_a_failing_one_is_named(tmp_path, swesynth_task):
     _, _, episode = _run(tmp_path, swesynth_task, ["true"], "setup", setup=["echo prepared > /tmp/prep"],
                          command="cat /tmp/prep")
-    assert episode["turns"][0]["meta"]["cli_output"].strip() == "prepared"
+    assert episode["turns"][-1]["meta"]["cli_output"].strip() == "prepared"
     _, _, episode = _run(tmp_path, swesynth_task, ["true"], "badsetup", setup=["exit 7"])
     assert episode["status"] == "agent_error"
     assert "setup command 'exit 7' failed (exit 7)" in episode["error"]["message"]
+
+
+def test_the_tasks_command_ban_and_max_steps_hold_for_a_cli_agent(tmp_path, swesynth_task):
+    # SWE-SYNTH refuses checksum commands (they would reveal the changed file): also in a CLI agent's setup.
+    _, _, episode = _run(tmp_path, swesynth_task, ["true"], "banned", setup=["md5sum README.md"])
+    assert episode["status"] == "agent_error"
+    assert "setup command 'md5sum README.md' failed (exit 1): Command not permitted" in episode["error"]["message"]
+    # max_steps counts the agent's steps: two steps (instruction, program file) and the run never starts.
+    with CommandScripted(["true"]) as server:
+        evaluate(SWESYNTH, agent="cli", output_dir=tmp_path / "short", task_ids=swesynth_task.task_id, split="all",
+                 progress="off", infra_retries=0, env_kwargs={**TOY, "max_steps": 2},
+                 agent_options={"command": COMMAND, "files": {"/opt/standin/agent.py": STANDIN}, "model": "m",
+                                "base_url": server.base_url})
+    short = json.loads((tmp_path / "short" / "episodes" / f"{swesynth_task.task_id}__a0.json").read_text())
+    assert short["end_reason"] == "max_steps" and short["steps"] == 2 and server.requests == []
 
 
 @pytest.mark.parametrize("options, message", [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -35,10 +36,12 @@ def _episode(tmp_path, name, task):
     return json.loads((tmp_path / name / "episodes" / f"{task.task_id}__a0.json").read_text())
 
 
-def _terminus(tmp_path, task, commands, name, backend="local"):
+def _terminus(tmp_path, task, commands, name, backend="local", max_steps=400):
+    # Every command Harbor's agent runs (its tmux calls included) is an env.step: allow enough steps.
     with TerminusScripted(commands) as server:
         outcome = evaluate(SWESYNTH, agent="harbor", output_dir=tmp_path / name, task_ids=task.task_id,
-                           split="all", progress="off", infra_retries=0, env_kwargs={**TOY, "backend": backend},
+                           split="all", progress="off", infra_retries=0,
+                           env_kwargs={**TOY, "backend": backend, "max_steps": max_steps},
                            agent_options={"harbor_agent": "terminus-2", "model": "scripted-1",
                                           "base_url": server.base_url, "logs_dir": str(tmp_path / "logs"),
                                           "agent_kwargs": QUIET})
@@ -56,6 +59,10 @@ def test_terminus_2_fixes_a_swesynth_task_in_a_bubblewrap_sandbox(tmp_path, swes
     assert ":/app# cd /app && git status" in json.dumps(server.requests[1]["body"]["messages"])  # its tmux screen
     turns = RunDir(tmp_path / "fix").transcript(outcome.results[0])["turns"]  # read from the episode's record
     assert episode["prompt_tokens"] > 0 and turns[0]["meta"]["harbor_agent"] == "terminus-2"
+    # One door: each of its calls is a step of the record, its tmux keystrokes and the fix among them.
+    assert episode["steps"] == len(turns) > 5 and turns[-1]["meta"]["harbor_calls"] == len(turns) - 1
+    recorded = json.dumps(turns)
+    assert "tmux" in recorded and "send-keys" in recorded and "git apply" in recorded
     trajectory = json.loads((tmp_path / "logs" / f"{task.task_id}__0" / "agent" / "trajectory.json").read_text())
     assert "git apply" in json.dumps(trajectory)
 
@@ -63,6 +70,20 @@ def test_terminus_2_fixes_a_swesynth_task_in_a_bubblewrap_sandbox(tmp_path, swes
 def test_terminus_2_with_a_wrong_fix_gets_grade_zero(tmp_path, swesynth_task):
     outcome, _, episode = _terminus(tmp_path, swesynth_task, ["cd /app && echo '# no fix' >> README.md"], "wrong")
     assert outcome.summary["solved"] == 0 and episode["status"] == "completed" and episode["score"] == 0.0
+
+
+def test_max_steps_and_the_command_ban_hold_for_harbors_agent(tmp_path, swesynth_task):
+    # max_steps counts Harbor's calls: the episode ends truncated, graded, and the agent is stopped.
+    _, _, episode = _terminus(tmp_path, swesynth_task, swesynth_task.oracle_commands(), "short", max_steps=4)
+    assert episode["end_reason"] == "max_steps" and episode["steps"] == 4 and episode["score"] == 0.0
+    # SWE-SYNTH's ban on checksum commands refuses the command Terminus-2 types.
+    outcome, _, episode = _terminus(tmp_path, swesynth_task, ["md5sum README.md", *swesynth_task.oracle_commands()],
+                                    "banned")
+    turns = RunDir(tmp_path / "banned").transcript(outcome.results[0])["turns"]
+    refused = [t for t in turns if t.get("refused")]
+    assert refused and "md5sum" in json.dumps(refused[0]) and "Command not permitted" in json.dumps(refused[0])
+    # The checksum never ran: no 32-hex-digit digest in anything the sandbox printed.
+    assert not re.search(r"\b[0-9a-f]{32}\b", json.dumps([t.get("exec") for t in turns]))
 
 
 @pytest.mark.docker
@@ -152,3 +173,36 @@ def test_harbors_trial_runner_with_terminus_2_on_a_termgym_sandbox(tmp_path, mon
         assert len(server.requests) == len(commands) + 2  # the commands, then task_complete twice
         rewards[name] = result.verifier_result.rewards["reward"]
     assert rewards["right"] == 1.0 and rewards["wrong"] < 1.0
+
+
+def test_terminal_bench_path_end_to_end_a_registered_dataset_with_terminus_2(tmp_path, monkeypatch):
+    # `termgym eval termgym/Harbor-v0 --dataset NAME@VERSION --agent harbor`, with a local git repository and
+    # registry file standing in for Harbor's registry, and a scripted model for the LLM.
+    import shutil
+
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    shutil.copytree(SAMPLE, repo / "tasks" / SAMPLE.name)
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "tasks"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps([{"name": "bench", "version": "1.0", "tasks": [
+        {"name": SAMPLE.name, "git_url": repo.as_uri(), "git_commit_id": commit, "path": f"tasks/{SAMPLE.name}"}]}]))
+    with TerminusScripted([SOLUTION.strip()]) as server:
+        outcome = evaluate("termgym/Harbor-v0", agent="harbor", output_dir=tmp_path / "run", progress="off",
+                           infra_retries=0, env_kwargs={"dataset": "bench@1.0", "registry": str(registry),
+                                                        "backend": "local", "max_steps": 400},
+                           agent_options={"harbor_agent": "terminus-2", "model": "scripted-1",
+                                          "base_url": server.base_url, "logs_dir": str(tmp_path / "logs"),
+                                          "agent_kwargs": QUIET})
+    assert outcome.summary["solved"] == 1, outcome.results[0].error
+    job = json.loads((tmp_path / "run" / "result.json").read_text())
+    trial = job["trial_results"][0]
+    assert trial["source"] == "bench" and trial["task_id"]["git_commit_id"] == commit
+    assert job["stats"]["evals"]["terminus-2__scripted-1__bench"]["metrics"][0]["reward"] == 1.0
+    from harbor.models.job.result import JobResult
+
+    assert JobResult.model_validate(job).trial_results[0].reward_valid  # Harbor's own reading

@@ -69,7 +69,8 @@ def test_env_keeps_config_and_suite_options_apart(hello_suite):
 
 def test_an_option_neither_env_nor_suite_takes_is_named():
     with pytest.raises(TypeError, match=r"unknown option.s. 'max_step': not an env option \(backend, .*max_steps.*\) "
-                                        r"nor an option of suite HarborSuite \(tasks_dir, backend, task_ids\)"):
+                                        r"nor an option of suite HarborSuite \(tasks_dir, backend, task_ids, dataset, registry, "
+                                        r"force_build, timeout_multiplier, network\)"):
         gym.make("termgym/Harbor-v0", max_step=3)
     # a factory taking **options passes them on; the class's refusal still says what the env takes
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'sedes'.*not an env option either: backend"):
@@ -87,7 +88,8 @@ def test_gym_make_still_takes_env_and_suite_options_side_by_side(tmp_path):
 
 
 def test_suite_option_names_follow_the_factory_signature():
-    assert suite_option_names(HarborSuite) == ("tasks_dir", "backend", "task_ids")
+    assert suite_option_names(HarborSuite) == ("tasks_dir", "backend", "task_ids", "dataset", "registry",
+                                               "force_build", "timeout_multiplier", "network")
     assert suite_option_names(lambda **kw: None) is None
 
 

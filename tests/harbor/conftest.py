@@ -72,3 +72,9 @@ def local_backend() -> str:
     if shutil.which("bwrap") is None or os.geteuid() != 0:
         pytest.skip("the local backend needs bubblewrap, run as root")
     return "local"
+
+
+@pytest.fixture
+def write_task():
+    """``write_task(root, name, **options)``: :func:`harbor_task` for a folder of the test's choosing."""
+    return harbor_task

@@ -221,7 +221,9 @@ def test_prebuilt_image_absent_and_copy_from_registry_are_named(make_task):
 
     absent = load_task(make_task("prebuilt", dockerfile=None,
                                  toml='schema_version = "1.1"\n[environment]\ndocker_image = "termgym-absent/image:1"\n'))
-    with pytest.raises(BackendUnavailable, match="termgym-absent/image:1.*not on the Docker host"):
+    # Not on the host, so it is pulled; the pull fails (no such image in any reachable registry) and is named.
+    with pytest.raises(BackendUnavailable, match=r"'prebuilt': cannot pull its prebuilt image termgym-absent/image:1 "
+                                                 r"\(\[environment\] docker_image in .*task.toml\).*docker pull"):
         absent.sandbox_spec()
     copy_from = load_task(make_task("copyfrom", dockerfile=(
         "FROM termgym/base:bookworm\nCOPY --from=ghcr.io/astral-sh/uv:0.5 /uv /bin/uv\nWORKDIR /app\n")))

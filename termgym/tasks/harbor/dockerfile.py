@@ -1,12 +1,17 @@
 """Just enough Dockerfile reading to know a task's WORKDIR and whether it runs on the local backend.
 
 A task is **local-eligible** when its image adds nothing the host does not provide: the Dockerfile
-is a single ``FROM termgym/base[:tag]`` stage followed only by ``WORKDIR``, ``ENV``, plain
-``COPY`` of files from the build context, and instructions that do not change the filesystem
+is a single ``FROM termgym/base[:tag]`` stage followed only by ``WORKDIR``, ``ENV``, ``ARG``,
+plain ``COPY`` of files from the build context, and instructions that do not change the filesystem
 (``LABEL``, ``CMD``, ``ENTRYPOINT``, ``EXPOSE``, ``MAINTAINER``, ``STOPSIGNAL``, ``HEALTHCHECK``,
-``SHELL``, ``USER root``). Anything else (``RUN``, ``ADD``, ``ARG``, ``COPY --from``, another base
-image, several stages, a non-root ``USER``) needs the Docker backend. :func:`local_blocker` says
-which line decided.
+``SHELL``, ``USER root``). Anything else (``RUN``, ``ADD``, ``COPY --from``, another base image,
+several stages, a non-root ``USER``) needs the Docker backend. :func:`local_blocker` says which
+line decided.
+
+Variables expand as Docker's builder expands them: ``$VAR``, ``${VAR}``, ``${VAR:-word}`` and
+``${VAR:+word}``, against the base image's own environment (``ENV PATH=/opt/app/bin:$PATH`` keeps the
+base image's ``PATH`` behind the new entry), the ``ARG`` values (defaults; not kept in the
+environment) and the ``ENV`` lines before.
 """
 
 from __future__ import annotations
@@ -52,6 +57,10 @@ class DockerfileInfo:
     env: dict[str, str] = field(default_factory=dict)
     copies: list[Copy] = field(default_factory=list)
     blocker: str | None = None  # why the task needs Docker; None when local-eligible
+    #: The base image's environment the variables were expanded against.
+    base_env: dict[str, str] = field(default_factory=dict)
+    #: ``ARG`` values in scope after the last line (build-time only: not in the sandbox's environment).
+    args: dict[str, str] = field(default_factory=dict)
 
     @property
     def local_ok(self) -> bool:
@@ -86,11 +95,40 @@ def read_instructions(text: str) -> list[Instruction]:
     return out
 
 
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_VAR = re.compile(r"\\\$|\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::([-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
-def _expand(text: str, env: dict[str, str]) -> str:
-    return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
+def _base_environment() -> dict[str, str]:
+    """The environment termgym's base image is imported with (its ``ENV`` changes)."""
+    from termgym.sandbox.images import BASE_CHANGES
+
+    env: dict[str, str] = {}
+    for change in BASE_CHANGES:
+        keyword, _, rest = change.partition(" ")
+        if keyword == "ENV":
+            key, _, value = rest.partition("=")
+            env[key] = value
+    return env
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """Docker's variable substitution: ``$V``, ``${V}``, ``${V:-default}``, ``${V:+alternative}``, ``\\$``."""
+
+    def sub(match: re.Match[str]) -> str:
+        if match.group(0) == "\\$":
+            return "$"
+        name = match.group(1) or match.group(4)
+        value = env.get(name)
+        if match.group(2) == "-":
+            return value if value else expand(match.group(3), env)
+        if match.group(2) == "+":
+            return expand(match.group(3), env) if value else ""
+        return value or ""
+
+    return _VAR.sub(sub, text)
+
+
+_expand = expand
 
 
 def _words(args: str) -> list[str]:
@@ -107,22 +145,38 @@ def _words(args: str) -> list[str]:
 
 
 def _parse_env(args: str, env: dict[str, str]) -> dict[str, str]:
-    words = shlex.split(args)
-    if words and "=" not in words[0]:  # legacy form: ENV KEY value with spaces
+    # Expand before splitting into words, on the raw text, as Docker does: quotes protect spaces
+    # in the expanded value, and a single-quoted word is not expanded.
+    if "=" not in args.strip().split(None, 1)[0]:  # legacy form: ENV KEY value with spaces
         key, _, value = args.strip().partition(" ")
         return {key: _expand(value.strip().strip('"'), env)}
-    out = {}
-    for word in words:
+    out: dict[str, str] = {}
+    for word in re.findall(r"""(?:[^\s"']|"(?:\\.|[^"])*"|'[^']*')+""", args):
         key, _, value = word.partition("=")
-        out[key] = _expand(value, {**env, **out})
+        # Single quotes keep their text literal; double quotes and bare text are expanded.
+        pieces = []
+        for part in re.finditer(r"""'(?P<single>[^']*)'|"(?P<double>(?:\\.|[^"])*)"|(?P<bare>[^'"]+)""", value):
+            if part.group("single") is not None:
+                pieces.append(part.group("single"))
+            else:
+                pieces.append(_expand(part.group("double") or part.group("bare") or "", {**env, **out}))
+        out[key] = "".join(pieces)
     return out
 
 
-def parse_dockerfile(path: Path) -> DockerfileInfo:
-    """Read ``path`` (in its build context directory) and decide local eligibility."""
-    info = DockerfileInfo(path=path)
+def parse_dockerfile(path: Path, base_env: dict[str, str] | None = None) -> DockerfileInfo:
+    """Read ``path`` (in its build context directory) and decide local eligibility.
+
+    ``base_env`` is the FROM image's environment (default: termgym's base image's); ``info.env``
+    holds only what the Dockerfile's ``ENV`` lines set, already expanded against it.
+    """
+    info = DockerfileInfo(path=path, base_env=dict(_base_environment() if base_env is None else base_env))
     context = path.parent
     stages = 0
+
+    def scope() -> dict[str, str]:
+        # What $VAR means on a line: ARG values, then the image's environment over them.
+        return {**info.args, **info.base_env, **info.env}
 
     def block(ins: Instruction, why: str) -> None:
         if info.blocker is None:
@@ -143,10 +197,17 @@ def parse_dockerfile(path: Path) -> DockerfileInfo:
             else:
                 block(ins, "multi-stage build")
         elif kw == "WORKDIR":
-            target = _expand(_words(ins.args)[0] if ins.args else "/", info.env)
+            target = _expand(_words(ins.args)[0] if ins.args else "/", scope())
             info.workdir = posixpath.normpath(posixpath.join(info.workdir, target))
         elif kw == "ENV":
-            info.env.update(_parse_env(ins.args, info.env))
+            info.env.update(_parse_env(ins.args, scope()))
+        elif kw == "ARG":
+            if stages == 0:
+                continue  # an ARG before FROM only parameterises FROM (dockerfile_bases reads it)
+            for word in shlex.split(ins.args):
+                key, sep, default = word.partition("=")
+                # A build has no --build-arg here: the default (or empty) is the value.
+                info.args.setdefault(key, _expand(default, scope()) if sep else "")
         elif kw == "COPY":
             words = _words(ins.args)
             flags = [w for w in words if w.startswith("--")]
@@ -157,8 +218,8 @@ def parse_dockerfile(path: Path) -> DockerfileInfo:
             if len(words) < 2:
                 block(ins, "COPY needs a source and a destination")
                 continue
-            copy = _resolve_copy(context, [_expand(w, info.env) for w in words[:-1]],
-                                 _expand(words[-1], info.env), info.workdir)
+            copy = _resolve_copy(context, [_expand(w, scope()) for w in words[:-1]],
+                                 _expand(words[-1], scope()), info.workdir)
             if isinstance(copy, str):
                 block(ins, copy)
             else:
@@ -168,7 +229,7 @@ def parse_dockerfile(path: Path) -> DockerfileInfo:
                 block(ins, "runs as another user")
         elif kw in _NEUTRAL:
             continue
-        else:  # RUN, ADD, ARG, ONBUILD, anything unknown: it changes the image
+        else:  # RUN, ADD, ONBUILD, anything unknown: it changes the image
             block(ins, "changes the image")
     if stages == 0:
         info.blocker = f"{path.name}: no FROM instruction"

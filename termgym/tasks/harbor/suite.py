@@ -24,6 +24,16 @@ class HarborSuite(TaskSuite):
     ``backend`` is a hint: with ``"local"``, only local-eligible tasks are listed (``split="all"``
     still lists every task, and loading one that needs Docker fails with a clear error rather than
     trying to build an image). ``task_ids`` optionally restricts the suite to some ids.
+
+    ``dataset="terminal-bench@2.0"`` serves a registered dataset instead of a folder: it is
+    downloaded into termgym's cache on first use (:mod:`termgym.tasks.harbor.registry`; ``registry``
+    names another registry file or URL) and read from there offline afterwards.
+
+    Run options, as Harbor's job flags: ``force_build`` builds each task's image from its
+    Dockerfile even when it names a prebuilt ``docker_image`` (``harbor run --force-build``);
+    ``timeout_multiplier`` scales the agent, verifier and build timeouts (``--timeout-multiplier``);
+    ``network="off"`` runs every sandbox without network and refuses the tasks whose verifier or
+    image build needs it (``"task"``, the default, follows each task's ``allow_internet``).
     """
 
     name = "harbor"
@@ -34,10 +44,32 @@ class HarborSuite(TaskSuite):
         *,
         backend: str | None = None,
         task_ids: Sequence[str] | None = None,
+        dataset: str | None = None,
+        registry: str | None = None,
+        force_build: bool = False,
+        timeout_multiplier: float = 1.0,
+        network: str = "task",
     ) -> None:
+        if dataset is not None and tasks_dir is not None:
+            raise ValueError("give tasks_dir (a folder of tasks) or dataset (a registered NAME@VERSION), not both")
+        if isinstance(timeout_multiplier, bool) or not isinstance(timeout_multiplier, (int, float)) \
+                or timeout_multiplier <= 0:
+            raise ValueError(f"timeout_multiplier must be a positive number, got {timeout_multiplier!r}")
+        if network not in ("task", "off"):
+            raise ValueError(f"network must be 'task' (each task's allow_internet) or 'off', got {network!r}")
+        self.source: str | None = None
+        if dataset is not None:
+            from termgym.tasks.harbor.registry import download_dataset
+
+            downloaded = download_dataset(dataset, registry=registry)
+            tasks_dir, self.source = downloaded.path, downloaded.ref
         self.tasks_dir = Path(tasks_dir).expanduser() if tasks_dir is not None else SAMPLES_DIR
         self.backend = backend
+        self.run_options = {"force_build": bool(force_build), "timeout_multiplier": float(timeout_multiplier),
+                            "network": network, "source": self.source}
         found = discover(self.tasks_dir, backend=backend)
+        for task in found.tasks.values():
+            task.configure_run(**self.run_options)
         self._tasks = found.tasks
         self.broken: dict[str, str] = found.broken
         if task_ids is not None:
@@ -51,7 +83,7 @@ class HarborSuite(TaskSuite):
             raise ValueError(f"no Harbor or Terminal-Bench tasks (folders with task.toml or task.yaml) in {self.tasks_dir}")
 
     def task_ids(self, split: str | None = None) -> Sequence[str]:
-        if split in (None, "train", "test"):
+        if split in (None, "train", "test"):  # one set of tasks: train and test are the same
             if self.backend == "local":
                 return [tid for tid, task in self._tasks.items() if task.local_ok]
             return list(self._tasks)
@@ -59,10 +91,10 @@ class HarborSuite(TaskSuite):
             return list(self._tasks)
         if split == "local":
             return [tid for tid, task in self._tasks.items() if task.local_ok]
-        raise KeyError(f"suite {self.name!r} has no split {split!r}; splits: train, all, local")
+        raise KeyError(f"suite {self.name!r} has no split {split!r}; splits: {', '.join(self.splits())}")
 
     def splits(self) -> Sequence[str]:
-        return ("train", "all", "local")
+        return ("train", "test", "all", "local")
 
     def load(self, task_id: str) -> HarborTask:
         task_id = str(task_id)

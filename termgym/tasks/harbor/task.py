@@ -49,6 +49,8 @@ _build_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 #: Images whose build failed in this process, with the error: the nop trial does not rebuild them.
 _failed_builds: dict[str, str] = {}
+#: Prebuilt images whose pull failed in this process, with the error.
+_failed_pulls: dict[str, str] = {}
 
 
 def as_user(command: str, user: str | None) -> str:
@@ -123,17 +125,55 @@ class HarborTask(Task):
         #: A hint from the suite: with "local", tasks that need Docker fail fast instead of building.
         self.backend = backend
         self._image: str | None = None
+        #: How this run treats the task (set by the suite, as Harbor's job flags): see :meth:`configure_run`.
+        self.force_build = False
+        self.timeout_multiplier = 1.0
+        self.network_policy = "task"
+        self.source: str | None = None
+
+    def configure_run(self, *, force_build: bool = False, timeout_multiplier: float = 1.0, network: str = "task",
+                      source: str | None = None) -> None:
+        """Harbor's job options for this task: build even with a ``docker_image`` (``--force-build``),
+        scale every timeout (``--timeout-multiplier``), turn the network off (``network="off"``: tasks
+        that need it are refused), and the registered dataset the task came from (``source``)."""
+        self.force_build = bool(force_build)
+        self.timeout_multiplier = float(timeout_multiplier)
+        self.network_policy = network
+        self.source = source
+        if source:
+            self.metadata["source"] = source
+        if self.timeout_multiplier != 1.0:
+            self.metadata["timeout_multiplier"] = self.timeout_multiplier
 
     # -- what the agent's sandbox starts as --------------------------------------------------
 
     @property
     def time_limit(self) -> float | None:
-        """The agent timeout (``[agent] timeout_sec`` / ``max_agent_timeout_sec``), or ``None``."""
-        return self.config.agent_timeout_sec
+        """The agent timeout (``[agent] timeout_sec`` / ``max_agent_timeout_sec``) times the run's
+        ``timeout_multiplier``, or ``None``."""
+        limit = self.config.agent_timeout_sec
+        return None if limit is None else limit * self.timeout_multiplier
 
     @property
     def verifier_timeout(self) -> float:
-        return self.config.verifier_timeout_sec
+        """``[verifier] timeout_sec`` times the run's ``timeout_multiplier``."""
+        return self.config.verifier_timeout_sec * self.timeout_multiplier
+
+    @property
+    def build_timeout(self) -> float:
+        """``[environment] build_timeout_sec`` times the run's ``timeout_multiplier`` (also bounds a pull)."""
+        return self.config.build_timeout_sec * self.timeout_multiplier
+
+    @property
+    def uses_prebuilt_image(self) -> bool:
+        """Whether the sandbox starts from ``docker_image`` (pulled) rather than the Dockerfile (built)."""
+        return bool(self.config.docker_image) and not (self.force_build and self.dockerfile is not None)
+
+    def network_needs(self, phases: tuple[str, ...] = ("verifier", "build")) -> list[Any]:
+        """Why this task needs the internet at run time (its verifier, its image build), from its files."""
+        from termgym.tasks.harbor.network import network_needs
+
+        return network_needs(self, phases=phases)
 
     @property
     def agent_user(self) -> str | None:
@@ -143,7 +183,7 @@ class HarborTask(Task):
     @property
     def local_blocker(self) -> str | None:
         """Why the local backend cannot run this task, or ``None`` if it can."""
-        if self.config.docker_image:
+        if self.uses_prebuilt_image:
             return f"uses the prebuilt image {self.config.docker_image}"
         users = [f"[{w}] user" for w, u in (("agent", self.config.agent_user), ("verifier", self.config.verifier_user)) if u]
         users += [f"[[steps]] {s.name!r} user" for s in self.steps if s.config.agent_user or s.config.verifier_user]
@@ -164,20 +204,12 @@ class HarborTask(Task):
         if self.config.workdir:
             return self.config.workdir
         if self._workdir is None:
-            if self.config.docker_image:
-                import docker.errors
-
-                from termgym.sandbox.base import BackendUnavailable
+            if self.uses_prebuilt_image:
+                image = self.image()  # pulled if missing (a failed pull may fall back to the Dockerfile)
+            if self.uses_prebuilt_image:
                 from termgym.sandbox.images import docker_client
 
-                try:
-                    attrs = docker_client().images.get(self.config.docker_image).attrs
-                except docker.errors.ImageNotFound:
-                    raise BackendUnavailable(
-                        f"Harbor task {self.task_id!r} uses the prebuilt image {self.config.docker_image} "
-                        "([environment] docker_image), which is not on the Docker host and no registry is "
-                        "reachable: `docker load` it, or build it and tag it with that name"
-                    ) from None
+                attrs = docker_client().images.get(image).attrs
                 self._workdir = (attrs.get("Config") or {}).get("WorkingDir") or "/"
             else:
                 self._workdir = self.dockerfile.workdir if self.dockerfile else "/"
@@ -187,8 +219,8 @@ class HarborTask(Task):
         """The Docker image the agent's sandbox starts from, building it if needed (cached by content)."""
         if self._image:
             return self._image
-        if self.config.docker_image:  # Harbor prefers a prebuilt image over building
-            self._image = self.config.docker_image
+        if self.uses_prebuilt_image:  # Harbor prefers a prebuilt image over building
+            self._image = self._pull()
         elif self.local_ok:
             # The Dockerfile is FROM the base image plus WORKDIR/ENV/COPY, which sandbox_spec()
             # reproduces on top of the base image itself: no build, same result on both backends.
@@ -210,7 +242,7 @@ class HarborTask(Task):
                     if stand_in:  # carried into every grade's task metadata and `harbor check` output
                         self.metadata["scores_not_comparable"] = stand_in
                     self._image = _build_within(
-                        self.config.build_timeout_sec,
+                        self.build_timeout,
                         lambda: build_image(self.dockerfile.path.parent, self.dockerfile.path.name,
                                             f"termgym/harbor-{slug}:latest", log=lambda _line: None),
                     )
@@ -223,8 +255,51 @@ class HarborTask(Task):
                     ) from exc
         return self._image
 
+    def _pull(self) -> str:
+        """The task's ``docker_image``, pulled when the Docker host lacks it; falls back to the Dockerfile.
+
+        As Harbor: a prebuilt image is used when named (``force_build`` builds instead). When the
+        pull fails and the task has a Dockerfile, that is built (with a warning); otherwise the
+        error names the image, the task and what the registry said.
+        """
+        from termgym.sandbox.base import BackendUnavailable
+        from termgym.sandbox.images import pull_image
+
+        image = str(self.config.docker_image)
+        with _build_lock:
+            why = _failed_pulls.get(image)  # a pull that failed in this process is not tried again
+            if why is None:
+                try:
+                    return _build_within(self.build_timeout, lambda: pull_image(image, log=lambda _line: None))
+                except Exception as exc:
+                    why = _failed_pulls[image] = str(exc)
+        if self.dockerfile is None:
+            raise BackendUnavailable(
+                f"Harbor task {self.task_id!r}: cannot pull its prebuilt image {image} ([environment] docker_image "
+                f"in {self._config_file}) and it has no environment/Dockerfile to build instead: {why}")
+        _log.warning("Harbor task %r: cannot pull %s (%s); building %s instead", self.task_id, image, why,
+                     self.dockerfile.path)
+        self.metadata["image_pull_failed"] = f"{image}: {why}"[:500]
+        self.force_build = True  # from here on the task is its Dockerfile's
+        self._workdir = None
+        if self.local_ok:
+            assert self.dockerfile and self.dockerfile.base_image
+            return self.dockerfile.base_image
+        self._image = None
+        return self.image()
+
     def sandbox_spec(self) -> SandboxSpec:
-        from termgym.sandbox.base import Limits, SandboxSpec
+        from termgym.sandbox.base import BackendUnavailable, Limits, SandboxSpec
+
+        if self.network_policy == "off" and self.config.allow_internet:
+            needs = self.network_needs(("verifier",))
+            if needs:
+                raise BackendUnavailable(
+                    f"Harbor task {self.task_id!r} needs the internet, which this run turned off (network='off'): "
+                    + "; ".join(str(n) for n in needs)
+                    + ". Its score offline would not be comparable with Harbor's: run it with the network "
+                    "(network='task'), or pre-provision what it downloads (docs/harbor.md, 'Grading offline')."
+                )
 
         if self.backend == "local" and not self.local_ok:
             raise ValueError(
@@ -236,13 +311,14 @@ class HarborTask(Task):
         # Only what the task sets: Harbor imposes no memory, CPU, process or file limits of its own.
         limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb, pids=None,
                         cpu_seconds=None, file_size_mb=None, open_files=None)
+        image = self.image()  # first: a prebuilt image that cannot be pulled may fall back to the Dockerfile
         env = dict(self.dockerfile.env) if self.dockerfile and self.local_ok else {}
         env.update(resolve_env(cfg.environment_env, self._config_file, "environment"))
         spec = SandboxSpec(
             workdir=self.workdir,
-            image=self.image(),
+            image=image,
             env=env,
-            network=cfg.allow_internet,
+            network=cfg.allow_internet and self.network_policy != "off",
             limits=limits,
             setup_commands=[f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACTS_DIR} && "
                             f"chmod 777 {AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACTS_DIR}"
@@ -320,11 +396,12 @@ class HarborTask(Task):
                 image = cfg.verifier_docker_image
             else:
                 slug = re.sub(r"[^a-z0-9_.-]+", "-", self.task_id.lower()).strip("-.") or "task"
-                image = _build_within(cfg.build_timeout_sec, lambda: build_image(
+                image = _build_within(self.build_timeout, lambda: build_image(
                     self.tests_dir, "Dockerfile", f"termgym/harbor-{slug}-verifier:latest", log=lambda _line: None))
             workdir = cfg.verifier_workdir or (
                 (docker_client().images.get(image).attrs.get("Config") or {}).get("WorkingDir") or "/")
-            spec = SandboxSpec(workdir=workdir, image=image, network=cfg.allow_internet, setup_commands=setup)
+            spec = SandboxSpec(workdir=workdir, image=image, network=cfg.allow_internet and self.network_policy != "off",
+                               setup_commands=setup)
             return spec, True, workdir
         spec = self.sandbox_spec()
         if cfg.verifier_workdir:
@@ -351,7 +428,8 @@ class HarborTask(Task):
     def _verify(self, sandbox: Sandbox, details: dict[str, Any], *, upload_tests: bool, workdir: str,
                 step: TaskStep | None = None) -> Grade:
         tests_dirs = step.tests_dirs if step else [self.tests_dir]
-        timeout = (step.config.verifier_timeout_sec if step else None) or self.verifier_timeout
+        step_timeout = step.config.verifier_timeout_sec if step else None
+        timeout = step_timeout * self.timeout_multiplier if step_timeout else self.verifier_timeout
         user = (step.config.verifier_user if step else None) or self.config.verifier_user
         env_table = {**self.config.verifier_env, **(step.config.verifier_env if step else {})}
         # Harbor removes only the old reward files (the verifier may read other logs); /tests is

@@ -125,7 +125,9 @@ def _run_steps(task: HarborTask, agent: str, sandbox: Any, result: TrialResult, 
             commands = task.step_oracle_commands(step) or []
             if not commands:
                 raise ValueError(f"step {step.name!r} has no solution (steps/{step.name}/solution/solve.sh)")
-        limit = agent_timeout if agent_timeout is not None else (step.config.agent_timeout_sec or task.time_limit)
+        step_limit = step.config.agent_timeout_sec
+        limit = agent_timeout if agent_timeout is not None else (
+            step_limit * task.timeout_multiplier if step_limit else task.time_limit)
         deadline = None if limit is None else time.monotonic() + limit
         timed_out = False
         for command in commands:
@@ -192,6 +194,7 @@ def check_tasks(
     task_ids: list[str] | None = None,
     sandbox_options: dict[str, Any] | None = None,
     on_result: Callable[[TaskCheck], None] | None = None,
+    run_options: dict[str, Any] | None = None,
 ) -> list[TaskCheck]:
     """Run oracle and nop on every task under ``tasks_dir``; return one :class:`TaskCheck` per task.
 
@@ -199,6 +202,8 @@ def check_tasks(
     ``load_error``-less check and no trials) — see :attr:`HarborTask.local_ok`.
     """
     found = discover(tasks_dir, backend=backend)
+    for task in found.tasks.values():  # Harbor's job flags: force_build, timeout_multiplier
+        task.configure_run(**(run_options or {}))
     wanted = task_ids or sorted([*found.tasks, *found.broken])
     checks: dict[str, TaskCheck] = {}
     runnable: list[HarborTask] = []
