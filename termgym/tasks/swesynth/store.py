@@ -141,6 +141,7 @@ def read_compact(path: Path, index: dict[str, Any]) -> tuple[dict[str, dict[str,
         if not records_path.is_file():
             raise RecordError(f"{path / 'suite.json'}: repo {repo!r} names the records file {records_path}, "
                               "which does not exist")
+        checks = _behaviour_lines(path / info.get("behaviour", f"behaviour/{repo}.jsonl"))
         for n, data, problem in json_lines(records_path):
             if problem is not None:
                 raise RecordError(f"{records_path}:{n}: {problem}")
@@ -149,6 +150,9 @@ def read_compact(path: Path, index: dict[str, Any]) -> tuple[dict[str, dict[str,
             data["original"] = {"all_tests": tests}
             data.setdefault("repo", repo)
             data["_where"] = f"{records_path}:{n}"
+            check = checks.get(str(data["task_id"]))
+            if check:
+                data["behaviour"] = check
             raw[str(data["task_id"])] = data
     splits: dict[str, list[str]] = {}
     for split, ids in (index.get("splits") or {}).items():
@@ -157,3 +161,27 @@ def read_compact(path: Path, index: dict[str, Any]) -> tuple[dict[str, dict[str,
                 raise RecordError(f"{path / 'suite.json'}: split {split!r} lists {tid!r}, which no records file holds")
             splits.setdefault(split, []).append(tid)
     return raw, splits
+
+
+def _behaviour_lines(path: Path) -> dict[str, dict[str, Any]]:
+    """``task_id -> behaviour check`` from a project's sidecar (tasks recorded without one are left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return out
+    for n, data, problem in json_lines(path):
+        if problem is not None or not isinstance(data, dict) or not isinstance(data.get("task_id"), str):
+            raise RecordError(f"{path}:{n}: a behaviour line needs a 'task_id' ({problem or 'malformed'})")
+        out[data["task_id"]] = data.get("behaviour")  # the last line of a task wins
+    return {tid: check for tid, check in out.items() if check}
+
+
+def write_behaviour_sidecar(out: Path, name: str, records: Sequence[TaskRecord], reasons: dict[str, str]) -> None:
+    """Write project ``name``'s behaviour checks (``behaviour/<name>.jsonl``), one line per task."""
+    path = out / "behaviour" / f"{name}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for record in records:
+            line: dict[str, Any] = {"task_id": record.task_id, "behaviour": record.behaviour or None}
+            if not record.behaviour:
+                line["reason"] = reasons.get(record.task_id, "not recorded")
+            fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
