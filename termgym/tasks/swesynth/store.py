@@ -91,6 +91,18 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, prior_lines
         for line in [*prior_lines, *(record_line(record) for record in records)]:
             fh.write(json.dumps(line, separators=(",", ":")) + "\n")
     os.replace(tmp, records_path)
+    sidecar = out / "behaviour" / f"{name}.jsonl"
+    prior_ids = {str(line.get("task_id")) for line in prior_lines}
+    checks = {tid: check for tid, check in _behaviour_lines(sidecar).items() if tid in prior_ids}
+    checks.update({record.task_id: record.behaviour for record in records if record.behaviour})
+    if checks:  # behaviour checks live beside the records: one line per task
+        sidecar.parent.mkdir(parents=True, exist_ok=True)
+        tmp = sidecar.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for task_id, check in checks.items():
+                fh.write(json.dumps({"task_id": task_id, "behaviour": check}, separators=(",", ":"),
+                                    sort_keys=True) + "\n")
+        os.replace(tmp, sidecar)
     (out / "baselines" / f"{name}.json").write_text(json.dumps({"repo": name, "tests": tests}, indent=0) + "\n",
                                                     encoding="utf-8")
     entry: dict[str, Any] = {"test_command": test_command, "source_dirs": list(source_dirs),
@@ -173,15 +185,3 @@ def _behaviour_lines(path: Path) -> dict[str, dict[str, Any]]:
             raise RecordError(f"{path}:{n}: a behaviour line needs a 'task_id' ({problem or 'malformed'})")
         out[data["task_id"]] = data.get("behaviour")  # the last line of a task wins
     return {tid: check for tid, check in out.items() if check}
-
-
-def write_behaviour_sidecar(out: Path, name: str, records: Sequence[TaskRecord], reasons: dict[str, str]) -> None:
-    """Write project ``name``'s behaviour checks (``behaviour/<name>.jsonl``), one line per task."""
-    path = out / "behaviour" / f"{name}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for record in records:
-            line: dict[str, Any] = {"task_id": record.task_id, "behaviour": record.behaviour or None}
-            if not record.behaviour:
-                line["reason"] = reasons.get(record.task_id, "not recorded")
-            fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
