@@ -362,6 +362,8 @@ def pytest_unconfigure(config):
 
 def _variants(value):
     t = type(value)
+    if value is None:
+        return [0, "x", []]
     if t is bool:
         return [not value]
     if t is int:
@@ -401,17 +403,18 @@ def perturb(calls, per_call):
         slots = [("pos", i) for i in range(len(args["pos"]))] + [("kw", k) for k in args["kw"]] + \
                 [("var", i) for i in range(len(args["var"]))] + [("varkw", k) for k in args["varkw"]]
         method_like = bool(args["pos"]) and type(args["pos"][0]).__module__ not in ("builtins",)
-        for kind, key in slots:
-            if kind == "pos" and key == 0 and method_like:
-                continue
-            for new in _variants(args[kind][key]):
-                if made >= per_call:
-                    break
-                changed = loads(pickle.dumps(args, protocol=4))
-                changed[kind][key] = new
-                out.append({"target": call["target"], "args": base64.b64encode(pickle.dumps(changed, protocol=4)).decode(),
-                            "origin": f"perturbed:{index}:{kind}:{key}"})
-                made += 1
+        per_slot = [[(kind, key, new) for new in _variants(args[kind][key])] for kind, key in slots
+                    if not (kind == "pos" and key == 0 and method_like)]
+        per_slot = [variants + ([(v[0], v[1], None)] if variants and args[v[0]][v[1]] is not None else [])
+                    for variants in per_slot for v in variants[:1]]  # and None where a value was
+        interleaved = [slot[i] for i in range(max(map(len, per_slot), default=0)) for slot in per_slot
+                       if i < len(slot)]
+        for kind, key, new in interleaved[:per_call]:
+            changed = loads(pickle.dumps(args, protocol=4))
+            changed[kind][key] = new
+            out.append({"target": call["target"], "args": base64.b64encode(pickle.dumps(changed, protocol=4)).decode(),
+                        "origin": f"perturbed:{index}:{kind}:{key}"})
+            made += 1
         if not made and method_like:  # a method called with nothing but self: perturb self's attributes
             state = getattr(args["pos"][0], "__dict__", None)
             if type(state) is dict:

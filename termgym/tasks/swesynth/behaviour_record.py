@@ -46,7 +46,7 @@ from termgym.tasks.swesynth.behaviour import (
 #: Bounds that keep the bundled suite's checks small (a few KB per task).
 MAX_PER_TARGET = 8  # distinct recorded calls per changed function
 MAX_INPUT_BYTES = 2048  # pickled arguments of one input
-PERTURB_PER_CALL = 4
+PERTURB_PER_CALL = 6
 MAX_CANDIDATES = 60
 MAX_INPUTS = 16  # stored per task
 MAX_DISCRIMINATING = 10
