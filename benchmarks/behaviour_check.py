@@ -293,9 +293,13 @@ def rewrite_function(source: str, qualname: str) -> tuple[int, int, str] | None:
         flip = _IfExpToIf()
         flip.visit(fn)
         if not flip.changed:
+            args = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
+                                    *(a for a in (fn.args.vararg, fn.args.kwarg) if a)]}
             if _uses(fn, (ast.Yield, ast.YieldFrom, ast.Await, ast.Nonlocal, ast.Global)) or any(
-                    isinstance(n, ast.Name) and n.id in ("super", "__class__") for n in ast.walk(fn)):
-                return None
+                    isinstance(n, ast.Name) and (n.id in ("super", "__class__", "locals", "vars")
+                                                 or (n.id in args and isinstance(n.ctx, (ast.Store, ast.Del))))
+                    for n in ast.walk(fn)):
+                return None  # a closure would change what these mean (an assigned argument turns local)
             # The body moves into a helper the function calls (a closure over the same arguments).
             body = fn.body
             doc = []

@@ -30,6 +30,8 @@ def test_rewrites_change_the_text_not_the_meaning():
     assert "total_alt" in rewrite_function(source, "f")[2]
     assert "if x:" in rewrite_function(source, "g")[2]
     assert "_alt_body" in rewrite_function(source, "h")[2]
+    # no closure when the body assigns an argument (it would turn local to the helper)
+    assert rewrite_function("def k(v):\n    if v:\n        v = 1\n", "k") is None
 
 
 @pytest.mark.parametrize("task_id", TASKS)

@@ -4,7 +4,7 @@ For one task (:func:`record_behaviour`), in one real sandbox of the task's runti
 provisioned test environment:
 
 1. the functions and methods the bug patch changes are found on the clean tree (:func:`changed_functions`);
-2. the oracle fix is applied (the clean tree) and the tests the bug breaks run with the probe's
+2. in a sandbox of the clean tree, the tests the bug breaks run with the probe's
    recorder (:mod:`~termgym.tasks.swesynth.behaviour_probe`), which pickles the arguments (``self``
    included) of every call into those functions before the call runs; calls whose pickles need a
    test module are skipped;
@@ -159,13 +159,26 @@ def _run(box, command: str, timeout: float, what: str):
     return result
 
 
+def _clean_spec(task):
+    """A sandbox of the task's clean repository with the project's test environment (what the
+    oracle's tree is, byte for byte: generation checks that the fix restores it)."""
+    from termgym.sandbox.base import SandboxSpec
+    from termgym.tasks.swesynth.task import SANDBOX_ENV
+
+    record = task.record
+    parts = task.test_env_parts()
+    return SandboxSpec(workdir=record.workdir, image=record.image, copy_dirs={str(record.repo_dir): record.workdir},
+                       env={**SANDBOX_ENV, **(parts.env if parts else {})},
+                       ro_binds=dict(parts.ro_binds) if parts else {})
+
+
 def _apply(box, workdir: str, patch: str, reverse: bool = False) -> None:
     box.write_file("/tmp/.tgb-rec/tree.patch", patch)
     flag = "-R " if reverse else ""
     result = box.exec(f"cd {shlex.quote(workdir)} && git apply {flag}--whitespace=nowarn /tmp/.tgb-rec/tree.patch",
                       timeout=60)
     if result.exit_code != 0:
-        raise RuntimeError(f"cannot {'reverse' if reverse else 'apply'} the fix in the recording sandbox: "
+        raise RuntimeError(f"cannot {'reverse' if reverse else 'apply'} a patch in the recording sandbox: "
                            f"{result.output.strip()[-200:]}")
 
 
@@ -196,9 +209,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
     sys_path = task_sys_path(task)
     wd = record.workdir
     with FreshSandboxes(backend) as new_sandbox:
-        box = new_sandbox(task.sandbox_spec())
+        box = new_sandbox(_clean_spec(task))  # the clean tree itself: no prepared git workspace needed
         box.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
-        _apply(box, wd, record.fix_patch)  # the clean tree
         box.write_file("/tmp/.tgb-rec/tgb_recorder.py", PROBE_SOURCE.read_bytes())
         box.write_file("/tmp/.tgb-rec/probe.py", PROBE_SOURCE.read_bytes())
         box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
@@ -238,7 +250,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         clean2, p2 = run_replay(box, spec)
         if clean1 is None or clean2 is None:
             raise NoCheck(f"the clean tree's replay failed: {p1 or p2}")
-        _apply(box, wd, record.fix_patch, reverse=True)  # the buggy tree
+        _apply(box, wd, record.bug_patch)  # the buggy tree
         buggy, p3 = run_replay(box, spec)
         if buggy is None:
             buggy = {}
@@ -261,7 +273,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         # Prove the stored answers: the chosen inputs alone, in order, on each tree.
         final = replay_spec(chosen, sys_path)
         buggy_final, _ = run_replay(box, final)
-        _apply(box, wd, record.fix_patch)
+        _apply(box, wd, record.bug_patch, reverse=True)
         clean_final, problem = run_replay(box, final)
         if clean_final is None:
             raise NoCheck(f"the clean tree's replay of the chosen inputs failed: {problem}")
