@@ -278,7 +278,9 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         if clean_final is None:
             raise NoCheck(f"the clean tree's replay of the chosen inputs failed: {problem}")
         answers = {c["id"]: clean_final[c["id"]] for c in chosen}
-        differs = sum(1 for c in chosen if (buggy_final or {}).get(c["id"], {}).get("h") != answers[c["id"]]["h"])
+        telling_final = [c["id"] for c in chosen
+                         if (buggy_final or {}).get(c["id"], {}).get("h") != answers[c["id"]]["h"]]
+        differs = len(telling_final)
         unstable = [c["id"] for c in chosen if answers[c["id"]]["h"] != clean1[c["id"]]["h"]]
         if unstable:
             chosen = [c for c in chosen if c["id"] not in unstable]
@@ -290,6 +292,9 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
     check = {"version": BEHAVIOUR_VERSION, "seconds": CALL_SECONDS,
              "targets": [{"path": p, "qualname": q, "module": modules[(p, q)]} for p, q in targets],
              "recorded_calls": len(calls), "candidates": len(candidates), "discriminating": differs,
+             # the inputs the buggy code answers differently; perturbed ones among them are what a
+             # hard-coded answer to the tests' own calls cannot match
+             "telling": [i for i in telling_final if i not in unstable],
              "inputs": chosen, "answers": answers}
     return check
 
