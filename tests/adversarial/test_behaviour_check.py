@@ -142,9 +142,6 @@ def test_a_replay_that_crashes_hangs_or_lies_is_the_agents_zero(task, buggy_tree
             "            _os.write(_fd, b'\\nTGBEHAVIOUR {\"results\": []}\\n')\n"
             "        except OSError:\n"
             "            pass\n"),
-        # ignores the per-call alarm and never returns: the whole replay's time limit ends it
-        "hangs": replaying + "    import signal as _sig, time as _t\n    _sig.signal(_sig.SIGALRM, _sig.SIG_IGN)\n"
-                             "    _t.sleep(10 ** 6)\n",
     }
     for name, code in fix_then.items():
         patch = make_patch(buggy_tree, tmp_path / name, {"ledgerly/__init__.py": code}) + task.record.fix_patch
@@ -175,3 +172,16 @@ def test_the_replay_sandbox_never_holds_the_answers(task):
         assert '"answers"' not in listing and "args_after" not in listing
         for box in kept:
             type(box).close(box)
+
+
+def test_a_replay_that_never_returns_is_the_agents_zero(task, buggy_tree, tmp_path):
+    """The oracle's fix plus code that, in the replay, ignores the per-call alarm and sleeps: the
+    whole replay's time limit ends it (about 30 s plus 10 s per input), a 0 and no infra error."""
+    code = ("import sys as _s\nif _s.argv[1:2] == ['replay']:\n"
+            "    import signal as _sig, time as _t\n    _sig.signal(_sig.SIGALRM, _sig.SIG_IGN)\n"
+            "    _t.sleep(10 ** 6)\n")
+    patch = make_patch(buggy_tree, tmp_path, {"ledgerly/__init__.py": code}) + task.record.fix_patch
+    with FreshSandboxes("local") as new_sandbox:
+        details = task.grade_patch(patch, new_sandbox)
+    assert details["tests_passed"] and not details["all_passed"] and not details.get("infra_error"), details
+    assert "did not finish within" in details["behaviour_failure"], details

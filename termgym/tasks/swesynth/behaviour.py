@@ -42,8 +42,11 @@ PROBE_SOURCE = Path(__file__).with_name("behaviour_probe.py")
 BEHAVIOUR_VERSION = 1
 #: The most bytes of replay output the host reads (the rest is a failure of the replay, not read).
 MAX_OUTPUT = 2 * 1024 * 1024
-#: Each replayed call's time limit, in seconds (the whole replay gets this per input plus a margin).
+#: Each replayed call's time limit at recording, in seconds: slower calls are not kept.
 CALL_SECONDS = 2.0
+#: Each replayed call's time limit at grading: five times the recording's, so a loaded machine does
+#: not turn an honest call into a timeout (the whole replay gets this per input plus a margin).
+GRADE_CALL_SECONDS = 10.0
 MARKER = "TGBEHAVIOUR "
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -121,7 +124,7 @@ def run_replay(sandbox, spec: dict[str, Any], timeout: float | None = None) -> t
     sandbox.write_file(f"{folder}/probe.py", PROBE_SOURCE.read_bytes(), mode=0o444)
     sandbox.write_file(f"{folder}/inputs.json", json.dumps(spec), mode=0o444)
     seconds = float(spec.get("seconds", CALL_SECONDS))
-    limit = timeout if timeout is not None else 30.0 + seconds * 1.5 * len(spec["inputs"])
+    limit = timeout if timeout is not None else 30.0 + seconds * len(spec["inputs"])
     command = (f"cd {shlex.quote(folder)} && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 "
                f"LANG=C.UTF-8 python3 -s -B probe.py replay inputs.json 2>/dev/null")
     result = sandbox.exec(command, timeout=limit)
@@ -195,7 +198,7 @@ def behaviour_check(task, patch: str, new_sandbox: Callable) -> dict[str, Any]:
         return {"behaviour": "none", "behaviour_passed": True}
     check = validate_check(check, f"task {task.record.task_id}")
     sys_path = task_sys_path(task)
-    spec = replay_spec(check["inputs"], sys_path, float(check.get("seconds", CALL_SECONDS)))
+    spec = replay_spec(check["inputs"], sys_path, max(GRADE_CALL_SECONDS, float(check.get("seconds", CALL_SECONDS))))
     expected = {item["id"]: check["answers"][item["id"]] for item in check["inputs"]}
 
     def replay_on(tree_patch: str) -> tuple[dict | None, str]:
