@@ -100,6 +100,8 @@ def register(subparsers) -> None:
     beh.add_argument("--limit", type=int, default=None, help="record at most this many tasks this run")
     beh.add_argument("--redo", action="store_true", help="record again tasks that already have a line")
     beh.add_argument("--retry", action="store_true", help="record again tasks whose earlier line has no check")
+    beh.add_argument("--verify", action="store_true",
+                     help="replay every stored check in a fresh sandbox; record again those that do not reproduce")
     beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)
@@ -305,7 +307,7 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
             print(f"{time.strftime('%H:%M:%S')} {task_id}: {outcome}", flush=True)
 
     stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
-                     redo=args.redo, retry=args.retry, progress=progress)
+                     redo=args.redo, retry=args.retry, verify=args.verify, progress=progress)
     print(json.dumps(stats, indent=1))
     return 0
 

@@ -31,6 +31,11 @@ import signal
 import sys
 import types
 
+try:
+    from pathlib import PurePath as _PurePath
+except ImportError:  # pragma: no cover - pathlib is always there on CPython
+    _PurePath = None
+
 MARKER = "TGBEHAVIOUR "
 MAX_DEPTH = 8
 MAX_NODES = 3000
@@ -135,6 +140,11 @@ def canonical(value):
             return ["callable", _class_name(t), _callable_name(x)]
         mro = _mro(t)
         name = _class_name(t)
+        if _PurePath is not None and _PurePath in mro:  # its instance state holds lazily filled caches
+            try:
+                return ["object", name, ["path", _PurePath.__str__(x)], []]
+            except Exception:
+                return ["object", name, ["unreadable"], []]
         if type in mro:
             return ["class", _class_name(x)]
         if BaseException in mro:

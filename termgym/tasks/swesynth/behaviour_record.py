@@ -13,7 +13,8 @@ provisioned test environment:
 4. every input is replayed twice on the clean tree and once on the buggy tree (each in a fresh
    isolated interpreter); inputs the clean code answers differently twice are dropped;
 5. a check is kept only if the buggy code answers at least one input differently; the chosen
-   inputs are replayed once more on each tree, in order, to prove the stored answers.
+   inputs are replayed once more on each tree, in order, in a *fresh* sandbox (nothing the tests
+   left behind), to prove the stored answers; inputs answered differently there are dropped.
 
 :func:`backfill` does that for every task of an existing suite, in parallel and resumably, and
 writes the checks beside the records (``behaviour/<project>.jsonl`` of a compact suite,
@@ -270,23 +271,34 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             keep_ids.add(c["id"])
             budget -= cost
         chosen = [c for c in candidates if c["id"] in keep_ids]
-        # Prove the stored answers: the chosen inputs alone, in order, on each tree.
-        final = replay_spec(chosen, sys_path)
-        buggy_final, _ = run_replay(box, final)
-        _apply(box, wd, record.bug_patch, reverse=True)
-        clean_final, problem = run_replay(box, final)
-        if clean_final is None:
-            raise NoCheck(f"the clean tree's replay of the chosen inputs failed: {problem}")
+        box.close()
+        # Prove the stored answers where nobody ran anything: the chosen inputs alone, in order, in a
+        # fresh sandbox, on each tree (the tests' side effects, temporary files say, are not there).
+        for _round in range(3):
+            fresh = new_sandbox(_clean_spec(task))
+            try:
+                final = replay_spec(chosen, sys_path)
+                clean_final, problem = run_replay(fresh, final)
+                fresh.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
+                _apply(fresh, wd, record.bug_patch)
+                buggy_final, _ = run_replay(fresh, final)
+            finally:
+                fresh.close()
+            if clean_final is None:
+                raise NoCheck(f"the clean tree's replay of the chosen inputs failed in a fresh sandbox: {problem}")
+            unstable = [c["id"] for c in chosen if clean_final[c["id"]]["h"] != clean1[c["id"]]["h"]]
+            chosen = [c for c in chosen if c["id"] not in unstable]
+            if not unstable:
+                break
+            if not chosen:
+                raise NoCheck("no chosen input is answered the same way in a fresh sandbox (they depend on "
+                              "what the tests left behind or on the inputs replayed before them)")
+        else:
+            raise NoCheck("the chosen inputs' clean answers keep changing in fresh sandboxes")
         answers = {c["id"]: clean_final[c["id"]] for c in chosen}
         telling_final = [c["id"] for c in chosen
                          if (buggy_final or {}).get(c["id"], {}).get("h") != answers[c["id"]]["h"]]
         differs = len(telling_final)
-        unstable = [c["id"] for c in chosen if answers[c["id"]]["h"] != clean1[c["id"]]["h"]]
-        if unstable:
-            chosen = [c for c in chosen if c["id"] not in unstable]
-            answers = {k: v for k, v in answers.items() if k not in unstable}
-            if not chosen:
-                raise NoCheck("the chosen inputs' clean answers depend on the inputs replayed before them")
         if differs == 0:
             raise NoCheck("the chosen inputs alone are answered by the buggy code like the clean code")
     check = {"version": BEHAVIOUR_VERSION, "seconds": CALL_SECONDS,
@@ -294,9 +306,21 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
              "recorded_calls": len(calls), "candidates": len(candidates), "discriminating": differs,
              # the inputs the buggy code answers differently; perturbed ones among them are what a
              # hard-coded answer to the tests' own calls cannot match
-             "telling": [i for i in telling_final if i not in unstable],
+             "telling": telling_final,
              "inputs": chosen, "answers": answers}
     return check
+
+
+def reproduces(record, check: dict[str, Any], *, backend: str = "local") -> bool:
+    """Whether a stored check's clean answers come back in a fresh sandbox of the clean tree."""
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.behaviour import compare_answers
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    task = SweSynthTask(record)
+    with FreshSandboxes(backend) as new_sandbox:
+        got, _ = run_replay(new_sandbox(_clean_spec(task)), replay_spec(check["inputs"], task_sys_path(task)))
+    return got is not None and not compare_answers({i["id"]: check["answers"][i["id"]] for i in check["inputs"]}, got)
 
 
 # -- the backfill -------------------------------------------------------------------------------------
@@ -326,6 +350,7 @@ def read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
 
 def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
              limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
+             verify: bool = False,
              progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
 
@@ -356,15 +381,24 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
             by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
     queues = list(by_repo.values())
     todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+    if verify:
+        todo = [tid for tid in ids if tid in done and suite.record(tid).behaviour]
     if limit is not None:
         todo = todo[:limit]
     lock = threading.Lock()
     stats: dict[str, Any] = {"checked": 0, "no_check": {}, "skipped": len(ids) - len(todo) if limit is None
-                             else len(done), "errors": 0}
+                             else len(done), "errors": 0, "reverified": 0}
     start = time.monotonic()
 
     def one(tid: str) -> None:
         record = suite.record(tid)
+        if verify:
+            if reproduces(record, record.behaviour, backend=backend):
+                with lock:
+                    stats["checked"] += 1
+                return
+            with lock:
+                stats["reverified"] += 1
         try:
             line: dict[str, Any] = {"task_id": tid, "behaviour": record_behaviour(record, backend=backend)}
         except NoCheck as exc:
