@@ -185,3 +185,22 @@ def test_a_replay_that_never_returns_is_the_agents_zero(task, buggy_tree, tmp_pa
         details = task.grade_patch(patch, new_sandbox)
     assert details["tests_passed"] and not details["all_passed"] and not details.get("infra_error"), details
     assert "did not finish within" in details["behaviour_failure"], details
+
+
+def test_clean_answers_that_do_not_come_back_are_infrastructure_not_the_agents_zero(task):
+    """A stored answer the clean code no longer gives (here: one digest altered) fails the oracle
+    too, so the grade is an infra error; ``reproduces`` (what ``--verify`` runs) says the same."""
+    from termgym.tasks.swesynth.behaviour_record import reproduces
+
+    check = task.record.behaviour
+    assert reproduces(task.record, check)
+    first = check["inputs"][0]["id"]
+    broken = {**check, "answers": {**check["answers"], first: {"h": "0" * 64}}}
+    assert not reproduces(task.record, broken)
+    task.record.behaviour = broken
+    try:
+        with FreshSandboxes("local") as new_sandbox:
+            details = task.grade_patch(task.record.fix_patch, new_sandbox)
+    finally:
+        task.record.behaviour = check
+    assert not details["all_passed"] and "does not reproduce its recorded behaviour" in details["infra_error"], details
