@@ -444,6 +444,36 @@ def summarise(entries: list[dict]) -> dict:
     return out
 
 
+def suite_counts(suite_dir: Path) -> dict:
+    """How many tasks of a compact suite carry a check, why the others do not, how many checks have a
+    *perturbed* input that tells the bug apart (what hard-coding the tests' calls cannot match), and
+    the bytes the checks take."""
+    from termgym.tasks.swesynth.behaviour_record import _reason_key, read_sidecar
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    suite = SweSynthSuite(suite_dir)
+    out: dict = {"tasks": 0, "recorded": 0, "with_check": 0, "perturbed_telling": 0, "no_check": {},
+                 "bytes": 0, "per_project": {}}
+    for repo, count in sorted(suite.projects().items()):
+        path = suite_dir / "behaviour" / f"{repo}.jsonl"
+        lines = read_sidecar(path)
+        out["bytes"] += path.stat().st_size if path.is_file() else 0
+        checked = [line["behaviour"] for line in lines.values() if line.get("behaviour")]
+        out["tasks"] += count
+        out["recorded"] += len(lines)
+        out["with_check"] += len(checked)
+        origin = {}
+        for check in checked:
+            origin = {item["id"]: item.get("origin", "") for item in check["inputs"]}
+            out["perturbed_telling"] += any(origin.get(i, "").startswith("perturbed") for i in check.get("telling", []))
+        for line in lines.values():
+            if not line.get("behaviour"):
+                key = _reason_key(line.get("reason", "?"))
+                out["no_check"][key] = out["no_check"].get(key, 0) + 1
+        out["per_project"][repo] = {"tasks": count, "recorded": len(lines), "with_check": len(checked)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="projects", help="suite directory or name (default: projects)")
@@ -454,7 +484,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="local")
     parser.add_argument("-j", "--jobs", type=int, default=1)
     parser.add_argument("--out", default="behaviour_check.json")
+    parser.add_argument("--counts", action="store_true", help="only count the suite's stored checks and exit")
     args = parser.parse_args(argv)
+    if args.counts:
+        from termgym.tasks.swesynth.suite import NAMED_SUITES
+        print(json.dumps(suite_counts(NAMED_SUITES.get(args.suite) or Path(args.suite)), indent=1))
+        return 0
 
     from termgym.tasks.swesynth.suite import NAMED_SUITES, SweSynthSuite
 
