@@ -91,6 +91,21 @@ def register(subparsers) -> None:
     prov.add_argument("--backend", default="local", help="sandbox backend for --check (local or docker)")
     prov.set_defaults(func=cmd_provision)
 
+    beh = sub.add_parser("behaviour", help="record behaviour checks (clean answers on replayed and perturbed "
+                                           "calls) for the tasks of a suite that have none yet (resumable)")
+    beh.add_argument("--suite", default="projects",
+                     help="suite directory or name (projects: the bundled real-project suite, toy; default projects)")
+    beh.add_argument("--workers", "-j", type=int, default=1, help="tasks recorded at once")
+    beh.add_argument("--repo", action="append", default=None, help="only this project (repeatable)")
+    beh.add_argument("--limit", type=int, default=None, help="record at most this many tasks this run")
+    beh.add_argument("--redo", action="store_true", help="record again tasks that already have a line")
+    beh.add_argument("--retry", action="store_true", help="record again tasks whose earlier line has no check")
+    beh.add_argument("--verify", action="store_true",
+                     help="replay every stored check in a fresh sandbox; record again those that do not reproduce")
+    beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
+    beh.add_argument("--quiet", action="store_true", help="no line per task")
+    beh.set_defaults(func=cmd_behaviour)
+
     projs = sub.add_parser("projects", help="list the bundled real projects and whether their test "
                                             "environments are provisioned here")
     projs.add_argument("--json", action="store_true")
@@ -269,6 +284,31 @@ def cmd_summary(args: argparse.Namespace) -> int:
     print(bundle.summary_markdown(suite), end="")
     if args.docs:
         bundle.write_docs_table(suite, args.docs)
+    return 0
+
+
+def cmd_behaviour(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from termgym.tasks.swesynth.behaviour_record import backfill
+    from termgym.tasks.swesynth.suite import NAMED_SUITES
+
+    suite = NAMED_SUITES.get(args.suite) or Path(args.suite)
+    if not suite.is_dir():
+        print(f"termgym swesynth behaviour: {args.suite!r} is neither a suite directory nor a suite name "
+              f"({', '.join(NAMED_SUITES)})", file=sys.stderr)
+        return 1
+    if args.workers < 1:
+        print(f"termgym swesynth behaviour: --workers must be at least 1, got {args.workers}", file=sys.stderr)
+        return 1
+
+    def progress(task_id: str, outcome: str) -> None:
+        if not args.quiet:
+            print(f"{time.strftime('%H:%M:%S')} {task_id}: {outcome}", flush=True)
+
+    stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
+                     redo=args.redo, retry=args.retry, verify=args.verify, progress=progress)
+    print(json.dumps(stats, indent=1))
     return 0
 
 

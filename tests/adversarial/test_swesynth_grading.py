@@ -532,9 +532,9 @@ def test_a_fix_that_uses_the_standard_library_freely_still_scores_one(task, bugg
     assert details["all_passed"] and not details.get("tamper"), details
 
 
-@pytest.mark.xfail(strict=True, reason="known limit (docs/security.md): code under test may return values that "
-                                        "satisfy the tests' own comparisons; that is a weak test, not a forged grade")
-def test_known_limit_values_that_compare_equal_to_anything(task, buggy_tree, tmp_path):
+def test_values_that_compare_equal_to_anything_score_zero(task, buggy_tree, tmp_path):
+    """Once pinned as a known limit; it scores 0 (the package's own ``== "debit"`` breaks other tests).
+    The variants that do pass every test are caught by the behaviour check (``test_behaviour_check.py``)."""
     details = graded_with(task, buggy_tree, tmp_path, """
         from .accounts import Account as _Account
         class _Any(str):
@@ -544,7 +544,7 @@ def test_known_limit_values_that_compare_equal_to_anything(task, buggy_tree, tmp
         _orig_side = _Account.normal_side
         _Account.normal_side = property(lambda self: _Any(_orig_side.fget(self)))
     """)
-    assert_forgery_fails(details)
+    assert not details["all_passed"] and not details.get("infra_error"), details
 
 
 # -- the agent's own sandbox -------------------------------------------------------------------------

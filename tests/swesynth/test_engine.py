@@ -203,6 +203,21 @@ def test_generation_screens_and_validates_each_task(compact_suite):
                 "cross_module"} <= set(record.signals)
 
 
+def test_generation_records_the_behaviour_check_beside_the_records(compact_suite):
+    out, result = compact_suite
+    checked = [r for r in result.records if r.behaviour]
+    assert checked, [r.validation.get("behaviour") for r in result.records]
+    for record in result.records:
+        assert record.validation["behaviour"].startswith(("none: ", f"{len(record.behaviour.get('inputs', []))} inputs"))
+    sidecar = out / "behaviour" / "shop.jsonl"
+    assert sorted(json.loads(line)["task_id"] for line in sidecar.read_text().splitlines()) == \
+        sorted(r.task_id for r in checked)
+    suite = SweSynthSuite(out)
+    for record in checked:
+        loaded = suite.record(record.task_id).behaviour
+        assert loaded["answers"] == record.behaviour["answers"] and loaded["discriminating"] >= 1
+
+
 def test_compact_storage_round_trip_and_filters(compact_suite):
     out, result = compact_suite
     index = json.loads((out / "suite.json").read_text())

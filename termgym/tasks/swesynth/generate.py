@@ -557,7 +557,25 @@ def validate_in_sandbox(record: TaskRecord, files: dict[str, str], base: Baselin
                          "nop": f"{nop['all_result'].split('/')[0]}/{len(record.all_tests)}",
                          "nop_check": f"grader on the {len(record.target_tests)} failing tests: "
                                       f"{nop['target_result']} pass"}
+    record_check(record, backend=backend, cache_dir=cache_dir)
     return None
+
+
+def record_check(record: TaskRecord, *, backend: str = "local", cache_dir: Path | None = None) -> None:
+    """Give a validated task its behaviour check (:mod:`~termgym.tasks.swesynth.behaviour_record`);
+    a task none can be recorded for keeps its tests-only grade and says why in ``validation``."""
+    from termgym.tasks.swesynth.behaviour_record import NoCheck, record_behaviour
+
+    try:
+        record.behaviour = record_behaviour(record, backend=backend, cache_dir=cache_dir)
+        record.validation["behaviour"] = f"{len(record.behaviour['inputs'])} inputs, " \
+                                         f"{record.behaviour['discriminating']} tell the bug apart"
+    except NoCheck as exc:
+        record.validation["behaviour"] = f"none: {exc}"
+    finally:
+        if cache_dir is not None:
+            for tree in Path(cache_dir).glob(f"{record.task_id}-*"):
+                _remove_tree(tree)
 
 
 def _remove_tree(path: Path) -> None:

@@ -63,6 +63,10 @@ class TaskRecord:
     #: files_touched, edits, cross_module, ...) and the tier they give (easy/medium/hard).
     signals: dict[str, Any] = field(default_factory=dict)
     difficulty: str | None = None
+    #: The behaviour check recorded at generation (:mod:`termgym.tasks.swesynth.behaviour`): inputs and
+    #: the clean code's answers. Stored beside the record (``behaviour.json`` in a task folder,
+    #: ``behaviour/<repo>.jsonl`` in a compact suite), never in ``task.json``; empty when the task has none.
+    behaviour: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, repo_dir: str | None = None) -> dict[str, Any]:
         """The public JSON shape; ``repo_dir`` is written as given (relative paths stay portable)."""
@@ -173,6 +177,7 @@ class TaskRecord:
             signals=dict(data.get("signals") or {}),
             difficulty=data.get("difficulty") or None,
             project=str(project) if project else None,
+            behaviour=dict(data.get("behaviour") or {}),
         )
         if not record.workdir.startswith("/"):
             raise RecordError(f"{where}: 'workdir' must be an absolute path, got {record.workdir!r}")
@@ -186,6 +191,9 @@ def write_task(folder: str | Path, record: TaskRecord, repo_dir: str | None = No
     (folder / "task.json").write_text(json.dumps(record.to_json(repo_dir), indent=2) + "\n", encoding="utf-8")
     (folder / "bug.patch").write_text(record.bug_patch, encoding="utf-8")
     (folder / "fix.patch").write_text(record.fix_patch, encoding="utf-8")
+    if record.behaviour:
+        (folder / "behaviour.json").write_text(json.dumps({"task_id": record.task_id, "behaviour": record.behaviour},
+                                                          separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
     return folder
 
 
@@ -201,6 +209,12 @@ def read_task(folder: str | Path, repos: dict[str, dict[str, Any]] | None = None
         raise RecordError(f"{path}: no such task record") from None
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}: not valid JSON ({exc})") from None
+    sidecar = path.parent / "behaviour.json"
+    if sidecar.is_file() and "behaviour" not in data:
+        try:
+            data["behaviour"] = json.loads(sidecar.read_text(encoding="utf-8")).get("behaviour")
+        except (ValueError, AttributeError) as exc:
+            raise RecordError(f"{sidecar}: not a behaviour file ({exc})") from None
     return TaskRecord.from_json(data, where=str(path), base_dir=path.parent, repos=repos, repos_base=repos_base)
 
 

@@ -91,6 +91,18 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, prior_lines
         for line in [*prior_lines, *(record_line(record) for record in records)]:
             fh.write(json.dumps(line, separators=(",", ":")) + "\n")
     os.replace(tmp, records_path)
+    sidecar = out / "behaviour" / f"{name}.jsonl"
+    prior_ids = {str(line.get("task_id")) for line in prior_lines}
+    checks = {tid: check for tid, check in _behaviour_lines(sidecar).items() if tid in prior_ids}
+    checks.update({record.task_id: record.behaviour for record in records if record.behaviour})
+    if checks:  # behaviour checks live beside the records: one line per task
+        sidecar.parent.mkdir(parents=True, exist_ok=True)
+        tmp = sidecar.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for task_id, check in checks.items():
+                fh.write(json.dumps({"task_id": task_id, "behaviour": check}, separators=(",", ":"),
+                                    sort_keys=True) + "\n")
+        os.replace(tmp, sidecar)
     (out / "baselines" / f"{name}.json").write_text(json.dumps({"repo": name, "tests": tests}, indent=0) + "\n",
                                                     encoding="utf-8")
     entry: dict[str, Any] = {"test_command": test_command, "source_dirs": list(source_dirs),
@@ -141,6 +153,7 @@ def read_compact(path: Path, index: dict[str, Any]) -> tuple[dict[str, dict[str,
         if not records_path.is_file():
             raise RecordError(f"{path / 'suite.json'}: repo {repo!r} names the records file {records_path}, "
                               "which does not exist")
+        checks = _behaviour_lines(path / info.get("behaviour", f"behaviour/{repo}.jsonl"))
         for n, data, problem in json_lines(records_path):
             if problem is not None:
                 raise RecordError(f"{records_path}:{n}: {problem}")
@@ -149,6 +162,9 @@ def read_compact(path: Path, index: dict[str, Any]) -> tuple[dict[str, dict[str,
             data["original"] = {"all_tests": tests}
             data.setdefault("repo", repo)
             data["_where"] = f"{records_path}:{n}"
+            check = checks.get(str(data["task_id"]))
+            if check:
+                data["behaviour"] = check
             raw[str(data["task_id"])] = data
     splits: dict[str, list[str]] = {}
     for split, ids in (index.get("splits") or {}).items():
@@ -157,3 +173,15 @@ def read_compact(path: Path, index: dict[str, Any]) -> tuple[dict[str, dict[str,
                 raise RecordError(f"{path / 'suite.json'}: split {split!r} lists {tid!r}, which no records file holds")
             splits.setdefault(split, []).append(tid)
     return raw, splits
+
+
+def _behaviour_lines(path: Path) -> dict[str, dict[str, Any]]:
+    """``task_id -> behaviour check`` from a project's sidecar (tasks recorded without one are left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return out
+    for n, data, problem in json_lines(path):
+        if problem is not None or not isinstance(data, dict) or not isinstance(data.get("task_id"), str):
+            raise RecordError(f"{path}:{n}: a behaviour line needs a 'task_id' ({problem or 'malformed'})")
+        out[data["task_id"]] = data.get("behaviour")  # the last line of a task wins
+    return {tid: check for tid, check in out.items() if check}

@@ -29,6 +29,7 @@ from typing import Any
 
 from termgym.sandbox.base import Sandbox, SandboxSpec
 from termgym.tasks.base import Grade, GradingContext, Task
+from termgym.tasks.swesynth.behaviour import apply_behaviour_check
 from termgym.tasks.swesynth.grading import (
     cannot_start_reason,
     default_source_dirs,
@@ -310,7 +311,8 @@ class SweSynthTask(Task):
             details["tamper"] = run.tamper[:10]
         if infra:
             details["infra_error"] = infra
-        return details
+        # The decision outside the graded process: replay recorded inputs, compare with clean answers.
+        return apply_behaviour_check(self, patch, new_sandbox, details)
 
     def grade(self, ctx: GradingContext) -> Grade:
         def zero(error: str, **extra: Any) -> Grade:
@@ -337,7 +339,7 @@ class SweSynthTask(Task):
             return Grade(0.0, False, details, error="the graded code tampered with the test run: "
                          + "; ".join(details["tamper"][:3]))
         passed = bool(details["all_passed"])
-        return Grade(1.0 if passed else 0.0, passed, details)
+        return Grade(1.0 if passed else 0.0, passed, details, error=details.get("behaviour_failure"))
 
 
 def read_agent_file(sandbox: Sandbox, path: str) -> bytes:

@@ -1,0 +1,259 @@
+"""The behaviour check: a SWE-SYNTH grade decided by comparing behaviour with the clean code, outside
+the graded process.
+
+Tests run inside the interpreter that runs the agent's code, so what that process reports about
+itself (test outcomes, however they are signed) can be forged by the code under test. The behaviour
+check does not ask the graded process for a verdict; it asks it for *answers*:
+
+* **Recorded at generation** (:mod:`termgym.tasks.swesynth.behaviour_record`): calls into the
+  functions the bug changes, taken from the clean tree's tests, plus perturbed variants the agent
+  never sees, each with the clean code's answer in canonical structural form (return value,
+  arguments and ``self`` after the call, exception type; :func:`~termgym.tasks.swesynth.behaviour_probe.canonical`).
+  Only inputs the clean code answers the same way twice are kept, and a task gets a check only
+  when the buggy code answers at least one of them differently.
+* **Replayed at grading** (:func:`behaviour_check`): a fresh sandbox (not the agent's, not the test
+  run's) holds the patched tree and *only the inputs*; an isolated ``python3`` (empty environment,
+  no user site, its own ``sys.path``) imports the package and replays them, each call under a time
+  limit, and prints one line of JSON. The host reads at most :data:`MAX_OUTPUT` bytes of it,
+  validates its shape and compares every answer with the stored clean one here, in termgym's
+  process. The clean answers never enter any sandbox.
+
+A patch passes only if the required tests pass **and** every answer matches. A replay that crashes,
+hangs or prints something else is a 0 with the reason in the details; it is an infrastructure error
+only if the oracle's tree, replayed in a sandbox nobody touched, does not reproduce the clean
+answers either.
+
+Storage: a record's ``behaviour`` (``{"version", "targets", "inputs", "answers", ...}``) lives beside
+the record: ``behaviour/<project>.jsonl`` in a compact suite, ``behaviour.json`` in a task folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import shlex
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+PROBE_SOURCE = Path(__file__).with_name("behaviour_probe.py")
+BEHAVIOUR_VERSION = 1
+#: The most bytes of replay output the host reads (the rest is a failure of the replay, not read).
+MAX_OUTPUT = 2 * 1024 * 1024
+#: Each replayed call's time limit at recording, in seconds: slower calls are not kept.
+CALL_SECONDS = 2.0
+#: Each replayed call's time limit at grading: five times the recording's, so a loaded machine does
+#: not turn an honest call into a timeout (the whole replay gets this per input plus a margin).
+GRADE_CALL_SECONDS = 10.0
+MARKER = "TGBEHAVIOUR "
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class BehaviourDataError(ValueError):
+    """A stored behaviour check is malformed (the message names the task and the field)."""
+
+
+def module_name(path: str, python_path: list[str] | tuple[str, ...] = ()) -> str:
+    """The importable module name of a repository-relative ``*.py`` path (``src/`` layouts included)."""
+    p = PurePosixPath(path)
+    for root in sorted((r.strip("/") for r in python_path if r.strip("/")), key=len, reverse=True):
+        if p.is_relative_to(root):
+            p = p.relative_to(root)
+            break
+    parts = list(p.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def canonical_answer(form: Any) -> dict[str, Any]:
+    """``{"h": sha256, "c": form when small}`` of a canonical form, computed the probe's way."""
+    from termgym.tasks.swesynth import behaviour_probe
+
+    return behaviour_probe.answer_of(form)
+
+
+def validate_check(check: Any, where: str) -> dict[str, Any]:
+    """A stored behaviour check, shape-checked; raises :class:`BehaviourDataError` naming what is wrong."""
+    if not isinstance(check, dict):
+        raise BehaviourDataError(f"{where}: 'behaviour' must be an object, got {type(check).__name__}")
+    if check.get("version") != BEHAVIOUR_VERSION:
+        raise BehaviourDataError(f"{where}: 'behaviour.version' must be {BEHAVIOUR_VERSION}, got {check.get('version')!r}")
+    inputs, answers = check.get("inputs"), check.get("answers")
+    if not isinstance(inputs, list) or not inputs:
+        raise BehaviourDataError(f"{where}: 'behaviour.inputs' must be a non-empty list")
+    if not isinstance(answers, dict):
+        raise BehaviourDataError(f"{where}: 'behaviour.answers' must be an object")
+    for n, item in enumerate(inputs):
+        if not (isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("module"), str)
+                and isinstance(item.get("qualname"), str) and isinstance(item.get("args"), str)):
+            raise BehaviourDataError(f"{where}: 'behaviour.inputs[{n}]' needs string 'id', 'module', 'qualname', 'args'")
+        answer = answers.get(item["id"])
+        if not isinstance(answer, dict) or not isinstance(answer.get("h"), str) or not _HEX64.match(answer["h"]):
+            raise BehaviourDataError(f"{where}: 'behaviour.answers' has no valid answer for input {item['id']!r}")
+    return check
+
+
+def replay_spec(inputs: list[dict[str, Any]], sys_path: list[str], seconds: float = CALL_SECONDS) -> dict[str, Any]:
+    """The file the replay sandbox gets: inputs and the import path, never an answer."""
+    return {"inputs": [{k: item[k] for k in ("id", "module", "qualname", "args")} for item in inputs],
+            "sys_path": list(sys_path), "seconds": seconds}
+
+
+def task_sys_path(task) -> list[str]:
+    """``sys.path`` for a replay of ``task``: the tree's import roots (its ``python_path`` directories,
+    then the workdir), then the project's read-only test environment."""
+    wd = task.workdir.rstrip("/")
+    parts = task.test_env_parts()
+    paths = list(parts.python_path) if parts else []
+    inside = [p for p in paths if p == wd or p.startswith(wd + "/")]
+    return [*inside, wd, *(p for p in paths if p not in inside)]
+
+
+def run_replay(sandbox, spec: dict[str, Any], timeout: float | None = None) -> tuple[dict[str, dict] | None, str]:
+    """Replay ``spec`` in ``sandbox`` (which already holds the tree); returns ``(answers by id, problem)``.
+
+    The probe runs in ``/tmp`` under ``env -i`` (no ``PYTHONPATH``, no startup file; a fixed hash
+    seed so set iteration is the same as at recording) with ``-s -B``. Whatever it prints is
+    untrusted: :func:`parse_replay_output` reads it defensively. ``problem`` is ``""`` on success.
+    """
+    token = secrets.token_hex(8)
+    folder = f"/tmp/.tgb-{token}"
+    sandbox.write_file(f"{folder}/probe.py", PROBE_SOURCE.read_bytes(), mode=0o444)
+    sandbox.write_file(f"{folder}/inputs.json", json.dumps(spec), mode=0o444)
+    seconds = float(spec.get("seconds", CALL_SECONDS))
+    limit = timeout if timeout is not None else 30.0 + seconds * len(spec["inputs"])
+    command = (f"cd {shlex.quote(folder)} && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 "
+               f"LANG=C.UTF-8 python3 -s -B probe.py replay inputs.json 2>/dev/null")
+    result = sandbox.exec(command, timeout=limit)
+    if result.timed_out:
+        return None, f"the replay did not finish within {limit:.0f} s"
+    answers, problem = parse_replay_output(result.output, [item["id"] for item in spec["inputs"]])
+    if answers is None and result.exit_code != 0:
+        problem = f"the replay exited with {result.exit_code}: {problem}"
+    return answers, problem
+
+
+def parse_replay_output(output: str, ids: list[str]) -> tuple[dict[str, dict] | None, str]:
+    """The answers in a replay's output, or ``(None, why not)``: one ``TGBEHAVIOUR`` line of JSON
+    whose results name exactly ``ids``, in order, each with a 64-hex digest (and maybe a form)."""
+    if len(output) > MAX_OUTPUT:
+        return None, f"the replay printed more than {MAX_OUTPUT} bytes"
+    lines = [line for line in output.splitlines() if line.startswith(MARKER)]
+    if len(lines) != 1:
+        tail = output.strip()[-200:]
+        return None, f"the replay printed {len(lines)} result lines instead of 1" + (f" (output ends: {tail!r})" if tail else "")
+    try:
+        data = json.loads(lines[0][len(MARKER):])
+    except (ValueError, RecursionError) as exc:
+        return None, f"the replay's result line is not JSON ({str(exc)[:80]})"
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list) or len(results) != len(ids):
+        return None, f"the replay reported {len(results) if isinstance(results, list) else 'no'} results for {len(ids)} inputs"
+    answers: dict[str, dict] = {}
+    for want, got in zip(ids, results):
+        if not isinstance(got, dict) or got.get("id") != want:
+            return None, f"the replay's results are out of order at input {want!r}"
+        digest = got.get("h")
+        if not isinstance(digest, str) or not _HEX64.match(digest):
+            return None, f"the replay's result for {want!r} has no valid digest"
+        answer: dict[str, Any] = {"h": digest}
+        if "c" in got:
+            # A form that travels must be the one its digest names: recomputed here, on the host.
+            if canonical_answer(got["c"]).get("h") != digest:
+                return None, f"the replay's result for {want!r} does not match its own digest"
+            answer["c"] = got["c"]
+        answers[want] = answer
+    return answers, ""
+
+
+def compare_answers(expected: dict[str, dict], got: dict[str, dict]) -> list[dict[str, Any]]:
+    """The inputs whose replayed answer differs from the clean one (by canonical digest)."""
+    mismatches = []
+    for input_id, want in expected.items():
+        have = got.get(input_id)
+        if have is None or have.get("h") != want.get("h"):
+            mismatches.append({"input": input_id, "expected": want.get("c", want.get("h")),
+                               "got": None if have is None else have.get("c", have.get("h"))})
+    return mismatches
+
+
+def _short(value: Any, limit: int = 240) -> Any:
+    text = json.dumps(value, sort_keys=True)
+    return value if len(text) <= limit else text[:limit] + "..."
+
+
+def behaviour_check(task, patch: str, new_sandbox: Callable) -> dict[str, Any]:
+    """Replay ``task``'s recorded inputs on ``patch`` in a fresh sandbox and compare with the clean answers.
+
+    Returns grade details: ``behaviour`` (``"k/n"`` matching, or ``"none"`` when the task carries no
+    check), ``behaviour_passed``, ``behaviour_mismatches`` (the first few) and ``behaviour_failure``
+    (why the replay could not be read), or ``infra_error`` when the oracle's tree does not reproduce
+    the clean answers in a sandbox nobody else touched.
+    """
+    check = task.record.behaviour
+    if not check:
+        return {"behaviour": "none", "behaviour_passed": True}
+    check = validate_check(check, f"task {task.record.task_id}")
+    sys_path = task_sys_path(task)
+    spec = replay_spec(check["inputs"], sys_path, max(GRADE_CALL_SECONDS, float(check.get("seconds", CALL_SECONDS))))
+    expected = {item["id"]: check["answers"][item["id"]] for item in check["inputs"]}
+
+    def replay_on(tree_patch: str) -> tuple[dict | None, str]:
+        box = new_sandbox(task.sandbox_spec())
+        if tree_patch.strip():
+            box.write_file("/tmp/.termgym-behaviour.patch", tree_patch)
+            applied = box.exec(f"cd {shlex.quote(task.workdir)} && git apply --whitespace=nowarn "
+                               f"/tmp/.termgym-behaviour.patch && rm -f /tmp/.termgym-behaviour.patch", timeout=60)
+            if applied.exit_code != 0:
+                return None, f"the patch does not apply for the replay: {applied.output.strip()[-200:]}"
+        try:
+            return run_replay(box, spec)
+        finally:
+            box.close()
+
+    answers, problem = replay_on(patch)
+    mismatches = compare_answers(expected, answers) if answers is not None else []
+    n = len(expected)
+    if answers is not None and not mismatches:
+        return {"behaviour": f"{n}/{n}", "behaviour_passed": True}
+    # Before blaming the agent: the oracle's tree, in a sandbox nobody touched, must give the clean answers.
+    clean, clean_problem = replay_on(task.record.fix_patch)
+    if clean is None or compare_answers(expected, clean):
+        why = clean_problem or f"{len(compare_answers(expected, clean or {}))} answers differ"
+        return {"behaviour": f"0/{n}", "behaviour_passed": False,
+                "infra_error": f"the clean code does not reproduce its recorded behaviour in this sandbox ({why})"}
+    details: dict[str, Any] = {"behaviour_passed": False}
+    if answers is None:
+        details.update(behaviour=f"0/{n}", behaviour_failure=f"the behaviour replay failed: {problem}")
+    else:
+        details.update(behaviour=f"{n - len(mismatches)}/{n}",
+                       behaviour_failure=f"{len(mismatches)} of {n} replayed calls differ from the clean code",
+                       behaviour_mismatches=[{**m, "expected": _short(m["expected"]), "got": _short(m["got"])}
+                                             for m in mismatches[:3]])
+    return details
+
+
+def apply_behaviour_check(task, patch: str, new_sandbox: Callable, details: dict[str, Any]) -> dict[str, Any]:
+    """Add the behaviour check to ``details`` of a test run (what :meth:`SweSynthTask.grade_patch` calls).
+
+    The replay runs only when the required tests all passed and the run was trusted; a mismatch
+    turns ``all_passed`` off.
+    """
+    if not details.get("all_passed") or details.get("tamper") or details.get("infra_error"):
+        details.setdefault("behaviour", "not run (the required tests did not all pass)"
+                           if task.record.behaviour else "none")
+        return details
+    details["tests_passed"] = True  # what the grade was before the behaviour check (benchmarks compare)
+    result = behaviour_check(task, patch, new_sandbox)
+    details.update(result)
+    if not result.get("behaviour_passed"):
+        details["all_passed"] = False
+    return details
+
+
+def digest_of(data: bytes) -> str:
+    """sha256 hex of ``data``."""
+    return hashlib.sha256(data).hexdigest()

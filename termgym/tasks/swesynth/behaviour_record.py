@@ -1,0 +1,434 @@
+"""Recording a task's behaviour check at generation (the factory side of :mod:`~termgym.tasks.swesynth.behaviour`).
+
+For one task (:func:`record_behaviour`), in one real sandbox of the task's runtime with the project's
+provisioned test environment:
+
+1. the functions and methods the bug patch changes are found on the clean tree (:func:`changed_functions`);
+2. in a sandbox of the clean tree, the tests the bug breaks run with the probe's
+   recorder (:mod:`~termgym.tasks.swesynth.behaviour_probe`), which pickles the arguments (``self``
+   included) of every call into those functions before the call runs; calls whose pickles need a
+   test module are skipped;
+3. perturbed variants are made (neighbouring numbers, trimmed and extended strings and lists, other
+   dict keys, flipped flags);
+4. every input is replayed twice on the clean tree and once on the buggy tree (each in a fresh
+   isolated interpreter); inputs the clean code answers differently twice are dropped;
+5. a check is kept only if the buggy code answers at least one input differently; the chosen
+   inputs are replayed once more on each tree, in order, in a *fresh* sandbox (nothing the tests
+   left behind), to prove the stored answers; inputs answered differently there are dropped.
+
+:func:`backfill` does that for every task of an existing suite, in parallel and resumably, and
+writes the checks beside the records (``behaviour/<project>.jsonl`` of a compact suite,
+``behaviour.json`` in a task folder).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from termgym.tasks.swesynth.behaviour import (
+    BEHAVIOUR_VERSION,
+    CALL_SECONDS,
+    PROBE_SOURCE,
+    module_name,
+    replay_spec,
+    run_replay,
+    task_sys_path,
+)
+
+#: Bounds that keep the bundled suite's checks small (a few KB per task).
+MAX_PER_TARGET = 8  # distinct recorded calls per changed function
+MAX_INPUT_BYTES = 2048  # pickled arguments of one input
+PERTURB_PER_CALL = 6
+MAX_CANDIDATES = 60
+MAX_INPUTS = 16  # stored per task
+MAX_DISCRIMINATING = 10
+MAX_CHECK_BYTES = 16 * 1024  # inputs (base64) and answers of one task, roughly
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+class NoCheck(Exception):
+    """A task for which no behaviour check can be recorded; the message says why (counted in reports)."""
+
+
+def changed_lines(patch: str) -> dict[str, set[int]]:
+    """Per file, the lines of the *old* side (the clean tree, for a bug patch) a patch changes.
+
+    A hunk that only adds lines counts the old line it inserts before (or after, at the end).
+    """
+    out: dict[str, set[int]] = {}
+    path = None
+    old = 0
+    removed_in_hunk = False
+    insert_at: int | None = None
+    for line in patch.splitlines():
+        if line.startswith("--- "):
+            continue
+        if line.startswith("+++ "):
+            name = line[4:].strip()
+            path = None if name == "/dev/null" else re.sub(r"^b/", "", name)
+            continue
+        m = _HUNK.match(line)
+        if m:
+            if path and not removed_in_hunk and insert_at is not None:
+                out.setdefault(path, set()).add(insert_at)
+            old = int(m.group(1))
+            removed_in_hunk, insert_at = False, None
+            continue
+        if path is None:
+            continue
+        if line.startswith("-"):
+            out.setdefault(path, set()).add(old)
+            removed_in_hunk = True
+            old += 1
+        elif line.startswith("+"):
+            if insert_at is None:
+                insert_at = max(old - 1, 1)  # the line the insertion follows
+        elif line.startswith(" "):
+            old += 1
+    if path and not removed_in_hunk and insert_at is not None:
+        out.setdefault(path, set()).add(insert_at)
+    return out
+
+
+def functions_at(source: str, lines: set[int]) -> list[str]:
+    """Qualified names of the functions holding ``lines`` (the outermost replayable one for nested
+    functions; lines outside any function give nothing)."""
+    tree = ast.parse(source)
+    spans: list[tuple[int, int, str, bool]] = []  # start, end, qualname, inside a function
+
+    def visit(node: ast.AST, prefix: str, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qual = f"{prefix}{child.name}"
+                start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                spans.append((start, child.end_lineno or child.lineno, qual, in_function))
+                visit(child, f"{qual}.<locals>.", True)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.", in_function)
+            else:
+                visit(child, prefix, in_function)
+
+    visit(tree, "", False)
+    found: list[str] = []
+    for line in sorted(lines):
+        holders = [s for s in spans if s[0] <= line <= s[1] and not s[3]]
+        if holders:
+            qual = min(holders, key=lambda s: s[1] - s[0])[2]
+            if qual not in found:
+                found.append(qual)
+    return found
+
+
+def changed_functions(record) -> list[tuple[str, str]]:
+    """``(repository path, qualified name)`` of every function or method the bug patch changes,
+    read from the clean tree (``record.repo_dir``)."""
+    out = []
+    for path, lines in changed_lines(record.bug_patch).items():
+        if not path.endswith(".py"):
+            continue
+        source = (Path(record.repo_dir) / path).read_text(encoding="utf-8")
+        out += [(path, qual) for qual in functions_at(source, lines)]
+    return out
+
+
+def _python_path(record) -> list[str]:
+    if record.project:
+        from termgym.tasks.swesynth.projects import get_project
+        return list(get_project(record.project).python_path)
+    return []
+
+
+def _packages(record, source_dirs: Sequence[str]) -> list[str]:
+    """Top-level importable package names of the project (what recorded pickles may reference)."""
+    names = {module_name(d.rstrip("/") + "/__init__.py", _python_path(record)).split(".")[0] for d in source_dirs}
+    return sorted(n for n in names if n)
+
+
+def _run(box, command: str, timeout: float, what: str):
+    result = box.exec(command, timeout=timeout)
+    if result.timed_out:
+        raise NoCheck(f"{what} timed out after {timeout:.0f} s")
+    return result
+
+
+def _clean_spec(task):
+    """A sandbox of the task's clean repository with the project's test environment (what the
+    oracle's tree is, byte for byte: generation checks that the fix restores it)."""
+    from termgym.sandbox.base import SandboxSpec
+    from termgym.tasks.swesynth.task import SANDBOX_ENV
+
+    record = task.record
+    parts = task.test_env_parts()
+    return SandboxSpec(workdir=record.workdir, image=record.image, copy_dirs={str(record.repo_dir): record.workdir},
+                       env={**SANDBOX_ENV, **(parts.env if parts else {})},
+                       ro_binds=dict(parts.ro_binds) if parts else {})
+
+
+def _apply(box, workdir: str, patch: str, reverse: bool = False) -> None:
+    box.write_file("/tmp/.tgb-rec/tree.patch", patch)
+    flag = "-R " if reverse else ""
+    result = box.exec(f"cd {shlex.quote(workdir)} && git apply {flag}--whitespace=nowarn /tmp/.tgb-rec/tree.patch",
+                      timeout=60)
+    if result.exit_code != 0:
+        raise RuntimeError(f"cannot {'reverse' if reverse else 'apply'} a patch in the recording sandbox: "
+                           f"{result.output.strip()[-200:]}")
+
+
+def _stable(form_answer: dict[str, Any]) -> bool:
+    form = form_answer.get("c")
+    return not (isinstance(form, list) and form and form[0] in ("timeout", "unreplayable"))
+
+
+def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None = None,
+                     test_timeout: float | None = None) -> dict[str, Any]:
+    """Record ``record``'s behaviour check in a ``backend`` sandbox; raises :class:`NoCheck` (why not).
+
+    The returned check holds the inputs (pickled arguments, base64) and the clean answers; see
+    :mod:`termgym.tasks.swesynth.behaviour`.
+    """
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.screen import select_command
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    if record.repo_dir is None:
+        raise NoCheck("the task has no host repository to find the changed functions in")
+    targets = changed_functions(record)
+    if not targets:
+        raise NoCheck("the bug changes no function or method (only module- or class-level code)")
+    task = SweSynthTask(record, cache_dir=cache_dir)
+    python_path = _python_path(record)
+    modules = {(path, qual): module_name(path, python_path) for path, qual in targets}
+    sys_path = task_sys_path(task)
+    wd = record.workdir
+    with FreshSandboxes(backend) as new_sandbox:
+        box = new_sandbox(_clean_spec(task))  # the clean tree itself: no prepared git workspace needed
+        box.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
+        box.write_file("/tmp/.tgb-rec/tgb_recorder.py", PROBE_SOURCE.read_bytes())
+        box.write_file("/tmp/.tgb-rec/probe.py", PROBE_SOURCE.read_bytes())
+        box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
+            "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
+            "max_per_target": MAX_PER_TARGET, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json"}))
+        parts = task.test_env_parts()
+        pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
+        tests = select_command(record.test_command, record.repo_dir, record.target_tests)
+        command = (f"cd {shlex.quote(wd)} && env -u PYTHONSTARTUP -u PYTEST_ADDOPTS -u PYTEST_PLUGINS "
+                   f"PYTHONPATH={shlex.quote(pythonpath)} PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 "
+                   f"TG_BEHAVIOUR_CONFIG=/tmp/.tgb-rec/config.json {tests} -p tgb_recorder -p no:cacheprovider "
+                   f"-p no:randomly >/tmp/.tgb-rec/pytest.log 2>&1")
+        _run(box, command, test_timeout or record.test_timeout, "the clean tree's tests under the recorder")
+        try:
+            calls = json.loads(box.read_file("/tmp/.tgb-rec/calls.json"))
+        except (FileNotFoundError, ValueError):
+            log = box.exec("tail -c 600 /tmp/.tgb-rec/pytest.log", timeout=30).output
+            raise NoCheck(f"the recorder wrote no calls (pytest output ends: {log.strip()[-300:]!r})") from None
+        if not calls:
+            raise NoCheck("no call into the changed functions had replayable arguments (picklable without "
+                          f"test modules, at most {MAX_INPUT_BYTES} bytes)")
+        box.write_file("/tmp/.tgb-rec/perturb.json", json.dumps({"calls": calls, "sys_path": sys_path,
+                                                                  "per_call": PERTURB_PER_CALL}))
+        _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
+                  "python3 -s -B probe.py perturb perturb.json inputs.json >/dev/null 2>&1", 120, "perturbing")
+        try:
+            raw_inputs = json.loads(box.read_file("/tmp/.tgb-rec/inputs.json"))
+        except (FileNotFoundError, ValueError):
+            raw_inputs = [{"target": c["target"], "args": c["args"], "origin": "test"} for c in calls]
+        candidates = []
+        for n, item in enumerate(raw_inputs[:MAX_CANDIDATES]):
+            path, qual = item["target"]
+            candidates.append({"id": f"i{n}", "module": modules[(path, qual)], "qualname": qual,
+                               "args": item["args"], "origin": item.get("origin", "test")})
+        spec = replay_spec(candidates, sys_path)
+        clean1, p1 = run_replay(box, spec)
+        clean2, p2 = run_replay(box, spec)
+        if clean1 is None or clean2 is None:
+            raise NoCheck(f"the clean tree's replay failed: {p1 or p2}")
+        _apply(box, wd, record.bug_patch)  # the buggy tree
+        buggy, p3 = run_replay(box, spec)
+        if buggy is None:
+            buggy = {}
+        stable = [c for c in candidates if clean1[c["id"]]["h"] == clean2[c["id"]]["h"] and _stable(clean1[c["id"]])]
+        telling = [c for c in stable if buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]]
+        if not stable:
+            raise NoCheck("no recorded input is answered the same way twice by the clean code")
+        if not telling:
+            raise NoCheck("no recorded or perturbed input is answered differently by the buggy code")
+        keep_ids: set[str] = set()
+        budget = MAX_CHECK_BYTES
+        telling_ids = {c["id"] for c in telling}
+        for c in [*telling[:MAX_DISCRIMINATING], *(c for c in stable if c["id"] not in telling_ids)]:
+            cost = len(c["args"]) + len(json.dumps(clean1[c["id"]])) + 80
+            if len(keep_ids) >= MAX_INPUTS or (keep_ids and cost > budget):
+                continue
+            keep_ids.add(c["id"])
+            budget -= cost
+        chosen = [c for c in candidates if c["id"] in keep_ids]
+        box.close()
+        # Prove the stored answers where nobody ran anything: the chosen inputs alone, in order, in a
+        # fresh sandbox, on each tree (the tests' side effects, temporary files say, are not there).
+        for _round in range(3):
+            fresh = new_sandbox(_clean_spec(task))
+            try:
+                final = replay_spec(chosen, sys_path)
+                clean_final, problem = run_replay(fresh, final)
+                fresh.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
+                _apply(fresh, wd, record.bug_patch)
+                buggy_final, _ = run_replay(fresh, final)
+            finally:
+                fresh.close()
+            if clean_final is None:
+                raise NoCheck(f"the clean tree's replay of the chosen inputs failed in a fresh sandbox: {problem}")
+            unstable = [c["id"] for c in chosen if clean_final[c["id"]]["h"] != clean1[c["id"]]["h"]]
+            chosen = [c for c in chosen if c["id"] not in unstable]
+            if not unstable:
+                break
+            if not chosen:
+                raise NoCheck("no chosen input is answered the same way in a fresh sandbox (they depend on "
+                              "what the tests left behind or on the inputs replayed before them)")
+        else:
+            raise NoCheck("the chosen inputs' clean answers keep changing in fresh sandboxes")
+        answers = {c["id"]: clean_final[c["id"]] for c in chosen}
+        telling_final = [c["id"] for c in chosen
+                         if (buggy_final or {}).get(c["id"], {}).get("h") != answers[c["id"]]["h"]]
+        differs = len(telling_final)
+        if differs == 0:
+            raise NoCheck("the chosen inputs alone are answered by the buggy code like the clean code")
+    check = {"version": BEHAVIOUR_VERSION, "seconds": CALL_SECONDS,
+             "targets": [{"path": p, "qualname": q, "module": modules[(p, q)]} for p, q in targets],
+             "recorded_calls": len(calls), "candidates": len(candidates), "discriminating": differs,
+             # the inputs the buggy code answers differently; perturbed ones among them are what a
+             # hard-coded answer to the tests' own calls cannot match
+             "telling": telling_final,
+             "inputs": chosen, "answers": answers}
+    return check
+
+
+def reproduces(record, check: dict[str, Any], *, backend: str = "local") -> bool:
+    """Whether a stored check's clean answers come back in a fresh sandbox of the clean tree."""
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.behaviour import compare_answers
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    task = SweSynthTask(record)
+    with FreshSandboxes(backend) as new_sandbox:
+        got, _ = run_replay(new_sandbox(_clean_spec(task)), replay_spec(check["inputs"], task_sys_path(task)))
+    return got is not None and not compare_answers({i["id"]: check["answers"][i["id"]] for i in check["inputs"]}, got)
+
+
+# -- the backfill -------------------------------------------------------------------------------------
+
+def sidecar_path(suite_dir: Path, repo: str) -> Path:
+    """Where a compact suite keeps project ``repo``'s behaviour checks."""
+    return suite_dir / "behaviour" / f"{repo}.jsonl"
+
+
+def read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
+    """``task_id -> line`` of a behaviour sidecar (``{"task_id", "behaviour" | "reason"}``); the last line wins."""
+    out: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return out
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{n}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("task_id"), str):
+            raise ValueError(f"{path}:{n}: a behaviour line needs a 'task_id'")
+        out[data["task_id"]] = data
+    return out
+
+
+def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
+             limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
+             verify: bool = False,
+             progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+    """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
+
+    A compact suite gets ``behaviour/<repo>.jsonl`` (one line per task, appended as each finishes);
+    a suite of task folders gets ``behaviour.json`` per folder. Returns counts: ``checked``,
+    ``no_check`` by reason, ``skipped`` (already done), ``seconds``. ``retry`` records again the
+    tasks whose earlier line has no check (after the recorder improved); ``redo`` every task.
+    """
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    suite_dir = Path(suite_dir)
+    suite = SweSynthSuite(suite_dir, repos=list(repos) if repos else None)
+    compact = suite._raw != {}
+    ids = list(suite.task_ids("all"))
+    done: set[str] = set()
+    if not redo:
+        if compact:
+            for repo in suite.projects():
+                done |= {tid for tid, line in read_sidecar(sidecar_path(suite_dir, repo)).items()
+                         if not retry or line.get("behaviour")}
+        else:
+            done = {tid for tid in ids if (suite._folders[tid] / "behaviour.json").is_file()
+                    and (not retry or json.loads((suite._folders[tid] / "behaviour.json").read_text()).get("behaviour"))}
+    # Round-robin over projects, so a run cut short leaves every project partly covered.
+    by_repo: dict[str, list[str]] = {}
+    for tid in ids:
+        if tid not in done:
+            by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
+    queues = list(by_repo.values())
+    todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+    if verify:
+        todo = [tid for tid in ids if tid in done and suite.record(tid).behaviour]
+    if limit is not None:
+        todo = todo[:limit]
+    lock = threading.Lock()
+    stats: dict[str, Any] = {"checked": 0, "no_check": {}, "skipped": len(ids) - len(todo) if limit is None
+                             else len(done), "errors": 0, "reverified": 0}
+    start = time.monotonic()
+
+    def one(tid: str) -> None:
+        record = suite.record(tid)
+        if verify:
+            if reproduces(record, record.behaviour, backend=backend):
+                with lock:
+                    stats["checked"] += 1
+                return
+            with lock:
+                stats["reverified"] += 1
+        try:
+            line: dict[str, Any] = {"task_id": tid, "behaviour": record_behaviour(record, backend=backend)}
+        except NoCheck as exc:
+            line = {"task_id": tid, "behaviour": None, "reason": str(exc)}
+        except Exception as exc:  # recorded so the run goes on; the reason says what broke
+            line = {"task_id": tid, "behaviour": None, "reason": f"recording failed: {type(exc).__name__}: {exc}"[:500]}
+        with lock:
+            if compact:
+                path = sidecar_path(suite_dir, record.repo)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
+            else:
+                (suite._folders[tid] / "behaviour.json").write_text(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n",
+                                                                    encoding="utf-8")
+            if line["behaviour"] is not None:
+                stats["checked"] += 1
+            else:
+                key = _reason_key(line["reason"])
+                stats["no_check"][key] = stats["no_check"].get(key, 0) + 1
+            if progress:
+                progress(tid, "check" if line["behaviour"] is not None else line["reason"])
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for future in as_completed([pool.submit(one, tid) for tid in todo]):
+            future.result()
+    stats["seconds"] = round(time.monotonic() - start, 1)
+    return stats
+
+
+def _reason_key(reason: str) -> str:
+    """A reason without its task-specific tail (for counting)."""
+    return re.split(r"[:(]", reason, maxsplit=1)[0].strip()

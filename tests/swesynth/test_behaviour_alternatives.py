@@ -1,0 +1,46 @@
+"""Honest fixes do not lose to the behaviour check: correct fixes written differently from the oracle
+(the fixed functions rewritten in another style by ``benchmarks/behaviour_check.py``) score 1 on real
+bundled tasks, in real sandboxes. The measurement over many tasks: ``python -m benchmarks.behaviour_check``."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.behaviour_check import _normalised, alternative_fix_patch, rewrite_function
+from termgym.sandbox import FreshSandboxes
+from termgym.tasks.swesynth import default_suite
+from termgym.tasks.swesynth.task import prepare_workspace
+
+#: Toy tasks with a behaviour check whose fixed functions take each kind of rewrite.
+TASKS = ["ledgerly-03e7642999", "ledgerly-080f8f80d8", "ledgerly-0501e45db5"]
+
+
+def test_rewrites_change_the_text_not_the_meaning():
+    source = ("def f(x):\n    total = x + 1\n    return total\n\n"
+              "def g(x):\n    return 'a' if x else 'b'\n\n"
+              "def h(x):\n    \"\"\"Doc.\"\"\"\n    print(x)\n    return x\n")
+    namespace: dict = {}
+    for name in ("f", "g", "h"):
+        start, end, text = rewrite_function(source, name)
+        assert text != "\n".join(source.splitlines()[start - 1:end]) + "\n"
+        exec(text, namespace)  # noqa: S102 - the rewritten function, run to compare with the original
+    exec(source, original := {})  # noqa: S102
+    for name, arg in (("f", 1), ("g", 0), ("g", 1), ("h", 3)):
+        assert namespace[name](arg) == original[name](arg)
+    assert "total_alt" in rewrite_function(source, "f")[2]
+    assert "if x:" in rewrite_function(source, "g")[2]
+    assert "_alt_body" in rewrite_function(source, "h")[2]
+    # no closure when the body assigns an argument (it would turn local to the helper)
+    assert rewrite_function("def k(v):\n    if v:\n        v = 1\n", "k") is None
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_an_alternative_correct_fix_scores_one(task_id, tmp_path):
+    task = default_suite("toy", cache_dir=tmp_path).load(task_id)
+    assert task.record.behaviour, f"{task_id} lost its behaviour check"
+    patch = alternative_fix_patch(task, prepare_workspace(task.record, tmp_path))
+    assert patch and _normalised(patch) != _normalised(task.record.fix_patch)
+    with FreshSandboxes("local") as new_sandbox:
+        details = task.grade_patch(patch, new_sandbox)
+    n = len(task.record.behaviour["inputs"])
+    assert details["all_passed"] and details["behaviour"] == f"{n}/{n}", details
