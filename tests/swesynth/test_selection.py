@@ -179,3 +179,45 @@ def test_sabotage_selecting_only_the_broken_tests_would_pass_that_patch(parse_su
                         lambda self, patch: (list(self.record.target_tests), "sabotage: target tests only"))
     details = _grade(task, patch)
     assert details["all_passed"], (function, details)
+
+
+def test_tests_that_start_a_process_are_always_selected(tmp_path):
+    """Coverage cannot follow code into a child process: the screening plugin names the tests that
+    start one, and the map runs them whatever a patch changes."""
+    from termgym.tasks.swesynth.screen import ProjectEnv, ScreenWorker
+    from termgym.tasks.swesynth.selection import build_map
+
+    tree = tmp_path / "repo"
+    (tree / "calc").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    source = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    (tree / "calc" / "__init__.py").write_text(source)
+    (tree / "tests" / "test_calc.py").write_text(textwrap.dedent("""\
+        import subprocess
+        import sys
+
+        from calc import add
+
+
+        def test_add():
+            assert add(1, 2) == 3
+
+
+        def test_sub_in_a_child():
+            out = subprocess.run([sys.executable, "-c", "import calc; print(calc.sub(3, 1))"],
+                                 capture_output=True, text=True, check=True)
+            assert out.stdout.strip() == "2"
+    """))
+    worker = ScreenWorker(tree, "python3 -m pytest -q tests", ["calc"], ProjectEnv())
+    try:
+        run = worker.run({}, None, trace=True, timeout=300)
+    finally:
+        worker.close()
+    assert run.passed == {"tests/test_calc.py::test_add", "tests/test_calc.py::test_sub_in_a_child"}, run.log_tail
+    assert run.spawners == ["tests/test_calc.py::test_sub_in_a_child"]
+    tests = sorted(run.passed)
+    cmap = build_map("calc", "h", tests, {"calc/__init__.py": source}, run.lines, run.import_lines, run.spawners,
+                     run.passed)
+    assert cmap.always == [tests.index("tests/test_calc.py::test_sub_in_a_child")]
+    # ``sub`` runs only in the child: no traced test executes it, so only the always-run test guards it
+    assert cmap.functions["calc/__init__.py"]["sub"] == (False, [])
