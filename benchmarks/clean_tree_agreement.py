@@ -31,6 +31,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -70,7 +71,7 @@ PROJECTS: tuple[PyPIProject, ...] = (
     PyPIProject("pycparser", "2.22", "unittest", args="tests"),
     PyPIProject("pyflakes", "3.2.0", "unittest", "ast, sys._getframe in tests", args="pyflakes/test"),
     PyPIProject("inflection", "0.5.1", "pytest", args="test_inflection.py"),
-    PyPIProject("wcwidth", "0.2.13", "pytest", args="tests"),
+    PyPIProject("wcwidth", "0.2.13", "pytest", args="tests -o addopts=\"\""),
     PyPIProject("addict", "2.4.0", "unittest", args="test_addict.py"),
     PyPIProject("parameterized", "0.9.0", "unittest", "inspect.stack, frames", args="parameterized/test.py",
                 deps=("mock==5.1.0",)),
@@ -159,11 +160,16 @@ def provision_env(project: PyPIProject, root: Path) -> Path | None:
     return env
 
 
-_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)")
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL) (.+)$")
 
 
-def parse_summary(log: str) -> dict[str, str]:
-    """Per-test outcomes from pytest's ``-rA`` short summary (skips carry no node id there)."""
+def parse_summary(log: str, known_ids: Sequence[str] = ()) -> dict[str, str]:
+    """Per-test outcomes from pytest's ``-rA`` short summary (skips carry no node id there).
+
+    A ``PASSED`` line is the node id alone (ids may hold spaces); the other kinds may add
+    `` - message``, so their id is the longest of ``known_ids`` the rest starts with (else the text
+    before the first `` - ``)."""
+    by_length = sorted(known_ids, key=len, reverse=True)
     outcomes: dict[str, str] = {}
     in_summary = False
     for line in log.splitlines():
@@ -175,7 +181,11 @@ def parse_summary(log: str) -> dict[str, str]:
         m = _SUMMARY.match(line)
         if not m:
             continue
-        kind, nodeid = m.groups()
+        kind, rest = m.groups()
+        if kind == "PASSED":
+            nodeid = rest.rstrip()
+        else:
+            nodeid = next((k for k in by_length if rest == k or rest.startswith(k + " ")), rest.split(" - ")[0])
         outcome = {"PASSED": "passed", "XPASS": "passed", "XFAIL": "skipped"}.get(kind, "failed")
         if outcomes.get(nodeid) != "failed":  # a teardown error after a pass
             outcomes[nodeid] = outcome
@@ -278,13 +288,13 @@ def compare(project: PyPIProject, root: Path, *, old_plugin: Path | None = None,
                  f"> /tmp/raw.log 2>&1", timeout=timeout)
         result.raw_seconds = round(time.monotonic() - started, 2)
         log = box.read_file("/tmp/raw.log").decode("utf-8", "replace")
-    raw = parse_summary(log)
-    required = sorted(t for t, o in raw.items() if o == "passed")
-    result.raw_passed = len(required)
-    if not required:
+    if "short test summary info" not in log or " PASSED" not in log and "\nPASSED" not in log:
         result.error = "raw pytest passed no test: " + " | ".join(log.strip().splitlines()[-4:])[-400:]
         return result
     run, seconds = graded(tree, env, python_path, source_dirs, command, timeout)
+    raw = parse_summary(log, run.collected)
+    required = sorted(t for t, o in raw.items() if o == "passed")
+    result.raw_passed = len(required)
     result.grader_seconds = round(seconds, 2)
     result.collected = len(run.collected)
     result.tamper = list(run.tamper)[:5]
