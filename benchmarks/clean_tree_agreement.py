@@ -227,20 +227,26 @@ def _spec(tree: Path, env: Path | None, python_path: list[str]):
 
 
 class _OldKeyfile:
-    """A sandbox whose grader key file also carries what the pre-issue-25 plugin read from it."""
+    """A sandbox that gets the pre-issue-25 grader plugin instead of the current one, with the key file
+    that plugin reads (the current grader writes both; nothing global is swapped, so grades in other
+    threads are untouched)."""
 
-    def __init__(self, box, workdir: str, source_dirs: list[str], trusted: list[str]) -> None:
-        self._box, self._extra = box, {"workdir": workdir, "source_dirs": source_dirs, "trusted_dirs": trusted}
+    def __init__(self, box, plugin_source: Path, workdir: str, source_dirs: list[str], trusted: list[str]) -> None:
+        self._box, self._plugin = box, plugin_source.read_bytes()
+        self._extra = {"workdir": workdir, "source_dirs": source_dirs, "trusted_dirs": trusted}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._box, name)
 
     def write_file(self, path: str, data, mode: int = 0o644):
+        name = PurePosixPath(path).name
         if "/.tg-k-" in path:
             config = json.loads(data)
             grader_dir = "/tmp/.tg-" + path.split("/.tg-k-", 1)[1].split("/", 1)[0]
             config.update(self._extra, protected=[grader_dir, str(PurePosixPath(path).parent)])
             data = json.dumps(config)
+        elif path.startswith("/tmp/.tg-") and name.startswith("tg_") and name.endswith(".py"):
+            data = self._plugin
         return self._box.write_file(path, data, mode=mode)
 
 
@@ -251,19 +257,14 @@ def graded(tree: Path, env: Path | None, python_path: list[str], source_dirs: li
     from termgym.tasks.swesynth import grading
 
     trusted = [ENV_MOUNT] if env else []
-    saved = grading.PLUGIN_SOURCE
     with FreshSandboxes("local") as new_sandbox:
         box = new_sandbox(_spec(tree, env, python_path))
         if plugin_source is not None:
-            grading.PLUGIN_SOURCE = plugin_source
-            box = _OldKeyfile(box, "/app", source_dirs, trusted)
-        try:
-            started = time.monotonic()
-            run = grading.run_graded_tests(box, command, "/app", source_dirs, timeout, python_path=python_path,
-                                           trusted_dirs=trusted)
-            return run, time.monotonic() - started
-        finally:
-            grading.PLUGIN_SOURCE = saved
+            box = _OldKeyfile(box, plugin_source, "/app", source_dirs, trusted)
+        started = time.monotonic()
+        run = grading.run_graded_tests(box, command, "/app", source_dirs, timeout, python_path=python_path,
+                                       trusted_dirs=trusted)
+        return run, time.monotonic() - started
 
 
 def compare(project: PyPIProject, root: Path, *, old_plugin: Path | None = None, timeout: float = 300.0) -> Comparison:

@@ -145,27 +145,17 @@ def timed_grade(task, patch: str, new_sandbox_factory=None) -> tuple[dict[str, A
     return details, time.monotonic() - started
 
 
-_old_plugin_lock = threading.Lock()
-
-
 def old_full_grade(task, old_plugin: Path) -> float:
-    """Seconds of the oracle's full-set grade under the pre-issue-25 plugin (its result must pass)."""
+    """Seconds of the oracle's full-set grade under the pre-issue-25 plugin (NaN unless it passes)."""
     from benchmarks.clean_tree_agreement import _OldKeyfile
-    from termgym.tasks.swesynth import grading
 
     parts = task.test_env_parts()
     trusted = list(parts.trusted_dirs) if parts else []
 
     def factory(fresh):
-        return lambda spec: _OldKeyfile(fresh(spec), task.workdir, task.source_dirs, trusted)
+        return lambda spec: _OldKeyfile(fresh(spec), old_plugin, task.workdir, task.source_dirs, trusted)
 
-    with _old_plugin_lock:  # the plugin source is a module global: one old-plugin grade at a time
-        saved = grading.PLUGIN_SOURCE
-        grading.PLUGIN_SOURCE = old_plugin
-        try:
-            details, seconds = timed_grade(task, task.record.fix_patch, factory)
-        finally:
-            grading.PLUGIN_SOURCE = saved
+    details, seconds = timed_grade(task, task.record.fix_patch, factory)
     if not details["all_passed"]:
         return float("nan")
     return seconds
