@@ -83,18 +83,17 @@ PROJECTS: tuple[PyPIProject, ...] = (
     PyPIProject("schema", "0.7.5", "pytest", "inspect", args="test_schema.py"),
     PyPIProject("mock", "5.1.0", "unittest", "inspect, frames", args="mock/tests"),
     PyPIProject("simplejson", "3.19.2", "unittest", args="simplejson/tests"),
-    PyPIProject("docopt", "0.6.2", "pytest", args="test_docopt.py"),
     # Refused by the grader before issue 25 (docs/swesynth.md, "How the projects were chosen"):
     PyPIProject("jinja2", "3.1.3", "pytest", "compile(), frames (debug)", args="tests", python_path=("src",),
                 deps=("markupsafe==2.1.5",)),
-    PyPIProject("pydash", "7.0.7", "pytest", "inspect, compile()", args="tests", python_path=("src",),
+    PyPIProject("pydash", "7.0.7", "pytest", "inspect, compile()", args="tests -o addopts=\"\"", python_path=("src",),
                 deps=("typing_extensions==4.11.0",)),
-    PyPIProject("semver", "3.0.2", "pytest", "sys._getframe, inspect", args="tests", python_path=("src",)),
+    PyPIProject("semver", "3.0.2", "pytest", "sys._getframe, inspect", args="tests -o addopts=\"\"", python_path=("src",)),
     PyPIProject("glom", "23.5.0", "pytest", "sys._getframe (via boltons)", args="glom/test",
                 deps=("boltons==24.0.0", "face==22.0.0", "attrs==23.2.0")),
     PyPIProject("rfc3986", "2.0.0", "pytest", args="tests", python_path=("src",)),
     PyPIProject("tinycss2", "1.2.1", "pytest", args="tests", deps=("webencodings==0.5.1",)),
-    PyPIProject("funcy", "2.0", "pytest", "inspect", args="tests"),
+    PyPIProject("funcy", "2.0", "pytest", "inspect", args="tests", deps=("whatever==0.7",)),
     PyPIProject("colorama", "0.4.6", "unittest", args="colorama/tests"),
     PyPIProject("mistune", "3.0.2", "unittest", args="tests", python_path=("src",)),
     PyPIProject("icecream", "2.1.3", "unittest", "frames (executing)", args="tests",
@@ -205,7 +204,8 @@ class Comparison:
     raw_seconds: float = 0.0
     grader_passed_of_required: int = 0
     grader_seconds: float = 0.0
-    disagreements: list[str] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)  # on the required set (what decides a grade)
+    other_differences: list[str] = field(default_factory=list)  # tests raw pytest did not pass
     tamper: list[str] = field(default_factory=list)
     old_passed_of_required: int | None = None
     old_tamper: list[str] = field(default_factory=list)
@@ -305,7 +305,7 @@ def compare(project: PyPIProject, root: Path, *, old_plugin: Path | None = None,
             result.disagreements.append(f"{tid}: raw passed, grader {run.outcomes.get(tid, 'missing')}")
     for tid, outcome in run.outcomes.items():
         if outcome == "passed" and raw.get(tid, "skipped") != "passed":
-            result.disagreements.append(f"{tid}: raw {raw.get(tid, 'skipped/absent')}, grader passed")
+            result.other_differences.append(f"{tid}: raw {raw.get(tid, 'skipped/absent')}, grader passed")
     if not run.ran and not run.tamper:
         result.disagreements.append(f"the graded session did not finish (exit {run.exit_code}): {run.log_tail[-300:]}")
     if old_plugin is not None:
@@ -314,6 +314,7 @@ def compare(project: PyPIProject, root: Path, *, old_plugin: Path | None = None,
         result.old_tamper = list(old.tamper)[:3]
         result.old_passed_of_required = 0 if old.tamper else sum(old.outcomes.get(t) == "passed" for t in required)
     result.disagreements = result.disagreements[:20]
+    result.other_differences = result.other_differences[:20]
     return result
 
 
@@ -337,6 +338,9 @@ def markdown(results: list[Comparison]) -> str:
                          f"| - | - | - |")
             continue
         same = "yes" if r.agrees else f"**no** ({len(r.disagreements)} differ{'; tamper' if r.tamper else ''})"
+        others = getattr(r, "other_differences", [])
+        if others:
+            same += f"; {len(others)} test(s) raw did not pass, grader passed"
         if r.old_passed_of_required is None:
             old = "-"
         elif r.old_tamper:
