@@ -111,7 +111,17 @@ STDLIB_ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("code", STDLIB_ATTACKS.values(), ids=STDLIB_ATTACKS.keys())
+#: In-process forgeries the slimmed grader plugin no longer stops: the behaviour check decides them
+#: (issue 25 item 1). Strict: when it lands they score 0 again and the marks must go.
+BEHAVIOUR_CHECK_DECIDES = pytest.mark.xfail(
+    strict=True, reason="in-process forgery: the slimmed grader plugin no longer stops it (docs/security.md); "
+                        "the behaviour check (issue 25 item 1) decides it. Remove this mark when that lands.")
+
+
+@pytest.mark.parametrize("code", [
+    pytest.param(code, id=name, marks=BEHAVIOUR_CHECK_DECIDES)
+    if name == "empties_the_plugins_event_tables_then_traces_from_call" else pytest.param(code, id=name)
+    for name, code in STDLIB_ATTACKS.items()])
 def test_stdlib_patching_cannot_forge_events(task, buggy_tree, tmp_path, code):
     assert_scores_zero(grade(task, diff_of(buggy_tree, tmp_path, appended(code))))
 
@@ -189,7 +199,13 @@ PROCESS_ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("code", PROCESS_ATTACKS.values(), ids=PROCESS_ATTACKS.keys())
+@pytest.mark.parametrize("code", [
+    pytest.param(code, id=name, marks=pytest.mark.xfail(
+        strict=False, reason="in-process forgery that races pytest's runner (it forges when the thread wins): "
+                             "the slimmed grader plugin no longer stops it; the behaviour check (issue 25 "
+                             "item 1) decides it. Make it strict, then remove, when that lands."))
+    if name == "daemon_thread_patches_the_runner_later" else pytest.param(code, id=name)
+    for name, code in PROCESS_ATTACKS.items()])
 def test_process_level_attacks_score_zero(task, buggy_tree, tmp_path, code):
     details = grade(task, diff_of(buggy_tree, tmp_path, appended(code)))
     assert_scores_zero(details)
@@ -256,59 +272,6 @@ def test_agent_sandbox_tricks_score_zero(attack, cache):
         env.close()
     assert grade["score"] == 0.0 and not grade["passed"], grade
     assert not grade.get("infra_error"), grade
-
-
-#: Attacks on the guard's own decisions: each asks for a denied primitive after swapping what the
-#: audit hook consults (then restores it, so a later integrity check sees nothing). The primitive
-#: must still be denied, which the grade reports as tampering.
-GUARD_ATTACKS = {
-    "os_path_normpath_swapped_to_open_proc_self_mem": ("open", """
-        import os as _os
-        _normpath = _os.path.normpath
-        _os.path.normpath = lambda path: "/tmp/harmless"
-        try:
-            open("/proc/self/mem", "rb").close()
-        finally:
-            _os.path.normpath = _normpath
-    """),
-    "builtins_swapped_around_sys_getframe": ("sys._getframe", """
-        import builtins as _builtins, sys as _sys
-        _saved = dict(vars(_builtins))
-        _builtins.isinstance = lambda obj, kinds: False
-        _builtins.getattr = lambda obj, name, *default: default[0] if default else None
-        try:
-            _sys._getframe(0)
-        finally:
-            vars(_builtins).update(_saved)
-    """),
-    "plugin_globals_rebound_around_settrace": ("sys.settrace", """
-        import sys as _sys
-        for _m in list(_sys.modules.values()):
-            if getattr(_m, "_EVENT", None) == "termgym.grader":
-                _saved = dict(vars(_m))
-                _m._SENSITIVE = frozenset()
-                _m._norm = lambda path: "/usr/lib/python3.11/os.py"
-                try:
-                    _sys.settrace(lambda *args: None)
-                    _sys.settrace(None)
-                finally:
-                    vars(_m).update(_saved)
-    """),
-    # A path object rather than a string for the key's hiding place.
-    "pathlib_path_opens_proc_self_mem": ("open", """
-        import pathlib as _pathlib
-        with open(_pathlib.Path("/proc/self/mem"), "rb"):
-            pass
-    """),
-}
-
-
-@pytest.mark.parametrize("attack", sorted(GUARD_ATTACKS))
-def test_the_guard_cannot_be_swapped_out(task, buggy_tree, tmp_path, attack):
-    event, code = GUARD_ATTACKS[attack]
-    details = grade(task, diff_of(buggy_tree, tmp_path, appended(code)))
-    assert_scores_zero(details)
-    assert any(event in reason for reason in details.get("tamper", [])), details
 
 
 #: The trace function of the table-emptying attack, installed from code the audit hook itself runs
@@ -416,7 +379,8 @@ ALIAS_ATTACK = """
 """
 
 
-@pytest.mark.parametrize("with_wrapped", [False, True], ids=["plain", "claims_to_wrap_the_real_test"])
+@pytest.mark.parametrize("with_wrapped", [pytest.param(False, id="plain", marks=BEHAVIOUR_CHECK_DECIDES),
+                                          pytest.param(True, id="claims_to_wrap_the_real_test")])
 def test_a_test_name_rebound_to_another_tests_function(cache, with_wrapped):
     task = default_suite("toy", cache_dir=cache).load(ALIAS_TASK)
     tree = prepare_workspace(task.record, cache)
@@ -425,5 +389,3 @@ def test_a_test_name_rebound_to_another_tests_function(cache, with_wrapped):
         details = grade(task, diff_of(tree, Path(tmp), appended(code)))
     assert not details["all_passed"] and details["target_result"] == "0/1", details
     assert not details.get("infra_error"), details
-    if not with_wrapped:  # (with a planted __wrapped__, pytest's own collection already fails: exit 2)
-        assert any("points at another function" in reason for reason in details.get("tamper", [])), details

@@ -431,25 +431,27 @@ ATTACKS["child_process_reads_the_key_from_memory"] = ATTACKS["child_process_read
     "@CHILD@", repr(KEY_THIEF))
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+#: In-process forgeries the slimmed grader plugin no longer stops (issue 25, item 2: it denies and
+#: checks nothing inside the test process, so it refuses no honest project). Each still forges the
+#: required tests' outcomes here; the decision that must give them 0 is the behaviour check against
+#: the clean code (issue 25, item 1, branch ``behaviour``). Strict: when that check lands, these
+#: score 0 again, the marks XPASS and must be removed.
+IN_PROCESS_FORGERIES = {
+    "c_callables_in_a_thread_collect_gc_objects", "function_runtest_is_a_no_op", "gc_finds_the_test_items",
+    "monkeypatch_testreport_from_item_and_call", "replaces_the_test_modules_globals",
+    "runner_module_function_replaced", "swaps_the_test_function_code", "traceback_frames_to_the_runner",
+    "walks_frames_to_the_test_item",
+}
+BEHAVIOUR_CHECK_DECIDES = pytest.mark.xfail(
+    strict=True, reason="in-process forgery: the slimmed grader plugin no longer stops it (docs/security.md); "
+                        "the behaviour check (issue 25 item 1) decides it. Remove this mark when that lands.")
+
+
+@pytest.mark.parametrize("attack", [pytest.param(a, marks=BEHAVIOUR_CHECK_DECIDES) if a in IN_PROCESS_FORGERIES
+                                    else a for a in sorted(ATTACKS)])
 def test_code_under_test_cannot_forge_a_pass(attack, task, buggy_tree, tmp_path):
     details = graded_with(task, buggy_tree, tmp_path, ATTACKS[attack])
     assert_forgery_fails(details)
-
-
-def test_a_denied_primitive_is_reported_as_tampering(task, buggy_tree, tmp_path):
-    details = graded_with(task, buggy_tree, tmp_path, ATTACKS["gc_finds_the_test_items"])
-    assert any("gc.get_objects" in reason for reason in details.get("tamper", [])), details
-
-
-def test_replaced_builtins_are_reported_as_tampering(task, buggy_tree, tmp_path):
-    details = graded_with(task, buggy_tree, tmp_path, ATTACKS["builtins_patched"])
-    assert any("builtins.repr" in reason for reason in details.get("tamper", [])), details
-
-
-def test_a_replaced_pytest_class_is_reported_as_tampering(task, buggy_tree, tmp_path):
-    details = graded_with(task, buggy_tree, tmp_path, ATTACKS["monkeypatch_testreport_from_item_and_call"])
-    assert any("from_item_and_call" in reason for reason in details.get("tamper", [])), details
 
 
 def test_an_exit_status_that_disagrees_with_pytest_is_tampering(task, buggy_tree, tmp_path):
@@ -524,6 +526,38 @@ def test_a_fix_that_uses_the_standard_library_freely_still_scores_one(task, bugg
         _WithMeta.__doc__ = "documented later"
         _fn = lambda: 1
         _fn.__name__ = "renamed"
+    """
+    patch = make_patch(buggy_tree, tmp_path, {"ledgerly/__init__.py": fix})
+    patch += task.record.fix_patch
+    with FreshSandboxes("local") as new_sandbox:
+        details = task.grade_patch(patch, new_sandbox)
+    assert details["all_passed"] and not details.get("tamper"), details
+
+
+def test_a_fix_whose_package_uses_interpreter_internals_still_scores_one(task, buggy_tree, tmp_path):
+    """Honest projects use frames, ``inspect``, ``gc``, ``ctypes``, trace functions and signal handlers
+    (loggers, decorators, debug helpers): the grader's plugin refuses none of it (issue 25, item 2).
+    Before, each of these voided the grade as tampering."""
+    fix = r"""
+        import ctypes as _ctypes, gc as _gc, inspect as _inspect, signal as _signal, sys as _sys
+        import builtins as _builtins, traceback as _tb
+        def _caller_name():
+            return _sys._getframe(1).f_code.co_name
+        def _where():
+            frame = _inspect.currentframe()
+            return frame.f_back.f_lineno if frame is not None and frame.f_back is not None else 0
+        _caller_name(); _where()
+        [_f for _f in _tb.walk_stack(None)]
+        _inspect.stack()
+        _gc.get_referrers(_caller_name)
+        len(_gc.get_objects()) > 0
+        _ctypes.c_int(3).value
+        _sys.settrace(lambda *a: None); _sys.settrace(None)
+        _sys.setprofile(lambda *a: None); _sys.setprofile(None)
+        _signal.signal(_signal.SIGUSR1, lambda *a: None)
+        _builtins._ledgerly_helper = len
+        compile("x = 1", "<ledgerly-template>", "exec")
+        _caller_name.__code__ = _caller_name.__code__.replace()
     """
     patch = make_patch(buggy_tree, tmp_path, {"ledgerly/__init__.py": fix})
     patch += task.record.fix_patch

@@ -28,7 +28,8 @@ def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
     projects written for termgym, fast for tests — ``gym.make("termgym/SweSynth-v0", path="toy")``;
     ``"projects"``, the real-project suite) or a suite directory, task folder or records file.
     ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``, ``difficulty``,
-    ``cache_dir``, ``grade_timeout``)."""
+    ``cache_dir``, ``grade_timeout``, ``grade_tests``: ``"selected"`` (default, fast grades from the
+    coverage map, :mod:`.selection`) or ``"full"``)."""
     if path is None:
         path = SUITE_DIR if (SUITE_DIR / "suite.json").is_file() else TOY_DIR
     return SweSynthSuite(path, **options)

@@ -15,11 +15,15 @@ code's reach (the threat model and the tests that prove each line: ``docs/securi
   nor anything it spawns can rewrite a test, a conftest, a ``.pyc`` or the grader's files.
 * **Outcomes out of band.** The grader's plugin (:mod:`termgym.tasks.swesynth.grader_plugin`) is
   loaded with ``-p`` from a directory the sandbox cannot write, before any project code runs; it
-  makes the test process non-dumpable, guards the interpreter with an audit hook and writes each
-  test phase to an HMAC-chained event file whose key the code under test cannot read.
+  makes the test process non-dumpable and writes pytest's report of each test phase to an
+  HMAC-chained event file whose key file it deletes before the project is imported.
   :func:`read_events` verifies the chain here, on the host, and cross-checks it with the exit status
-  the sandbox reported on its own control pipe. No junit file, no exit code alone, no line the tests
-  print is trusted.
+  the sandbox reported on its own control pipe: a line from a process that never held the key, a
+  cut-short session or a disagreeing exit status voids the run. No junit file, no exit code alone,
+  no line the tests print is trusted. The code under test shares the plugin's interpreter, so the
+  outcomes are what pytest saw, not proof against that code: the plugin denies and checks nothing
+  in-process (honest ``unittest`` suites and projects that use frames run as under raw pytest), and
+  whether a patch fixes the bug is decided outside the test process (``docs/security.md``).
 * **Knowing when it could not run.** A run whose plugin never started (no interpreter, no pytest,
   a usage error) is an *infrastructure* error, as is a run that does not reach the tests on the
   unmodified repository either (a test dependency missing in the sandbox): never a silent 0.
@@ -212,8 +216,8 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
 
     ``python_path`` (sandbox paths) follows the plugin's directory on ``PYTHONPATH``: a project's
     ``src/`` and its read-only test environment (:mod:`termgym.tasks.swesynth.projects`).
-    ``trusted_dirs`` are read-only directories of installed test dependencies, which the plugin
-    judges like the system's site-packages rather than like the project's code.
+    ``source_dirs`` and ``trusted_dirs`` stay in the signature for callers (the project's packages
+    and its read-only test dependencies); the plugin no longer judges code by where it lives.
     """
     token = secrets.token_hex(16)
     key = secrets.token_bytes(32)
@@ -225,10 +229,7 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
     sandbox.write_file(f"{grader_dir}/{module}.py", PLUGIN_SOURCE.read_bytes(), mode=0o444)
     sandbox.write_file(events_path, b"", mode=0o666)
     sandbox.write_file(log, b"", mode=0o666)
-    sandbox.write_file(keyfile, json.dumps({
-        "key": key.hex(), "events": events_path, "workdir": workdir, "source_dirs": list(source_dirs),
-        "protected": [grader_dir, os.path.dirname(keyfile)], "trusted_dirs": list(trusted_dirs),
-    }), mode=0o600)
+    sandbox.write_file(keyfile, json.dumps({"key": key.hex(), "events": events_path}), mode=0o600)
     host_root = getattr(sandbox, "root", None)
     if host_root is not None:  # local backend: a read-only tree the capability-less root cannot change
         _lock_tree(Path(host_root), [workdir, grader_dir])

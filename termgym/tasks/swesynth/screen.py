@@ -95,6 +95,7 @@ class ScreenRun(RunResult):
     versions: dict[str, str] = field(default_factory=dict)
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     import_lines: dict[str, list[int]] = field(default_factory=dict)
+    spawners: list[str] = field(default_factory=list)  # tests that started a process (not traced there)
 
 
 def tree_hash(root: Path) -> str:
@@ -377,7 +378,8 @@ class ScreenWorker:
         return ScreenRun(outcomes=data["outcomes"], messages=data.get("messages", {}), exit_code=result.exit_code,
                          duration=duration, log_tail=tail,
                          versions={"python": data.get("python", ""), "pytest": data.get("pytest", "")},
-                         lines=data.get("lines", {}), import_lines=data.get("import_lines", {}))
+                         lines=data.get("lines", {}), import_lines=data.get("import_lines", {}),
+                         spawners=list(data.get("spawners", [])))
 
     def close(self) -> None:
         self.box.close()

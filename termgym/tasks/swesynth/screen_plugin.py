@@ -11,8 +11,9 @@ environment provides). It is loaded with ``-p termgym_screen`` from a directory 
 
 The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
 passes when its setup, call and teardown all pass), ``messages`` (node id -> failure text, for bug
-reports), and with ``trace``: ``lines`` (node id -> {file: [line, ...]}) and ``import_lines``
-(lines executed outside any test: imports, class bodies, ``def`` lines, defaults, collection).
+reports), and with ``trace``: ``lines`` (node id -> {file: [line, ...]}), ``import_lines``
+(lines executed outside any test: imports, class bodies, ``def`` lines, defaults, collection) and
+``spawners`` (tests that started a process, whose code line tracing cannot follow).
 
 It is a generation tool, not a grader: nothing here is trusted for a grade. Grades come from the
 grader's own plugin (:mod:`termgym.tasks.swesynth.grader_plugin`).
@@ -32,8 +33,12 @@ _phases = {}
 _messages = {}
 _lines = {}
 _import_lines = set()
-_state = {"current": _import_lines}
+_state = {"current": _import_lines, "test": None}
 _wanted = {}
+_spawners = set()
+#: Audit events of a new process (or a fork of this one): the child's lines are not traced.
+_SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork",
+                           "os.forkpty", "pty.spawn"})
 
 
 def _is_project_file(filename):
@@ -58,9 +63,15 @@ def _global(frame, event, arg):
     return None
 
 
+def _audit(event, args):
+    if event in _SPAWN_EVENTS and _state["test"] is not None:
+        _spawners.add(_state["test"])
+
+
 if _CONFIG.get("trace"):
     sys.settrace(_global)
     threading.settrace(_global)
+    sys.addaudithook(_audit)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -70,12 +81,14 @@ def pytest_runtest_protocol(item, nextitem):
         return
     seen = set()
     _state["current"] = seen
+    _state["test"] = item.nodeid
     if sys.gettrace() is None:  # something (a debugger helper, doctest) cleared it: trace again
         sys.settrace(_global)
     try:
         yield
     finally:
         _state["current"] = _import_lines
+        _state["test"] = None
         _lines[item.nodeid] = seen
 
 
@@ -121,5 +134,6 @@ def pytest_sessionfinish(session, exitstatus):
     if _CONFIG.get("trace"):
         result["lines"] = {nodeid: _grouped(seen) for nodeid, seen in _lines.items()}
         result["import_lines"] = _grouped(_import_lines)
+        result["spawners"] = sorted(_spawners)
     with open(_CONFIG["out"], "w", encoding="utf-8") as fh:
         json.dump(result, fh)

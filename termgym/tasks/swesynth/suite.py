@@ -58,9 +58,15 @@ class SweSynthSuite(TaskSuite):
     def __init__(self, source: str | Path | Sequence[TaskRecord] | None = None, *,
                  bug_types: Sequence[str] | None = None, repos: Sequence[str] | None = None,
                  cache_dir: str | Path | None = None, grade_timeout: float | None = None,
-                 name: str | None = None, difficulty: str | Sequence[str] | None = None) -> None:
+                 name: str | None = None, difficulty: str | Sequence[str] | None = None,
+                 grade_tests: str = "selected") -> None:
+        from termgym.tasks.swesynth.selection import GRADE_TESTS
+
+        if grade_tests not in GRADE_TESTS:
+            raise ValueError(f"grade_tests must be one of {', '.join(GRADE_TESTS)}, not {grade_tests!r}")
         self.cache_dir = cache_dir
         self.grade_timeout = grade_timeout
+        self.grade_tests = grade_tests
         self._splits: dict[str, list[str]] = {}
         self._records: dict[str, TaskRecord] = {}
         self._folders: dict[str, Path] = {}
@@ -201,5 +207,14 @@ class SweSynthSuite(TaskSuite):
             raise KeyError(f"SWE-SYNTH suite {self.name!r} has no split {split!r}; splits: {', '.join(self._splits)}")
         return list(self._splits[split])
 
+    def selection_file(self, repo: str) -> Path | None:
+        """The project's coverage map for fast grades (``<suite>/selection/<repo>.json``), if any."""
+        if self._base is None:
+            return None
+        path = Path(self._base) / "selection" / f"{repo}.json"
+        return path if path.is_file() else None
+
     def load(self, task_id: str) -> SweSynthTask:
-        return SweSynthTask(self.record(task_id), cache_dir=self.cache_dir, grade_timeout=self.grade_timeout)
+        record = self.record(task_id)
+        return SweSynthTask(record, cache_dir=self.cache_dir, grade_timeout=self.grade_timeout,
+                            grade_tests=self.grade_tests, selection_file=self.selection_file(record.repo))

@@ -38,6 +38,8 @@ from termgym.tasks.swesynth.grading import (
 )
 from termgym.tasks.swesynth.projects import SandboxParts, project_sandbox_spec_parts
 from termgym.tasks.swesynth.records import RecordError, TaskRecord
+from termgym.tasks.swesynth.screen import select_command
+from termgym.tasks.swesynth.selection import GRADE_TESTS, MAX_COMMAND_BYTES, decode_ranges, load_map
 from termgym.tasks.swesynth.validate import copy_tree, is_source_path
 
 #: Every file of a prepared workspace gets this modification time (2024-01-01T00:00:00Z).
@@ -160,7 +162,8 @@ class SweSynthTask(Task):
     """Fix one injected bug; graded by the repository's tests in a fresh sandbox."""
 
     def __init__(self, record: TaskRecord, *, cache_dir: str | Path | None = None,
-                 grade_timeout: float | None = None) -> None:
+                 grade_timeout: float | None = None, grade_tests: str = "selected",
+                 selection_file: str | Path | None = None) -> None:
         instruction = INSTRUCTION.format(workdir=record.workdir, test_command=record.test_command,
                                          problem_statement=record.problem_statement.strip())
         super().__init__(record.task_id, instruction, metadata={
@@ -175,6 +178,13 @@ class SweSynthTask(Task):
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.grade_timeout = float(grade_timeout or record.test_timeout)
         self._source_dirs: list[str] | None = None
+        if grade_tests not in GRADE_TESTS:
+            raise ValueError(f"task {record.task_id}: grade_tests must be one of {', '.join(GRADE_TESTS)}, "
+                             f"not {grade_tests!r}")
+        #: ``"selected"``: the required tests the bug or the patch can change (:mod:`.selection`),
+        #: the full set when no coverage map vouches for the change; ``"full"``: every required test.
+        self.grade_tests = grade_tests
+        self.selection_file = Path(selection_file) if selection_file else None
 
     @property
     def workdir(self) -> str:
@@ -279,21 +289,26 @@ class SweSynthTask(Task):
             sandbox.exec("rm -f /tmp/.termgym-grade.patch", timeout=30)
         parts = self.test_env_parts()
         paths = {"python_path": parts.python_path, "trusted_dirs": parts.trusted_dirs} if parts else {}
-        run = run_graded_tests(sandbox, record.test_command, self.workdir, self.source_dirs, self.grade_timeout,
-                               **paths)
+        graded, selection_note = self.tests_to_run(patch)
+        command = record.test_command if graded is None else select_command(record.test_command, record.repo_dir,
+                                                                              graded)
+        run = run_graded_tests(sandbox, command, self.workdir, self.source_dirs, self.grade_timeout, **paths)
         infra = cannot_start_reason(run, record.test_command)
         if infra is None and not run.ran and not run.timed_out and not run.tamper:
             # The session stopped before it ran the tests: the agent's change (an import error is a
             # legitimate 0), or a sandbox that cannot run this suite at all (an infrastructure error).
             pristine = run if not patch.strip() else run_graded_tests(
-                new_sandbox(self.sandbox_spec()), record.test_command, self.workdir, self.source_dirs,
+                new_sandbox(self.sandbox_spec()), command, self.workdir, self.source_dirs,
                 self.grade_timeout, **paths)
             if not pristine.ran:
                 infra = (f"the tests do not run on the unmodified repository in this sandbox (pytest exit "
                          f"{pristine.exit_code}); a test dependency may be missing: "
                          + " | ".join(pristine.log_tail.strip().splitlines()[-5:]))
         outcomes = {} if run.tamper or infra else run.outcomes
-        passed = [t for t in record.all_tests if outcomes.get(t) == "passed"]
+        # A required test left out of a selected run executes nothing the bug or the patch changed: it
+        # runs as on the clean tree, where it passed at generation (twice, under this grader).
+        unchanged = set() if graded is None or not outcomes else set(record.all_tests) - set(graded)
+        passed = [t for t in record.all_tests if t in unchanged or outcomes.get(t) == "passed"]
         target_passed = [t for t in record.target_tests if outcomes.get(t) == "passed"]
         n = len(record.all_tests)
         details = {
@@ -305,7 +320,10 @@ class SweSynthTask(Task):
             "tests_timed_out": run.timed_out,
             "test_exit_code": run.exit_code,
             "runtime": run.versions,
-            "failed_tests": [t for t in record.all_tests if outcomes.get(t) != "passed"][:50],
+            "failed_tests": [t for t in record.all_tests if t not in unchanged and outcomes.get(t) != "passed"][:50],
+            "graded_tests": {"mode": "full" if graded is None else "selected",
+                             "ran": len(record.all_tests) if graded is None else len(graded),
+                             "why": selection_note},
         }
         if run.tamper:
             details["tamper"] = run.tamper[:10]
@@ -313,6 +331,42 @@ class SweSynthTask(Task):
             details["infra_error"] = infra
         # The decision outside the graded process: replay recorded inputs, compare with clean answers.
         return apply_behaviour_check(self, patch, new_sandbox, details)
+
+    def tests_to_run(self, patch: str) -> tuple[list[str] | None, str]:
+        """The required tests a grade of ``patch`` runs (``None``: all of them) and why.
+
+        With ``grade_tests="selected"`` and a coverage map for the project (:mod:`.selection`): the
+        task's stored selection (the tests the bug broke and those executing a function it changed)
+        plus the tests executing a function the patch changes; the full set when the map cannot
+        vouch for a change (import-time code, new files) or the selected command would be too long.
+        """
+        record = self.record
+        if self.grade_tests == "full":
+            return None, "the full required set was asked for (grade_tests='full')"
+        if self.selection_file is None or not self.selection_file.is_file() or record.repo_dir is None:
+            return None, "no coverage map for this project"
+        cmap = load_map(self.selection_file)
+        stored = cmap.tasks.get(record.task_id)
+        if cmap.tests != list(record.all_tests):
+            return None, "the coverage map lists other required tests than the task"
+        if stored is None or stored == "full":
+            return None, "the bug changes code the coverage map cannot vouch for"
+        chosen = set(decode_ranges(stored, len(cmap.tests), f"{self.selection_file}: {record.task_id}"))
+        if patch.strip():
+            buggy = prepare_workspace(record, self.cache_dir)
+
+            def buggy_text(path: str) -> str | None:
+                file = buggy / path
+                return file.read_text(encoding="utf-8") if file.is_file() and not file.is_symlink() else None
+
+            picked, why = cmap.tests_for_patch(patch, buggy_text)
+            if picked is None:
+                return None, f"the patch changes code the coverage map cannot vouch for ({why})"
+            chosen |= picked
+        tests = [t for i, t in enumerate(cmap.tests) if i in chosen]
+        if len(select_command(record.test_command, record.repo_dir, tests)) > MAX_COMMAND_BYTES:
+            return None, "the selected command would be too long"
+        return tests, f"{len(tests)} of {len(record.all_tests)} required tests execute what the bug or the patch changes"
 
     def grade(self, ctx: GradingContext) -> Grade:
         def zero(error: str, **extra: Any) -> Grade:

@@ -1,0 +1,402 @@
+"""Fast grades: the required tests a patch can change, from the clean tree's per-test coverage.
+
+A grade needs every required test to pass. A required test whose run on the clean tree never enters
+a function that the bug or the agent's patch changes runs exactly as it does on the clean tree
+(where it passed, twice, at generation), so only the others need to run:
+
+* **the task's selection** (stored at backfill or generation): the tests the bug broke (its
+  ``target_tests``) plus every required test that executes a function the bug changes;
+* **the patch's selection** (at grading): every required test that executes a function the agent's
+  diff changes, found by mapping each hunk to its innermost enclosing function on the buggy tree;
+* **tests that start processes** (coverage cannot follow code into a child process): always run.
+
+Anything the map cannot vouch for falls back to the full required set: a changed line outside every
+function body (module level, class bodies, ``def`` lines, decorators and defaults run at import), a
+function whose body runs at import, a new, deleted, renamed or binary file, a file the map has never
+seen. The map is per project (``<suite>/selection/<project>.json``, written by :func:`backfill` from
+one traced run of the clean suite in the task runtime)::
+
+    {"version", "project", "tree_hash", "tests": <the baseline's required ids, in order>,
+     "always": "<ranges>", "functions": {file: {qualname: [runs_at_import, "<ranges>"]}},
+     "tasks": {task_id: "<ranges>" or "full"}}
+
+``<ranges>`` are indices into ``tests`` written as ``"0-3,7,9-12"``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termgym.tasks.swesynth import pyparse
+
+SELECTION_VERSION = 1
+#: How the required tests of a grade are chosen: the selection (default) or every required test.
+GRADE_TESTS = ("selected", "full")
+#: A selected command longer than this runs the full set instead (one shell argument stays < 128 KiB).
+MAX_COMMAND_BYTES = 100_000
+
+
+class SelectionError(ValueError):
+    """A selection file is malformed or does not belong to the suite's tests (the message says which)."""
+
+
+def encode_ranges(indices: Iterable[int]) -> str:
+    """``[0, 1, 2, 3, 7]`` -> ``"0-3,7"``."""
+    values = sorted(set(indices))
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def decode_ranges(text: str, limit: int | None = None, where: str = "selection") -> list[int]:
+    """``"0-3,7"`` -> ``[0, 1, 2, 3, 7]``; ``limit`` bounds every index (exclusive)."""
+    out: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise SelectionError(f"{where}: {part!r} is not an index or a range of indices")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo or (limit is not None and hi >= limit):
+            raise SelectionError(f"{where}: {part!r} is out of range (0..{(limit or 1) - 1})")
+        out.extend(range(lo, hi + 1))
+    return out
+
+
+def function_spans(text: str) -> list[tuple[str, int, int]]:
+    """``(qualname, first body line, last line)`` of every function of a module, outermost first.
+
+    The body starts at the first statement (or its decorators); the ``def`` line, the signature's
+    defaults and the function's own decorators lie outside it (they run where the ``def`` runs)."""
+    tree = pyparse.parse(text)
+    spans: list[tuple[str, int, int]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                first = child.body[0]
+                start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
+                spans.append((name, start, child.end_lineno or first.lineno))
+                visit(child, f"{name}.<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return spans
+
+
+def innermost(spans: Sequence[tuple[str, int, int]], line: int) -> list[str]:
+    """The functions whose body holds ``line``, innermost first."""
+    hits = [(last - first, name) for name, first, last in spans if first <= line <= last]
+    return [name for _, name in sorted(hits)]
+
+
+Hunk = tuple[int, list[str]]  # (first old line, the hunk's body lines with their ' ', '-', '+' prefix)
+
+
+def parse_patch(patch: str) -> tuple[dict[str, list[Hunk]], str | None]:
+    """The hunks of a unified git diff per file: ``(file -> hunks, reason)``; ``reason`` is set when a
+    change cannot be mapped onto an existing file (a new, deleted, renamed or binary file)."""
+    files: dict[str, list[Hunk]] = {}
+    current: str | None = None
+    body: list[str] | None = None
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            m = re.match(r"diff --git a/(.+) b/(.+)$", line)
+            current, body = (m.group(1) if m else None), None
+            if current is None or (m and m.group(1) != m.group(2)):
+                return files, f"{line[11:]}: a renamed file or an unreadable header"
+            files.setdefault(current, [])
+            continue
+        m = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", line)
+        if m and current is not None:
+            start = int(m.group(1)) + (1 if m.group(2) == "0" else 0)  # "-N,0": insert after line N
+            body = []
+            files[current].append((start, body))
+            continue
+        if body is None:
+            if line.startswith(("new file mode", "deleted file mode", "rename from", "copy from",
+                                "GIT binary patch", "Binary files")):
+                return files, f"{current}: a new, deleted, renamed or binary file"
+            continue
+        if line.startswith(("+", "-", " ")) or line == "":
+            body.append(line if line else " ")
+        elif line.startswith("\\"):
+            continue
+        else:
+            body = None
+    return files, None
+
+
+def apply_hunks(old_text: str, hunks: Sequence[Hunk]) -> tuple[str, set[int], set[int]]:
+    """The new text, the old lines the hunks remove and the new lines they add (1-based)."""
+    old = old_text.splitlines()
+    new: list[str] = []
+    removed: set[int] = set()
+    added: set[int] = set()
+    pos = 1
+    for start, body in sorted(hunks, key=lambda h: h[0]):
+        while pos < start and pos <= len(old):
+            new.append(old[pos - 1])
+            pos += 1
+        for line in body:
+            tag, text = line[0], line[1:]
+            if tag == " ":
+                new.append(old[pos - 1] if pos <= len(old) else text)
+                pos += 1
+            elif tag == "-":
+                removed.add(pos)
+                pos += 1
+            else:
+                new.append(text)
+                added.add(len(new))
+    new.extend(old[pos - 1:])
+    return "\n".join(new) + "\n", removed, added
+
+
+@dataclass
+class CoverageMap:
+    """One project's per-function test map and its tasks' stored selections (see the module docstring)."""
+
+    project: str
+    tree_hash: str
+    tests: list[str]
+    functions: dict[str, dict[str, tuple[bool, list[int]]]]
+    always: list[int] = field(default_factory=list)
+    tasks: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": SELECTION_VERSION, "project": self.project, "tree_hash": self.tree_hash,
+                "tests": self.tests, "always": encode_ranges(self.always),
+                "functions": {f: {q: [imp, encode_ranges(ix)] for q, (imp, ix) in sorted(fns.items())}
+                              for f, fns in sorted(self.functions.items())},
+                "tasks": dict(sorted(self.tasks.items()))}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], where: str = "selection") -> CoverageMap:
+        if not isinstance(data, dict) or data.get("version") != SELECTION_VERSION:
+            raise SelectionError(f"{where}: not a version-{SELECTION_VERSION} selection map")
+        try:
+            tests = list(data["tests"])
+            n = len(tests)
+            functions = {f: {q: (bool(v[0]), decode_ranges(v[1], n, f"{where}: {f}::{q}")) for q, v in fns.items()}
+                         for f, fns in data["functions"].items()}
+            return cls(project=str(data["project"]), tree_hash=str(data["tree_hash"]), tests=tests,
+                       functions=functions, always=decode_ranges(data.get("always", ""), n, f"{where}: always"),
+                       tasks=dict(data.get("tasks") or {}))
+        except (KeyError, TypeError, IndexError) as exc:
+            raise SelectionError(f"{where}: malformed selection map ({exc!r})") from None
+
+    def tests_for_patch(self, patch: str, text_of: Callable[[str], str | None]) -> tuple[set[int] | None, str]:
+        """Indices of the required tests that execute a function ``patch`` changes.
+
+        Removed lines are placed on the old text (``text_of(path)``, ``None``: no such file), added
+        lines on the new one, each in its innermost function the map knows. Returns
+        ``(None, reason)`` when only the full set can judge the patch."""
+        files, problem = parse_patch(patch)
+        if problem:
+            return None, problem
+        picked: set[int] = set()
+        for path, hunks in files.items():
+            if not hunks:
+                continue
+            known = self.functions.get(path)
+            old_text = text_of(path)
+            if known is None or old_text is None:
+                return None, f"{path}: not a file of the coverage map"
+            new_text, removed, added = apply_hunks(old_text, hunks)
+            for text, lines in ((old_text, removed), (new_text, added)):
+                if not lines:
+                    continue
+                try:
+                    spans = function_spans(text)
+                except SyntaxError:
+                    return None, f"{path}: does not parse"
+                for line in sorted(lines):
+                    names = [n for n in innermost(spans, line) if n in known]
+                    if not names:
+                        return None, f"{path}:{line} is outside every known function body (runs at import)"
+                    runs_at_import, tests = known[names[0]]
+                    if runs_at_import:
+                        return None, f"{path}:{line}: {names[0]} runs at import"
+                    picked.update(tests)
+        return picked, "ok"
+
+
+def build_map(project: str, tree_hash: str, tests: Sequence[str], sources: dict[str, str],
+              lines: dict[str, dict[str, list[int]]], import_lines: dict[str, list[int]],
+              spawners: Iterable[str], traced_passed: Iterable[str]) -> CoverageMap:
+    """The per-function map from one traced run: ``sources`` (file -> clean text) are the project's
+    source files, ``lines`` (test id -> file -> executed lines) the run's per-test coverage."""
+    index = {t: i for i, t in enumerate(tests)}
+    passed = set(traced_passed)
+    # A required test the traced run did not see pass has no trustworthy coverage: always run it.
+    always = {index[t] for t in spawners if t in index} | {i for t, i in index.items() if t not in passed}
+    per_line: dict[str, dict[int, set[int]]] = {}
+    for tid, files in lines.items():
+        i = index.get(tid)
+        if i is None:
+            continue
+        for file, executed in files.items():
+            target = per_line.setdefault(file, {})
+            for line in executed:
+                target.setdefault(line, set()).add(i)
+    functions: dict[str, dict[str, tuple[bool, list[int]]]] = {}
+    for file, text in sources.items():
+        try:
+            spans = function_spans(text)
+        except SyntaxError:
+            continue
+        covered = per_line.get(file, {})
+        imported = set(import_lines.get(file, ()))
+        entry: dict[str, tuple[bool, list[int]]] = {}
+        for name, first, last in spans:
+            tests_here: set[int] = set()
+            at_import = False
+            for line in range(first, last + 1):
+                tests_here |= covered.get(line, set())
+                at_import = at_import or line in imported
+            before = entry.get(name, (False, []))
+            entry[name] = (before[0] or at_import, sorted(set(before[1]) | tests_here))
+        functions[file] = entry
+    return CoverageMap(project=project, tree_hash=tree_hash, tests=list(tests), functions=functions,
+                       always=sorted(always))
+
+
+def task_selection(cmap: CoverageMap, record) -> str:
+    """A task's stored selection: its target tests, the tests of the functions its bug changes and
+    the always-run tests, as ranges; ``"full"`` when the map cannot vouch for the bug's change."""
+    index = {t: i for i, t in enumerate(cmap.tests)}
+    missing = [t for t in record.target_tests if t not in index]
+    if missing:
+        return "full"
+    tree = record.repo_dir
+
+    def clean_text(path: str) -> str | None:
+        file = Path(tree) / path
+        return file.read_text(encoding="utf-8") if file.is_file() else None
+
+    picked, _reason = cmap.tests_for_patch(record.bug_patch, clean_text)
+    if picked is None:
+        return "full"
+    return encode_ranges(picked | {index[t] for t in record.target_tests} | set(cmap.always))
+
+
+_loaded: dict[tuple[str, float], CoverageMap] = {}
+
+
+def load_map(path: str | Path) -> CoverageMap:
+    """The selection map at ``path`` (cached per file and modification time)."""
+    path = Path(path)
+    key = (str(path), path.stat().st_mtime)
+    if key not in _loaded:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise SelectionError(f"{path}: not valid JSON ({exc})") from None
+        _loaded[key] = CoverageMap.from_json(data, where=str(path))
+    return _loaded[key]
+
+
+def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, force: bool = False,
+             backend: str = "local", log: Callable[[str], None] = print) -> dict[str, Path]:
+    """Write ``<suite>/selection/<project>.json`` for each project of a compact suite (resumable).
+
+    One traced run of the project's clean suite per project (:class:`~termgym.tasks.swesynth.screen.
+    ScreenWorker` with line tracing, in a sandbox of the task runtime); a project whose map exists
+    for the same tree and required tests is skipped unless ``force``; tasks added since are given
+    their selection without a new run."""
+    from termgym.tasks.swesynth.screen import ProjectEnv, ScreenWorker, tree_hash
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+    from termgym.tasks.swesynth.validate import list_source_files
+
+    suite_dir = Path(suite_dir)
+    index = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
+    repos = index.get("repos") or {}
+    wanted = list(projects) if projects else sorted(repos)
+    unknown = [p for p in wanted if p not in repos]
+    if unknown:
+        raise ValueError(f"{suite_dir}: no project {', '.join(unknown)}; known: {', '.join(sorted(repos))}")
+    suite = SweSynthSuite(suite_dir, grade_tests="full")
+    out: dict[str, Path] = {}
+    for name in wanted:
+        info = repos[name]
+        ids = [t for t in suite.task_ids("all") if suite._facts(t)[1] == name]
+        if not ids:
+            continue
+        first = suite.record(ids[0])
+        tree = first.repo_dir
+        tests = list(first.all_tests)
+        digest = tree_hash(tree)
+        target = suite_dir / "selection" / f"{name}.json"
+        cmap = None
+        if target.is_file() and not force:
+            try:
+                cmap = load_map(target)
+            except SelectionError:
+                cmap = None
+            if cmap is not None and (cmap.tree_hash != digest or cmap.tests != tests):
+                cmap = None
+        if cmap is None:
+            started = time.monotonic()
+            env = ProjectEnv.for_project(info["project"], backend=backend) if info.get("project") else \
+                ProjectEnv(backend=backend)
+            source_dirs = list(first.source_dirs) or list(info.get("source_dirs") or [])
+            worker = ScreenWorker(tree, first.test_command, source_dirs, env)
+            try:
+                run = worker.run({}, None, trace=True, timeout=max(600.0, 10 * first.test_timeout))
+            finally:
+                worker.close()
+            if not run.passed:
+                raise RuntimeError(f"{name}: the traced clean run passed no test: {run.log_tail[-1500:]}")
+            sources = {p: (tree / p).read_text(encoding="utf-8")
+                       for p in list_source_files(tree, source_dirs, first.test_dirs)}
+            cmap = build_map(name, digest, tests, sources, run.lines, run.import_lines, run.spawners, run.passed)
+            log(f"{name}: traced {len(run.outcomes)} tests in {time.monotonic() - started:.0f}s; "
+                f"{sum(len(f) for f in cmap.functions.values())} functions, {len(cmap.always)} always-run tests")
+        for tid in ids:
+            if tid not in cmap.tasks or force:
+                cmap.tasks[tid] = task_selection(cmap, suite.record(tid))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cmap.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+        full = sum(v == "full" for v in cmap.tasks.values())
+        log(f"{name}: {len(ids)} tasks, {full} need the full set; wrote {target}")
+        out[name] = target
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m termgym.tasks.swesynth.selection [--suite DIR] [--project NAME ...] [--force]``."""
+    import argparse
+
+    from termgym.tasks.swesynth.suite import SUITE_DIR
+
+    parser = argparse.ArgumentParser(description="Backfill per-task test selections (fast grades) of a suite.")
+    parser.add_argument("--suite", default=str(SUITE_DIR))
+    parser.add_argument("--project", action="append", default=None)
+    parser.add_argument("--force", action="store_true")
+    args = parser.parse_args(argv)
+    backfill(args.suite, args.project, force=args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
