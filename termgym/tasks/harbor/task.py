@@ -224,7 +224,7 @@ class HarborTask(Task):
         return self._image
 
     def sandbox_spec(self) -> SandboxSpec:
-        from termgym.sandbox.base import Limits, SandboxSpec
+        from termgym.sandbox.base import DEFAULT_CPUS, Limits, SandboxSpec
 
         if self.backend == "local" and not self.local_ok:
             raise ValueError(
@@ -233,8 +233,11 @@ class HarborTask(Task):
                 "FROM termgym/base plus WORKDIR/ENV/COPY)."
             )
         cfg = self.config
-        # Only what the task sets: Harbor imposes no memory, CPU, process or file limits of its own.
-        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb, pids=None,
+        # Only what the task sets (Harbor imposes no memory, process or file limits of its own), but a
+        # CPU quota always (the task's, else termgym's default): one trial's busy loops must not starve
+        # another's verifier on the same machine.
+        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus if cfg.cpus is not None else DEFAULT_CPUS,
+                        storage_mb=cfg.storage_mb, pids=None,
                         cpu_seconds=None, file_size_mb=None, open_files=None)
         env = dict(self.dockerfile.env) if self.dockerfile and self.local_ok else {}
         env.update(resolve_env(cfg.environment_env, self._config_file, "environment"))
