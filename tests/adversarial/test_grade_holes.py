@@ -27,6 +27,7 @@ from termgym.tasks.base import GradingContext
 from termgym.tasks.swesynth import default_suite
 from termgym.tasks.swesynth.patches import make_patch
 from tests.adversarial.test_swesynth_infra import BUGGY, grade, record_for, write_repo
+from tests.docker_engine import require_docker
 
 #: A real bundled task whose suite grades in seconds (isodate), and a bound far above its grade time.
 TASK = "isodate-01194bbebc"
@@ -91,6 +92,32 @@ def test_hogs_left_behind_are_stopped_before_the_patch_is_graded(suite):
     finally:
         agent.close()
     assert host_processes_with(marker) == []
+
+
+@pytest.mark.docker
+def test_docker_hogs_left_behind_are_stopped_before_the_patch_is_graded(suite):
+    """The same on the Docker backend: the container's processes are killed (its init stays)."""
+    require_docker()
+    from termgym.sandbox.docker import get_client
+
+    task = suite.load(TASK)
+    marker = f"tghog{uuid.uuid4().hex[:10]}"
+
+    def in_container(sandbox) -> list[str]:
+        top = get_client().api.top(sandbox.container_id, ps_args="-eo pid,args")
+        return [" ".join(row) for row in top["Processes"] if marker in " ".join(row)]
+
+    agent = make_sandbox("docker", task.sandbox_spec())
+    try:
+        agent.start()
+        assert "hogs started" in agent.exec(hog_commands(marker), timeout=30).output
+        assert len(in_container(agent)) >= 5, in_container(agent)
+        with FreshSandboxes("docker") as new_sandbox:
+            grade = task.grade(GradingContext(sandbox=agent, new_sandbox=new_sandbox))
+        assert in_container(agent) == []
+        assert grade.score == 0.0 and "infra_error" not in grade.details and grade.error is None, grade
+    finally:
+        agent.close()
 
 
 @pytest.mark.parametrize("solve", [False, True], ids=["nop-with-hogs", "oracle-with-hogs"])
