@@ -94,6 +94,22 @@ def test_hogs_left_behind_are_stopped_before_the_patch_is_graded(suite):
     assert host_processes_with(marker) == []
 
 
+def test_a_fork_bomb_left_behind_is_stopped_too(suite):
+    """A variant: a fork bomb holding the sandbox at its process limit when the agent submits."""
+    task = suite.load(TASK)
+    agent = make_sandbox("local", task.sandbox_spec())
+    try:
+        agent.start()
+        agent.exec("bomb() { bomb | bomb & }; (bomb &); sleep 2; echo bombed", timeout=30)
+        with FreshSandboxes("local") as new_sandbox:
+            grade = task.grade(GradingContext(sandbox=agent, new_sandbox=new_sandbox))
+        assert grade.score == 0.0 and "infra_error" not in grade.details and grade.error is None, grade
+        assert grade.details["all_result"] != f"0/{len(task.record.all_tests)}", grade  # the tests really ran
+        assert len(agent._sandbox_pids()) <= 3  # bubblewrap's monitor, the init and a fresh shell
+    finally:
+        agent.close()
+
+
 @pytest.mark.docker
 def test_docker_hogs_left_behind_are_stopped_before_the_patch_is_graded(suite):
     """The same on the Docker backend: the container's processes are killed (its init stays)."""
