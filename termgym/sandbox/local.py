@@ -243,6 +243,9 @@ class BubblewrapSandbox(ShellSandbox):
         self._build_root()
         if self._use_cgroups:
             self._make_cgroups()
+        elif self.spec.limits.cpus:
+            _warn_once("cpu", f"local sandboxes run without their CPU quota (Limits.cpus={self.spec.limits.cpus:g}): "
+                              f"no writable cgroup v1 hierarchy at {CGROUP_ROOT}")
         self._session.start()
 
     def _destroy(self) -> None:

@@ -101,3 +101,24 @@ def test_the_check_sees_the_tell_when_the_index_keeps_its_stat_data(tmp_path, mo
     task = load(default_suite(cache_dir=tmp_path), "isodate-01194bbebc")
     with make_sandbox("local", task.sandbox_spec()) as sandbox:
         assert tells(index_entries(sandbox, task.workdir), buggy_files(task)) != []
+
+
+def test_records_that_name_an_image_prepare_the_same_index(suite):
+    """Records with a Docker image prepare the workspace with setup commands inside the sandbox: the
+    same rebuilt index. Played on a local sandbox holding the clean repository where the image would."""
+    import dataclasses
+
+    from termgym.sandbox import SandboxSpec
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    clean = load(suite, "isodate-01194bbebc").record
+    record = dataclasses.replace(clean, image="registry.example/isodate:clean", repo_dir=None)
+    spec = SweSynthTask(record).sandbox_spec()
+    assert spec.image and not spec.copy_dirs
+    local = SandboxSpec(workdir=spec.workdir, copy_dirs={str(clean.repo_dir): spec.workdir}, files=spec.files,
+                        env=spec.env, setup_commands=spec.setup_commands)
+    with make_sandbox("local", local) as sandbox:
+        entries = index_entries(sandbox, spec.workdir)
+        buggy = buggy_files(SweSynthTask(record))
+        assert set(buggy) <= set(entries) and tells(entries, buggy) == []
+        assert len({tuple(e[f] for f in FIELDS if f != "flags") for e in entries.values()}) == 1
