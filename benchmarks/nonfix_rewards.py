@@ -20,6 +20,7 @@ in the grade, not in the reward table::
 
     python -m benchmarks.nonfix_rewards                   # 8 tasks from 7 projects
     python -m benchmarks.nonfix_rewards --per-project 2 -o nonfix.json
+    python -m benchmarks.nonfix_rewards --offset 1 -o more.json     # the next task of each project
 """
 
 from __future__ import annotations
@@ -239,6 +240,8 @@ def play(env, taps, task_id: str, script: str, tree: Path) -> dict | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-project", type=int, default=1, help="tasks per project (isodate gets one more)")
+    parser.add_argument("--offset", type=int, default=0, help="skip this many tasks of each project first "
+                        "(continue an earlier run on other tasks)")
     parser.add_argument("--cache-dir", default=None, help="prepared-workspace cache (default: termgym's)")
     parser.add_argument("-o", "--output", default=None, help="write every episode as JSON here")
     args = parser.parse_args(argv)
@@ -252,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     sample = []
     for project in PROJECTS:
         mine = [t for t in ids if t.rsplit("-", 1)[0] == project]
-        sample += mine[: args.per_project + (project == "isodate")]
+        first = args.offset + (project == "isodate" and args.offset > 0)
+        sample += mine[first: first + args.per_project + (project == "isodate")]
     env, taps = tapped_env(cache_dir)
     episodes = []
     started = time.monotonic()

@@ -134,7 +134,8 @@ def prepare_workspace(record: TaskRecord, cache: Path | None = None) -> Path:
 
     The clean repository is copied (without VCS data and caches), the bug patch applied, the tree
     copied again in name order, a fresh git repository committed as "Initial state" with fixed
-    identities and dates, all file times normalised and the git index rebuilt without stat data. Safe to call from several processes: the tree is built aside and renamed in place.
+    identities and dates, all file times normalised and the git index rebuilt without stat data.
+    Safe to call from several processes: the tree is built aside and renamed in place.
     """
     if record.repo_dir is None:
         raise RecordError(f"task {record.task_id}: no host repository to prepare (it uses image {record.image!r})")
