@@ -108,11 +108,11 @@ def buggy_lines(fix_patch: str) -> tuple[str, list[int]]:
 
 
 def buggy_function(source: str, lines: list[int]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost function around the fixed lines."""
+    """The innermost function around the first fixed line (a fix may touch several)."""
     best = None
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                node.lineno <= n <= node.end_lineno for n in lines):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and lines and \
+                node.lineno <= lines[0] <= node.end_lineno:
             if best is None or node.lineno >= best.lineno:
                 best = node
     return best
