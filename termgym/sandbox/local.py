@@ -629,21 +629,22 @@ class BubblewrapSandbox(ShellSandbox):
 
 
     def _make_cpu_cgroups(self, name: str, cpus: float | None) -> None:
-        """The sandbox's CPU quota (``cpu.cfs_quota_us`` per 100 ms period; none for ``None``) and its
-        CPU accounting (always, where the host has a cpuacct controller).
+        """The sandbox's cpu cgroup with its CPU quota (``cpu.cfs_quota_us`` per 100 ms period; none for
+        ``None``) and its CPU accounting (where the host has a cpuacct controller).
 
         A host without a writable cpu controller cannot enforce the quota: that is warned about once
         per process, not an error (as memory falls back to ``ulimit -v``).
         """
-        if cpus is not None:
-            cg = CGROUP_ROOT / "cpu" / name
-            try:
-                cg.mkdir(parents=True)
-                self._cgroups.insert(0, cg)
-                (cg / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
-                (cg / "cpu.cfs_quota_us").write_text(str(max(1000, round(cpus * CPU_PERIOD_US))))
-                self._cpu_cgroup = cg
-            except OSError as exc:
+        cg = CGROUP_ROOT / "cpu" / name
+        try:
+            cg.mkdir(parents=True)
+            self._cgroups.insert(0, cg)
+            (cg / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            quota = -1 if cpus is None else max(1000, round(cpus * CPU_PERIOD_US))  # -1: no quota
+            (cg / "cpu.cfs_quota_us").write_text(str(quota))
+            self._cpu_cgroup = cg
+        except OSError as exc:
+            if cpus is not None:
                 _warn_once("cpu", f"local sandboxes run without their CPU quota (Limits.cpus={cpus:g}): the "
                                   f"cgroup v1 cpu controller at {CGROUP_ROOT / 'cpu'} cannot be used here ({exc})")
         acct = CGROUP_ROOT / "cpuacct" / name
