@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from termgym.imports import is_import_path, load_object
+from termgym.sandbox.base import check_cpus
 from termgym.tasks.base import TaskSuite
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ class EnvConfig:
         time_limit: wall-clock seconds for the agent phase before it is truncated (``None``: none).
         command_timeout: per-command timeout in seconds (``None``: the task's ``Limits``).
         max_context_chars: truncate once the chat history exceeds this many characters.
+        cpus: the agent's sandbox's CPU quota in CPUs (``None``: the task's ``Limits.cpus``, 1 CPU
+            unless the task asks otherwise). Grading sandboxes keep the task's own quota, so a grade
+            does not depend on this option.
         mode: ``"persistent"`` shell or ``"stateless"`` (a fresh subshell per command).
         split: which split of the suite ``reset`` draws from (``None``: the suite's default).
         sandbox_options: extra constructor arguments for the backend's sandbox.
@@ -48,6 +52,7 @@ class EnvConfig:
     time_limit: float | None = None
     command_timeout: float | None = None
     max_context_chars: int | None = None
+    cpus: float | None = None
     mode: str = "persistent"
     split: str | None = None
     sandbox_options: Mapping[str, Any] = field(default_factory=dict)
@@ -65,6 +70,7 @@ class EnvConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or value <= 0):
                 raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+        check_cpus(self.cpus, "EnvConfig.cpus")
         for name in ("sandbox_options", "protocol_options"):
             value = getattr(self, name)
             if value is None:

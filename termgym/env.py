@@ -247,6 +247,8 @@ class TerminalEnv(gym.Env[str, str]):
         spec = self.task.sandbox_spec()
         if self.command_timeout is not None:
             spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, command_timeout=self.command_timeout))
+        if self.config.cpus is not None:
+            spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, cpus=self.config.cpus))
         self.sandbox = make_sandbox(self.backend, spec, mode=self.mode, **self.sandbox_options)
         try:
             self.sandbox.start()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import math
 import os
 import weakref
 from abc import ABC, abstractmethod
@@ -54,12 +55,32 @@ class BackendUnavailable(SandboxError):
     """
 
 
+#: Every sandbox's CPU quota unless its spec says otherwise (``Limits.cpus``), in CPUs.
+DEFAULT_CPUS = 1.0
+#: The smallest CPU quota a sandbox can have (the kernel's and Docker's floor: 1 ms per 100 ms period).
+MIN_CPUS = 0.01
+
+
+def check_cpus(cpus: object, option: str) -> None:
+    """Raise ``ValueError`` naming ``option`` unless ``cpus`` is ``None`` or a finite number >= :data:`MIN_CPUS`."""
+    if cpus is None:
+        return
+    if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not math.isfinite(cpus) or cpus < MIN_CPUS:
+        raise ValueError(f"{option} must be a CPU quota of at least {MIN_CPUS} CPUs (e.g. 0.5 or 2), "
+                         f"or None for no quota; got {cpus!r}")
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits for everything that runs inside one sandbox.
 
     ``None`` disables a limit. ``output_bytes`` is the hard cap on what one command may print
     before it is killed; the text handed to the agent is elided further by the protocol.
+
+    ``cpus`` is a CPU quota for the whole sandbox, in CPUs (``0.5``: half of one core's time, however
+    many processes share it; docker: ``nano_cpus``; local: the sandbox's cgroup ``cpu.cfs_quota_us``).
+    Every sandbox has one by default (1 CPU), so busy loops one episode leaves behind cannot starve
+    another episode's commands or grade. It must be at least :data:`MIN_CPUS`.
     """
 
     memory_mb: int | None = 2048
@@ -67,10 +88,13 @@ class Limits:
     cpu_seconds: int | None = 600  # CPU time per process (RLIMIT_CPU)
     file_size_mb: int | None = 1024  # largest file a process may write (RLIMIT_FSIZE)
     open_files: int | None = 4096
-    cpus: float | None = None  # CPU share (docker: nano_cpus; local: cpu.cfs_quota_us)
+    cpus: float | None = DEFAULT_CPUS  # CPU quota of the whole sandbox (docker: nano_cpus; local: cpu.cfs_quota_us)
     storage_mb: int | None = None  # workspace size (best effort; docker only)
     output_bytes: int = 4 * 1024 * 1024
     command_timeout: float = 120.0  # default per-command timeout, seconds
+
+    def __post_init__(self) -> None:
+        check_cpus(self.cpus, "Limits.cpus")
 
 
 @dataclass(frozen=True)

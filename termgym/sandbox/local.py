@@ -13,9 +13,10 @@ of the project in the workspace are hidden (:func:`termgym.sandbox.runtime.hidde
 
 Isolation. bubblewrap runs with every namespace it can unshare (pid, net, ipc, uts, cgroup), all
 capabilities dropped (we run as root, and a root process with capabilities could remount
-``/usr`` read-write), ``--new-session`` and ``--die-with-parent``. Memory and pids are limited by a
-cgroup v1 group per sandbox where the host allows it (``ulimit -v`` otherwise); CPU time, file
-size and open files by rlimits set just before bubblewrap starts.
+``/usr`` read-write), ``--new-session`` and ``--die-with-parent``. Memory, pids and the sandbox's CPU quota
+(``Limits.cpus``, 1 CPU by default) are limited by a cgroup v1 group per sandbox where the host
+allows it (``ulimit -v`` otherwise, and no CPU quota); CPU time per process, file size and open
+files by rlimits set just before bubblewrap starts.
 
 Execution. The shell session of :mod:`termgym.sandbox.shell` over bubblewrap's pipes: commands go
 to the shell's stdin, output comes back on its stdout, and the shell reports each exit code on a
@@ -69,6 +70,8 @@ MOUNTED_PREFIXES = ("/usr", "/proc", "/dev", "/sys", "/bin", "/lib", "/lib64", "
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: The CFS period of a sandbox's CPU quota, microseconds (its quota is ``Limits.cpus`` times this).
+CPU_PERIOD_US = 100_000
 
 def bwrap_path() -> str:
     """The bubblewrap binary, or a clear error saying how to install it."""
@@ -224,6 +227,8 @@ class BubblewrapSandbox(ShellSandbox):
         self._cgroups: list[Path] = []
         self._pid_limit_hits = 0  # pids.events' "max" count seen so far: forks the limit refused
         self._freezer: Path | None = None
+        self._cpu_cgroup: Path | None = None  # the quota (cpu controller)
+        self._cpuacct: Path | None = None  # CPU accounting (cpuacct controller, where mounted apart)
         self._forwarder = None
         self.host_dir: Path | None = None
         self.root: Path | None = None
@@ -238,6 +243,9 @@ class BubblewrapSandbox(ShellSandbox):
         self._build_root()
         if self._use_cgroups:
             self._make_cgroups()
+        elif self.spec.limits.cpus:
+            _warn_once("cpu", f"local sandboxes run without their CPU quota (Limits.cpus={self.spec.limits.cpus:g}): "
+                              f"no writable cgroup v1 hierarchy at {CGROUP_ROOT}")
         self._session.start()
 
     def _destroy(self) -> None:
@@ -607,13 +615,7 @@ class BubblewrapSandbox(ShellSandbox):
             (cg / "memory.limit_in_bytes").write_text(str(int(lim.memory_mb) * 1024 * 1024))
             with contextlib.suppress(OSError):  # swap accounting may be off
                 (cg / "memory.memsw.limit_in_bytes").write_text(str(int(lim.memory_mb) * 1024 * 1024))
-        if lim.cpus:
-            cg = CGROUP_ROOT / "cpu" / name
-            with contextlib.suppress(OSError):
-                cg.mkdir(parents=True)
-                (cg / "cpu.cfs_period_us").write_text("100000")
-                (cg / "cpu.cfs_quota_us").write_text(str(int(lim.cpus * 100000)))
-                self._cgroups.insert(0, cg)
+        self._make_cpu_cgroups(name, float(lim.cpus) if lim.cpus else None)
         freezer = CGROUP_ROOT / "freezer" / name
         with contextlib.suppress(OSError):
             freezer.mkdir(parents=True)
@@ -624,6 +626,61 @@ class BubblewrapSandbox(ShellSandbox):
         cg.mkdir(parents=True)
         (cg / "pids.max").write_text(str(int(lim.pids)) if lim.pids else "max")
         self._cgroups.append(cg)
+
+
+    def _make_cpu_cgroups(self, name: str, cpus: float | None) -> None:
+        """The sandbox's cpu cgroup with its CPU quota (``cpu.cfs_quota_us`` per 100 ms period; none for
+        ``None``) and its CPU accounting (where the host has a cpuacct controller).
+
+        A host without a writable cpu controller cannot enforce the quota: that is warned about once
+        per process, not an error (as memory falls back to ``ulimit -v``).
+        """
+        cg = CGROUP_ROOT / "cpu" / name
+        try:
+            cg.mkdir(parents=True)
+            self._cgroups.insert(0, cg)
+            (cg / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            quota = -1 if cpus is None else max(1000, round(cpus * CPU_PERIOD_US))  # -1: no quota
+            (cg / "cpu.cfs_quota_us").write_text(str(quota))
+            self._cpu_cgroup = cg
+        except OSError as exc:
+            if cpus is not None:
+                _warn_once("cpu", f"local sandboxes run without their CPU quota (Limits.cpus={cpus:g}): the "
+                                  f"cgroup v1 cpu controller at {CGROUP_ROOT / 'cpu'} cannot be used here ({exc})")
+        acct = CGROUP_ROOT / "cpuacct" / name
+        if (CGROUP_ROOT / "cpuacct").resolve() != (CGROUP_ROOT / "cpu").resolve() and os.access(CGROUP_ROOT / "cpuacct", os.W_OK):
+            with contextlib.suppress(OSError):
+                acct.mkdir(parents=True)
+                self._cgroups.insert(0, acct)
+                self._cpuacct = acct
+
+    def cpu_seconds_used(self) -> float | None:
+        """CPU seconds every process of this sandbox has used so far (its cgroup's accounting), or
+        ``None`` where the host gives the sandbox no CPU accounting cgroup."""
+        for cg, name in ((self._cpuacct, "cpuacct.usage"), (self._cpu_cgroup, "cpuacct.usage")):
+            if cg is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    return int((cg / name).read_text()) / 1e9
+        return None
+
+    def cpu_throttling(self) -> dict[str, int]:
+        """The CPU quota's counters (``nr_periods``, ``nr_throttled``, ``throttled_time`` in ns) from
+        the sandbox's cgroup ``cpu.stat``; empty without a CPU quota cgroup."""
+        if self._cpu_cgroup is None:
+            return {}
+        with contextlib.suppress(OSError):
+            return {k: int(v) for k, v in (line.split() for line in (self._cpu_cgroup / "cpu.stat").read_text()
+                                           .splitlines() if len(line.split()) == 2)}
+        return {}
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 class _PipeChannel(ShellChannel):

@@ -22,6 +22,10 @@ clawback          -S × (1-p)    final: takes back the positive shaping ``S`` pa
                                 the share ``p`` = outcome / target weight that was earned
 ================  ============  ===============================================================
 
+Every table then reconciles with the final grade: when a grade by tests did not pass, the episode keeps
+at most ``failed_cap`` (0.3) × the solved-task reward of positive reward, and a ``reconcile`` event
+takes back the rest (tests can pass without a fix; see :class:`RewardTable`).
+
 So an episode's return is ``outcome + p × S + penalties``: shaping is a provisional, dense signal
 that is kept only in proportion to real progress. Submitting at once, listing files, editing and
 reverting, or running any script that does not make a target test pass returns 0 (less
@@ -31,7 +35,8 @@ count their ``score`` as ``t``.
 ``"seed000"`` is seed 000's table verbatim: the same step events, never clawed back, and the
 outcome ``all_tests_pass`` (+1.0) or ``partial_pass`` (+0.5 × the grade's pass rate over *all*
 tests). Kept for comparison: a buggy repository already passes most tests, so doing nothing earns
-≈ 0.5 and farming shaping on top comes close to the oracle (see docs/rewards.md).
+≈ 0.5 and farming shaping on top comes close to the oracle (see docs/rewards.md) — unless reconciled,
+as it is by default (``failed_cap``).
 
 Shaping is capped in both tables. Each positive event kind has a per-episode cap on how many times it
 pays (:data:`DEFAULT_CAPS`); past the cap it is still listed, with reward 0 and ``"capped": True``.
@@ -100,6 +105,12 @@ STEP_EVENTS = ("valid_command", "command_success", "code_modified", "tests_disco
 OUTCOME_EVENTS = ("all_tests_pass", "partial_pass", "target_tests", "regressions")
 #: Reported on the final step of a settling table; its amount is computed, not weighted.
 CLAWBACK = "clawback"
+#: Reported on the final step of a failed, test-graded episode whose return went past the table's
+#: ``failed_cap``: the excess is taken back (computed, not weighted).
+RECONCILE = "reconcile"
+#: The default ``failed_cap``: what an episode whose final grade failed may keep, as a share of the
+#: reward for solving the task. Below half, so no non-fix earns half of what a fix earns.
+DEFAULT_FAILED_CAP = 0.3
 EVENTS = STEP_EVENTS + OUTCOME_EVENTS
 #: How the outcome is computed: ``progress`` (target tests minus regressions) or ``pass_rate`` (seed 000).
 SCORINGS = ("progress", "pass_rate")
@@ -141,6 +152,10 @@ _TEST_FILE = re.compile(
 )
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs"}
 _MD5_LINE = re.compile(r"^\\?([0-9a-f]{32})  (.*)$")
+#: What GNU find (LC_ALL=C) says about a directory it may not read.
+_UNREADABLE = re.compile(r"^find: '(.*)': Permission denied$", re.M)
+#: Reported (reward 0) on a step whose workspace snapshot could not read some directories.
+SNAPSHOT_UNREADABLE = "snapshot_unreadable"
 _FRACTION = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
@@ -199,6 +214,14 @@ class RewardTable:
     pass rate). ``settle`` claws back, on the final step, the positive shaping not matched by
     progress. ``repeat_commands_pay`` lets a command identical to an earlier one earn
     ``valid_command``/``command_success`` again (off by default: repeating is how shaping is farmed).
+
+    ``failed_cap`` reconciles what tests passing paid with the final grade: when a grade that
+    reports tests (``target_result``/``all_result``) did not pass, the episode keeps at most
+    ``failed_cap`` × :meth:`max_outcome` of positive reward (outcome and shaping together); the
+    rest is taken back by a ``reconcile`` event. Target tests can pass without a fix (an
+    always-equal return value, a wrapper that swallows exceptions): only the final grade says
+    the bug is fixed. ``None`` turns the reconciliation off (:class:`ProcessReward` then refuses
+    the table unless ``allow_farmable=True``).
     """
 
     weights: Mapping[str, float] = field(default_factory=dict)
@@ -206,6 +229,7 @@ class RewardTable:
     repeat_commands_pay: bool = False
     scoring: str = "progress"
     settle: bool = True
+    failed_cap: float | None = DEFAULT_FAILED_CAP
 
     def __post_init__(self) -> None:
         weights = {**SEED000_TABLE, **PROGRESS_WEIGHTS, **dict(self.weights)}
@@ -224,6 +248,10 @@ class RewardTable:
                 raise ValueError(f"cap for {name!r} must be a non-negative integer or None, got {cap!r}")
         if self.scoring not in SCORINGS:
             raise ValueError(f"reward table scoring must be one of {', '.join(SCORINGS)}, got {self.scoring!r}")
+        cap = self.failed_cap
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 <= cap <= 1):
+            raise ValueError(f"reward table failed_cap must be a share between 0 and 1 of the solved-task reward, "
+                             f"or None (no reconciliation); got {cap!r}")
         if self.scoring == "progress" and (weights["target_tests"] <= 0 or weights["regressions"] < 0):
             raise ValueError("a progress table needs target_tests > 0 and regressions >= 0 "
                              f"(got {weights['target_tests']} and {weights['regressions']})")
@@ -240,11 +268,12 @@ class RewardTable:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RewardTable:
-        """A table from ``{"weights", "caps", "repeat_commands_pay", "scoring", "settle"}`` (all optional).
+        """A table from ``{"weights", "caps", "repeat_commands_pay", "scoring", "settle", "failed_cap"}``
+        (all optional).
 
         ``"base": "seed000"`` starts from a named table instead of the default.
         """
-        keys = {"weights", "caps", "repeat_commands_pay", "scoring", "settle", "base"}
+        keys = {"weights", "caps", "repeat_commands_pay", "scoring", "settle", "failed_cap", "base"}
         unknown = sorted(set(data) - keys)
         if unknown:
             raise ValueError(f"unknown reward table key(s) {unknown}; expected {', '.join(sorted(keys))}")
@@ -252,11 +281,12 @@ class RewardTable:
         return cls(weights={**base.weights, **dict(data.get("weights") or {})},
                    caps={**base.caps, **dict(data.get("caps") or {})},
                    repeat_commands_pay=bool(data.get("repeat_commands_pay", base.repeat_commands_pay)),
-                   scoring=str(data.get("scoring", base.scoring)), settle=bool(data.get("settle", base.settle)))
+                   scoring=str(data.get("scoring", base.scoring)), settle=bool(data.get("settle", base.settle)),
+                   failed_cap=data.get("failed_cap", base.failed_cap))
 
     def to_dict(self) -> dict[str, Any]:
         return {"weights": dict(self.weights), "caps": dict(self.caps), "repeat_commands_pay": self.repeat_commands_pay,
-                "scoring": self.scoring, "settle": self.settle}
+                "scoring": self.scoring, "settle": self.settle, "failed_cap": self.failed_cap}
 
     def max_shaping(self) -> float:
         """The most shaping reward one episode can earn (``inf`` if a positive event is uncapped)."""
@@ -270,6 +300,12 @@ class RewardTable:
                 return float("inf")
             total += weight * cap
         return total
+
+    def reconciles(self, grade: Mapping[str, Any]) -> bool:
+        """Whether ``grade`` is a failed grade by tests, so the ``failed_cap`` applies to the episode."""
+        if self.failed_cap is None or not ("target_result" in grade or "all_result" in grade):
+            return False
+        return grade.get("all_passed", grade.get("passed")) is not True
 
     def max_outcome(self) -> float:
         """The outcome reward of a fully solved task."""
@@ -375,20 +411,27 @@ class WorkspaceSnapshot:
         self.filter = _find_filter(patterns, ignored_dirs)
         self.timeout = timeout
         self.files: dict[str, FileState] = {}
+        #: Workspace-relative directories the last listing could not read (``chmod 000`` by the agent:
+        #: root in a sandbox has no ``CAP_DAC_OVERRIDE``). Files under them keep their last known state.
+        self.unreadable: list[str] = []
 
     def start(self) -> None:
         """Record every source file with its size, mtime and hash (one ``exec``)."""
         out = self._run(f"find {shlex.quote(self.root)} {self.filter} -printf 'S\\t%s\\t%T@\\t%P\\n' "
-                        f"-exec md5sum -- {{}} +")
+                        f"-exec md5sum -- {{}} +", listing=True)
         stats, hashes = self._parse_stats(out), self._parse_md5(out)
         self.files = {path: FileState(size, mtime, hashes.get(path)) for path, (size, mtime) in stats.items()}
 
     def changed(self) -> list[str]:
-        """Tracked files whose content changed (or that vanished) since the last call; updates the state."""
+        """Tracked files whose content changed (or that vanished) since the last call; updates the state.
+
+        A file under a directory the listing could not read is neither changed nor gone: unknown,
+        it keeps its last known state (see :attr:`unreadable`).
+        """
         stats = self._parse_stats(self._run(f"find {shlex.quote(self.root)} {self.filter} "
-                                            f"-printf 'S\\t%s\\t%T@\\t%P\\n'"))
+                                            f"-printf 'S\\t%s\\t%T@\\t%P\\n'", listing=True))
         moved = [p for p, state in self.files.items() if p in stats and stats[p] != (state.size, state.mtime)]
-        gone = sorted(p for p in self.files if p not in stats)
+        gone = sorted(p for p in self.files if p not in stats and not _under(p, self.unreadable))
         hashes: dict[str, str] = {}
         if moved:
             # A file may vanish between the two calls: md5sum then fails for it, the rest still print.
@@ -409,8 +452,16 @@ class WorkspaceSnapshot:
     def _abs(self, path: str) -> str:
         return f"{self.root}/{path}" if self.root != "/" else f"/{path}"
 
-    def _run(self, argv: str, check: bool = True) -> str:
+    def _run(self, argv: str, check: bool = True, listing: bool = False) -> str:
+        """Run ``argv`` in the sandbox. A ``listing`` (``find``) that could not read some directories
+        still counts (exit 1, each one named on its own line): they are kept in :attr:`unreadable`."""
         result = self.sandbox.exec(_isolated(argv), timeout=self.timeout)
+        if listing:
+            prefix = self.root.rstrip("/") + "/"
+            self.unreadable = sorted({m.group(1)[len(prefix):] for m in _UNREADABLE.finditer(result.output)
+                                      if m.group(1).startswith(prefix)})
+            if result.exit_code == 1 and self.unreadable and not result.timed_out and not result.truncated:
+                return result.output
         if result.timed_out or result.truncated or (check and result.exit_code != 0):
             why = "timed out" if result.timed_out else ("output was truncated" if result.truncated
                                                         else f"exit code {result.exit_code}")
@@ -553,12 +604,18 @@ class ProcessReward(gym.Wrapper):
             table = RewardTable(weights={**table.weights, **dict(weights or {})},
                                 caps={**table.caps, **dict(caps or {})},
                                 repeat_commands_pay=table.repeat_commands_pay, scoring=table.scoring,
-                                settle=table.settle)
+                                settle=table.settle, failed_cap=table.failed_cap)
         if not allow_farmable and table.max_shaping() >= table.max_outcome():
             raise ValueError(
                 f"this reward table can be farmed: its maximum shaping per episode ({table.max_shaping():.3f}) "
                 f"reaches the reward for solving the task ({table.max_outcome()}); lower the caps or "
                 f"weights, or pass allow_farmable=True")
+        if not allow_farmable and (table.failed_cap is None or table.failed_cap >= 0.5):
+            raise ValueError(
+                f"this reward table pays non-fixes: with failed_cap={table.failed_cap} an episode whose final grade "
+                f"failed can keep {'any share' if table.failed_cap is None else f'{table.failed_cap:g}'} of the "
+                f"reward for solving the task (tests can pass without a fix); set failed_cap below 0.5 "
+                f"(default {DEFAULT_FAILED_CAP}), or pass allow_farmable=True")
         self.table = table
         self.source_patterns = tuple(source_patterns)
         self.ignored_dirs = tuple(ignored_dirs)
@@ -569,7 +626,8 @@ class ProcessReward(gym.Wrapper):
     def _reset_state(self) -> None:
         self.counts: dict[str, int] = dict.fromkeys(EVENTS, 0)
         self.shaping = 0.0
-        self.positive_shaping = 0.0  # what a settling table may claw back
+        self.positive_shaping = 0.0  # what a settling table may claw back (less what it did)
+        self.reconciled = 0.0  # what the failed_cap took back on the final step (<= 0)
         self._commands_seen: set[str] = set()
         self._contents_seen: dict[str, set[str | None]] = {}
         self._snapshot: WorkspaceSnapshot | None = None
@@ -630,15 +688,7 @@ class ProcessReward(gym.Wrapper):
                 if evidence:
                     self._event(events, "tests_discovered", **evidence)
             if self._snapshot is not None and not (terminated or truncated):
-                try:
-                    changed = self._snapshot.changed()
-                except RuntimeError as exc:
-                    warnings.append(f"{exc}; code_modified is off for the rest of this episode")
-                    self._snapshot = None
-                    changed = []
-                novel = self._novel_contents(changed)
-                if novel:
-                    self._event(events, "code_modified", files=novel[:20])
+                self._detect_code(events, warnings)
         reward = sum(e["reward"] for e in events)
         self.shaping += reward
         if "grade" in info:
@@ -658,16 +708,55 @@ class ProcessReward(gym.Wrapper):
             events.append({**event, "count": 1, "capped": False})
             reward += event["reward"]
         outcome = reward
+        kept_shaping = self.positive_shaping
         if self.table.settle and self.positive_shaping > 0 and kept < 1.0:
             clawback = -self.positive_shaping * (1.0 - max(kept, 0.0))
             events.append({"event": CLAWBACK, "reward": clawback, "count": 1, "capped": False,
                            "kept_share": max(kept, 0.0), "paid": round(self.positive_shaping, 10)})
             reward += clawback
             self.shaping += clawback
+            kept_shaping += clawback
+        reward += self._reconcile(events, info["grade"], outcome, kept_shaping)
         info["process_reward"] = {"shaping": round(self.shaping, 10), "outcome": outcome,
-                                  "return": round(self.shaping + outcome, 10),
+                                  "return": round(self.shaping + self.reconciled + outcome, 10),
+                                  "reconciled": round(self.reconciled, 10),
                                   "counts": {k: v for k, v in self.counts.items() if v}}
         return reward
+
+    def _detect_code(self, events: list[dict[str, Any]], warnings: list[str]) -> None:
+        """``code_modified`` for this step's new contents; a snapshot that fails never raises out of
+        ``step``: it is reported (and, if it cannot list the workspace at all, switched off)."""
+        assert self._snapshot is not None
+        try:
+            changed = self._snapshot.changed()
+        except Exception as exc:  # noqa: BLE001 - whatever the agent did to its workspace, step goes on
+            warnings.append(f"{exc}; code_modified is off for the rest of this episode")
+            self._snapshot = None
+            return
+        if self._snapshot.unreadable:
+            paths = self._snapshot.unreadable[:20]
+            events.append({"event": SNAPSHOT_UNREADABLE, "reward": 0.0, "count": len(self._snapshot.unreadable),
+                           "capped": False, "paths": paths})
+            warnings.append(f"the workspace snapshot cannot read {', '.join(paths)}: files there count as unchanged")
+        novel = self._novel_contents(changed)
+        if novel:
+            self._event(events, "code_modified", files=novel[:20])
+
+    def _reconcile(self, events: list[dict[str, Any]], grade: Mapping[str, Any], outcome: float,
+                   kept_shaping: float) -> float:
+        """Take back what a failed, test-graded episode earned beyond the table's ``failed_cap``
+        (its positive outcome and the positive shaping left after any clawback; penalties stay)."""
+        if not self.table.reconciles(grade):
+            return 0.0
+        assert self.table.failed_cap is not None
+        limit = self.table.failed_cap * self.table.max_outcome()
+        kept = max(outcome, 0.0) + max(kept_shaping, 0.0)
+        if kept <= limit:
+            return 0.0
+        self.reconciled = limit - kept
+        events.append({"event": RECONCILE, "reward": self.reconciled, "count": 1, "capped": False,
+                       "kept": round(kept, 10), "limit": limit})
+        return self.reconciled
 
     def _novel_contents(self, changed: list[str]) -> list[str]:
         """Files among ``changed`` whose content was never seen in this episode (write/revert pays once)."""
@@ -702,11 +791,14 @@ def _wrapper_attr(env: gym.Env, name: str) -> Any:
 
 __all__ = [
     "DEFAULT_CAPS",
+    "DEFAULT_FAILED_CAP",
     "DEFAULT_TABLE",
     "EVENTS",
     "PROGRESS_TABLE",
+    "RECONCILE",
     "SEED000",
     "SEED000_TABLE",
+    "SNAPSHOT_UNREADABLE",
     "TABLES",
     "ProcessReward",
     "Progress",

@@ -4,8 +4,8 @@ Each script plays one episode of a real task (bubblewrap sandbox, graded by the 
 in a fresh sandbox) under the default table, ``ProcessReward(env)`` ("progress"). The bound the
 issue asks for: every script that does not fix the bug returns less than half of what the oracle
 returns on the same task; doing nothing returns ~0; an honest attempt that breaks the module is not
-out-earned by any farming script. Seed 000's table is played on the issue's farming script too, to
-show the hole this closes.
+out-earned by any farming script. Seed 000's table is played on the issue's farming script too: its
+failed episodes are reconciled to ``failed_cap``, and without that they nearly match the oracle.
 """
 
 from __future__ import annotations
@@ -172,12 +172,20 @@ def test_an_honest_broken_attempt_is_not_beaten_by_farming(returns, task_ids):
             assert returns[task_id, name][0] <= honest + 1e-9, f"{name} beat the honest attempt on {task_id}"
 
 
-def test_seed000_table_is_farmable_on_the_same_script(task_ids):
-    """What the default replaced: under seed 000's table the issue's script nearly matches the oracle."""
-    env = ProcessReward(gym.make("termgym/SweSynth-v0", path="toy", max_steps=40), table="seed000")
-    try:
-        farm, _ = play(env, task_ids[0], issue_farm)
-        oracle, _ = play(env, task_ids[0], None)
-    finally:
-        env.close()
-    assert farm > 0.5 * oracle  # the hole: ~0.49 for the buggy repository's pass rate, plus shaping
+def test_seed000_table_is_reconciled_on_the_same_script(task_ids):
+    """Seed 000's outcome pays 0.5 x the pass rate over all tests (~0.49 for the buggy repository) and
+    never claws shaping back; the reconciliation keeps a failed episode at ``failed_cap`` (0.3).
+    Sabotage: with the reconciliation off (``failed_cap=None``) the issue's script nearly matches the
+    oracle, the hole it closes."""
+    returns = {}
+    for name, table in (("reconciled", "seed000"), ("off", {"base": "seed000", "failed_cap": None})):
+        env = ProcessReward(gym.make("termgym/SweSynth-v0", path="toy", max_steps=40), table=table,
+                            allow_farmable=name == "off")
+        try:
+            returns[name] = play(env, task_ids[0], issue_farm)[0], play(env, task_ids[0], None)[0]
+        finally:
+            env.close()
+    farm, oracle = returns["reconciled"]
+    assert farm < 0.5 * oracle and farm == pytest.approx(0.3)
+    farm, oracle = returns["off"]
+    assert farm > 0.5 * oracle

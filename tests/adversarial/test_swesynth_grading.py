@@ -692,7 +692,12 @@ def test_the_fix_survives_a_killed_shell(cache):
 
 def test_the_diff_file_cannot_be_swapped_for_a_link_to_a_host_file(cache, task, tmp_path):
     """The agent's shell function replaces the grader's diff file with a link to a host path that holds
-    the fix: on the local backend the host reads that file itself and must not follow the link."""
+    the fix. The function dies with the agent's shell, which is stopped before the diff is read, so the
+    diff is the agent's own (a comment: 0); and on the local backend, where the host reads that file
+    itself, a link there is never followed."""
+    from termgym.sandbox import SandboxSpec, make_sandbox
+    from termgym.tasks.swesynth.task import read_agent_file
+
     host_only = tmp_path / "host-only.patch"
     host_only.write_text(task.record.fix_patch)
     grade = play(cache, [
@@ -700,4 +705,9 @@ def test_the_diff_file_cannot_be_swapped_for_a_link_to_a_host_file(cache, task, 
         f"git() {{ case \"$*\" in *--binary*) for f in /tmp/.termgym-agent-*.patch; do rm -f \"$f\"; "
         f"ln -s {host_only} \"$f\"; done;; *) command git \"$@\";; esac; }}",
     ])
-    assert grade["score"] == 0.0 and "cannot read the agent's diff" in (grade.get("error") or ""), grade
+    assert grade["score"] == 0.0 and grade["patch_files"] == ["ledgerly/accounts.py"], grade
+    assert "# touched" in grade["fix_patch"], grade
+    with make_sandbox("local", SandboxSpec()) as sandbox:
+        sandbox.exec(f"ln -s {host_only} /tmp/.termgym-agent-swapped.patch")
+        with pytest.raises(RuntimeError, match="cannot read the agent's diff"):
+            read_agent_file(sandbox, "/tmp/.termgym-agent-swapped.patch")

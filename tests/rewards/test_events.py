@@ -8,7 +8,7 @@ import pytest
 
 from termgym import CommandTask, Grade, ListSuite
 from termgym.env import TerminalEnv, Truncate, areset, astep
-from termgym.wrappers.rewards import ProcessReward, TestFinder
+from termgym.wrappers.rewards import RECONCILE, ProcessReward, TestFinder
 from tests.docker_engine import require_docker
 
 
@@ -242,7 +242,16 @@ def test_progress_outcome_from_target_and_regressions(calc_env, cmd, submit, tar
     got = {e["event"]: e for e in info["reward_events"]}
     assert got["target_tests"]["target_result"] == target
     assert got["regressions"]["share"] == pytest.approx(regressions)
-    assert reward == pytest.approx(outcome)
+    assert got["target_tests"]["reward"] + got["regressions"]["reward"] == pytest.approx(outcome)
+    # A failed grade keeps at most failed_cap (0.3) of the solved-task reward: the rest is reconciled.
+    solved = target.split("/")[0] == target.split("/")[1] and everything.split("/")[0] == everything.split("/")[1]
+    assert reward == pytest.approx(outcome if solved else min(outcome, 0.3))
+    assert (RECONCILE in got) == (not solved and outcome > 0.3)
+    # Without the reconciliation the failed grade's progress would all be paid.
+    env = ProcessReward(calc_env(task), {"failed_cap": None}, allow_farmable=True)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(submit)
+    assert reward == pytest.approx(outcome) and RECONCILE not in {e["event"] for e in info["reward_events"]}
 
 
 class HalfGradedTask(CommandTask):
@@ -261,7 +270,11 @@ def test_seed000_outcome_partial_pass_uses_the_grade_pass_rate(calc_env, cmd):
     assert truncated
     [outcome] = [e for e in info["reward_events"] if e["event"] == "partial_pass"]
     assert outcome["pass_rate"] == 0.5 and outcome["reward"] == 0.25
-    assert reward == pytest.approx(0.25 + 0.03)  # pwd's shaping is still paid on the last step
+    # pwd's shaping is still paid on the last step; with ls's it takes the failed episode past 0.3
+    [reconcile] = [e for e in info["reward_events"] if e["event"] == RECONCILE]
+    assert reconcile["kept"] == pytest.approx(0.25 + 0.06) and reconcile["limit"] == 0.3
+    assert reward == pytest.approx(0.25 + 0.03 - 0.01)
+    assert info["process_reward"]["return"] == pytest.approx(0.3)
 
 
 def test_a_truncation_requested_from_outside_settles_like_a_last_step(wrapped, cmd):

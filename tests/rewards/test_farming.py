@@ -91,6 +91,9 @@ def test_on_swesynth_ls_for_the_whole_budget_earns_less_than_the_oracle():
     assert info["end_reason"] == "max_steps" and not info["grade"]["all_passed"]
     shaping = info["process_reward"]["shaping"]
     assert shaping == pytest.approx(0.03) and shaping <= SEED000.max_shaping()
-    # the outcome still pays 0.5 x the share of tests that pass with the bug in (seed 000's table)
-    assert total == pytest.approx(0.03 + 0.5 * info["grade"]["pass_rate"])
-    assert total < oracle_total
+    # seed 000's outcome pays 0.5 x the share of tests that pass with the bug in; the grade failed, so
+    # the reconciliation keeps no more than failed_cap (0.3) of the solved-task reward of it
+    [partial] = [e for e in info["reward_events"] if e["event"] == "partial_pass"]
+    assert partial["reward"] == pytest.approx(0.5 * info["grade"]["pass_rate"]) and partial["reward"] + 0.03 > 0.3
+    assert total == pytest.approx(0.3) and info["process_reward"]["reconciled"] < 0
+    assert total < 0.5 * oracle_total

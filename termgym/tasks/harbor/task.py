@@ -289,7 +289,7 @@ class HarborTask(Task):
         return self.image()
 
     def sandbox_spec(self) -> SandboxSpec:
-        from termgym.sandbox.base import BackendUnavailable, Limits, SandboxSpec
+        from termgym.sandbox.base import BackendUnavailable, DEFAULT_CPUS, Limits, SandboxSpec
 
         if self.network_policy == "off" and self.config.allow_internet:
             needs = self.network_needs(("verifier",))
@@ -308,8 +308,11 @@ class HarborTask(Task):
                 "FROM termgym/base plus WORKDIR/ENV/COPY)."
             )
         cfg = self.config
-        # Only what the task sets: Harbor imposes no memory, CPU, process or file limits of its own.
-        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, storage_mb=cfg.storage_mb, pids=None,
+        # Only what the task sets (Harbor imposes no memory, process or file limits of its own), but a
+        # CPU quota always (the task's, else termgym's default): one trial's busy loops must not starve
+        # another's verifier on the same machine.
+        limits = Limits(memory_mb=cfg.memory_mb, cpus=cfg.cpus if cfg.cpus is not None else DEFAULT_CPUS,
+                        storage_mb=cfg.storage_mb, pids=None,
                         cpu_seconds=None, file_size_mb=None, open_files=None)
         image = self.image()  # first: a prebuilt image that cannot be pulled may fall back to the Dockerfile
         env = dict(self.dockerfile.env) if self.dockerfile and self.local_ok else {}

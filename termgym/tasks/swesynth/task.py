@@ -118,28 +118,46 @@ def normalise_mtimes(root: Path) -> None:
     os.utime(root, (NORMALISED_MTIME, NORMALISED_MTIME))
 
 
+def copy_in_name_order(src: Path, dest: Path) -> None:
+    """Copy the tree ``src`` to ``dest`` (new), creating every directory's entries in name order."""
+    dest.mkdir(parents=True)
+    for entry in sorted(os.listdir(src)):
+        source, target = src / entry, dest / entry
+        if source.is_symlink():
+            os.symlink(os.readlink(source), target)
+        elif source.is_dir():
+            copy_in_name_order(source, target)
+        else:
+            shutil.copy2(source, target)
+    shutil.copystat(src, dest)
+
+
 def prepare_workspace(record: TaskRecord, cache: Path | None = None) -> Path:
     """The buggy repository of ``record`` as the agent sees it, built once and cached.
 
-    The clean repository is copied (without VCS data and caches), the bug patch applied, a fresh
-    git repository committed as "Initial state" with fixed identities and dates, and all file times
-    normalised. Safe to call from several processes: the tree is built aside and renamed in place.
+    The clean repository is copied (without VCS data and caches), the bug patch applied, the tree
+    copied again in name order, a fresh git repository committed as "Initial state" with fixed
+    identities and dates, all file times normalised and the git index rebuilt without stat data.
+    Safe to call from several processes: the tree is built aside and renamed in place.
     """
     if record.repo_dir is None:
         raise RecordError(f"task {record.task_id}: no host repository to prepare (it uses image {record.image!r})")
     if not record.repo_dir.is_dir():
         raise RecordError(f"task {record.task_id}: repository directory {record.repo_dir} does not exist")
     cache = cache or cache_root()
-    key = hashlib.sha256(f"v2\0{repo_fingerprint(record.repo_dir)}\0{record.bug_patch}".encode()).hexdigest()[:20]
+    key = hashlib.sha256(f"v3\0{repo_fingerprint(record.repo_dir)}\0{record.bug_patch}".encode()).hexdigest()[:20]
     target = cache / f"{record.task_id}-{key}"
     if (target / ".git").is_dir():
         return target
     cache.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache))
     try:
-        tree = tmp / "app"
-        copy_tree(record.repo_dir, tree)
-        _git(["apply", "--whitespace=nowarn", "-"], tree, stdin=record.bug_patch)
+        staged, tree = tmp / "staged", tmp / "app"
+        copy_tree(record.repo_dir, staged)
+        _git(["apply", "--whitespace=nowarn", "-"], staged, stdin=record.bug_patch)
+        # Rebuilt in name order: every file gets its inode, ctime and directory slot from this copy,
+        # none from being rewritten by the bug patch (which a sandbox's copy of this tree would inherit).
+        copy_in_name_order(staged, tree)
         # No template (no sample hooks) and one pack instead of loose objects: every reset copies this
         # tree, and the copy's cost is per file and per directory.
         _git(["init", "-q", "--template="], tree)
@@ -148,6 +166,11 @@ def prepare_workspace(record: TaskRecord, cache: Path | None = None) -> Path:
         _git(["repack", "-a", "-d", "-q"], tree)
         _git(["prune-packed"], tree)
         normalise_mtimes(tree)
+        # The index's stat data was taken before the times were normalised: rebuilt from the commit it
+        # holds none (all zero for every file), so `git ls-files --debug` cannot tell which files the
+        # bug touched. Git refreshes it from the workspace's own (uniform) stat data on first use.
+        _git(["read-tree", "HEAD"], tree)
+        os.utime(tree / ".git" / "index", (NORMALISED_MTIME, NORMALISED_MTIME))
         try:
             os.rename(tree, target)
         except OSError:
@@ -209,6 +232,8 @@ class SweSynthTask(Task):
                 f"cd {wd} && rm -rf .git && git init -q && git add -A && "
                 f"{date} git {ident} commit -q --no-verify -m 'Initial state'",
                 f"find {wd} -exec touch -h -d @{NORMALISED_MTIME} {{}} +",
+                # the index's stat data predates the normalised times: rebuilt without any (see prepare_workspace)
+                f"cd {wd} && git read-tree HEAD && touch -d @{NORMALISED_MTIME} .git/index",
             ],
         )
 
@@ -293,17 +318,21 @@ class SweSynthTask(Task):
         command = record.test_command if graded is None else select_command(record.test_command, record.repo_dir,
                                                                               graded)
         run = run_graded_tests(sandbox, command, self.workdir, self.source_dirs, self.grade_timeout, **paths)
-        infra = cannot_start_reason(run, record.test_command)
-        if infra is None and not run.ran and not run.timed_out and not run.tamper:
-            # The session stopped before it ran the tests: the agent's change (an import error is a
-            # legitimate 0), or a sandbox that cannot run this suite at all (an infrastructure error).
+        infra = None
+        if not run.ran and not run.timed_out and not run.tamper:
+            # The tests never ran (or pytest never started): the agent's change (an import error is a
+            # legitimate 0), or a sandbox that cannot run this suite at all. Only the unmodified
+            # repository in a fresh sandbox nobody else touched (the agent's processes are stopped by
+            # now) can show it is not the agent's: then, and only then, it is an infrastructure error.
+            # A graded run that timed out is the agent's code's doing: a 0, never retried.
             pristine = run if not patch.strip() else run_graded_tests(
                 new_sandbox(self.sandbox_spec()), command, self.workdir, self.source_dirs,
                 self.grade_timeout, **paths)
             if not pristine.ran:
-                infra = (f"the tests do not run on the unmodified repository in this sandbox (pytest exit "
-                         f"{pristine.exit_code}); a test dependency may be missing: "
-                         + " | ".join(pristine.log_tail.strip().splitlines()[-5:]))
+                infra = cannot_start_reason(pristine, record.test_command) or (
+                    f"the tests do not run on the unmodified repository in this sandbox (pytest exit "
+                    f"{pristine.exit_code}{', timed out' if pristine.timed_out else ''}); a test dependency may "
+                    f"be missing: " + " | ".join(pristine.log_tail.strip().splitlines()[-5:]))
         outcomes = {} if run.tamper or infra else run.outcomes
         # A required test left out of a selected run executes nothing the bug or the patch changed: it
         # runs as on the clean tree, where it passed at generation (twice, under this grader).
@@ -375,6 +404,9 @@ class SweSynthTask(Task):
                          error=error)
 
         try:
+            # Every process the agent left running stops before anything is read or graded: nothing
+            # changes the tree after this point, and busy loops cannot slow the grade into a timeout.
+            ctx.sandbox.abort()
             patch, graded, ignored = self.agent_patch(ctx.sandbox)
         except Exception as exc:  # a broken workspace is the agent's failure, not the grader's
             return zero(str(exc))
