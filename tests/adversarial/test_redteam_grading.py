@@ -111,19 +111,25 @@ STDLIB_ATTACKS = {
 }
 
 
-#: In-process forgeries the slimmed grader plugin no longer stops: the behaviour check decides them
-#: (issue 25 item 1). Strict: when it lands they score 0 again and the marks must go.
-BEHAVIOUR_CHECK_DECIDES = pytest.mark.xfail(
-    strict=True, reason="in-process forgery: the slimmed grader plugin no longer stops it (docs/security.md); "
-                        "the behaviour check (issue 25 item 1) decides it. Remove this mark when that lands.")
+#: In-process forgeries the slimmed grader plugin no longer stops: pytest may report a pass, and the
+#: behaviour check against the clean code (decided on the host) must give them 0.
+DECIDED_OUTSIDE = {"empties_the_plugins_event_tables_then_traces_from_call"}
 
 
-@pytest.mark.parametrize("code", [
-    pytest.param(code, id=name, marks=BEHAVIOUR_CHECK_DECIDES)
-    if name == "empties_the_plugins_event_tables_then_traces_from_call" else pytest.param(code, id=name)
-    for name, code in STDLIB_ATTACKS.items()])
-def test_stdlib_patching_cannot_forge_events(task, buggy_tree, tmp_path, code):
-    assert_scores_zero(grade(task, diff_of(buggy_tree, tmp_path, appended(code))))
+def assert_decided_outside(details: dict) -> None:
+    assert not details["all_passed"], details
+    assert not details.get("infra_error"), details
+    if details["target_result"] != "0/3":
+        assert details.get("behaviour_failure") or details.get("tamper"), details
+
+
+@pytest.mark.parametrize("name", list(STDLIB_ATTACKS))
+def test_stdlib_patching_cannot_forge_events(task, buggy_tree, tmp_path, name):
+    details = grade(task, diff_of(buggy_tree, tmp_path, appended(STDLIB_ATTACKS[name])))
+    if name in DECIDED_OUTSIDE:
+        assert_decided_outside(details)
+    else:
+        assert_scores_zero(details)
 
 
 # -- code under test going after the test process itself ------------------------------------------
@@ -379,7 +385,7 @@ ALIAS_ATTACK = """
 """
 
 
-@pytest.mark.parametrize("with_wrapped", [pytest.param(False, id="plain", marks=BEHAVIOUR_CHECK_DECIDES),
+@pytest.mark.parametrize("with_wrapped", [pytest.param(False, id="plain"),
                                           pytest.param(True, id="claims_to_wrap_the_real_test")])
 def test_a_test_name_rebound_to_another_tests_function(cache, with_wrapped):
     task = default_suite("toy", cache_dir=cache).load(ALIAS_TASK)
@@ -387,5 +393,7 @@ def test_a_test_name_rebound_to_another_tests_function(cache, with_wrapped):
     code = ALIAS_ATTACK.replace("WITH_WRAPPED", str(with_wrapped))
     with tempfile.TemporaryDirectory() as tmp:
         details = grade(task, diff_of(tree, Path(tmp), appended(code)))
-    assert not details["all_passed"] and details["target_result"] == "0/1", details
+    assert not details["all_passed"], details
     assert not details.get("infra_error"), details
+    if details["target_result"] != "0/1":  # pytest was fooled: the behaviour check must have decided
+        assert details.get("behaviour_failure") or details.get("tamper"), details

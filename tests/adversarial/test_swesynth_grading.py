@@ -56,6 +56,15 @@ def graded_with(task, buggy_tree: Path, tmp_path: Path, code: str, path: str = "
         return task.grade_patch(patch, new_sandbox)
 
 
+def assert_decided_outside(details: dict) -> None:
+    """An in-process forgery may make pytest report a pass; the behaviour check, decided on the host
+    against the clean code's answers, must still fail the grade (no infrastructure error)."""
+    assert not details["all_passed"], details
+    assert not details.get("infra_error"), details
+    if details["target_result"] != "0/3":
+        assert details.get("behaviour_failure") or details.get("tamper"), details
+
+
 def assert_forgery_fails(details: dict) -> None:
     assert not details["all_passed"], details
     assert details["target_result"] == "0/3", details
@@ -432,26 +441,21 @@ ATTACKS["child_process_reads_the_key_from_memory"] = ATTACKS["child_process_read
 
 
 #: In-process forgeries the slimmed grader plugin no longer stops (issue 25, item 2: it denies and
-#: checks nothing inside the test process, so it refuses no honest project). Each still forges the
-#: required tests' outcomes here; the decision that must give them 0 is the behaviour check against
-#: the clean code (issue 25, item 1, branch ``behaviour``). Strict: when that check lands, these
-#: score 0 again, the marks XPASS and must be removed.
+#: checks nothing inside the test process, so it refuses no honest project). Each may still make pytest
+#: report a pass; the behaviour check against the clean code, decided on the host, gives them 0.
 IN_PROCESS_FORGERIES = {
     "c_callables_in_a_thread_collect_gc_objects", "function_runtest_is_a_no_op", "gc_finds_the_test_items",
     "monkeypatch_testreport_from_item_and_call", "replaces_the_test_modules_globals",
     "runner_module_function_replaced", "swaps_the_test_function_code", "traceback_frames_to_the_runner",
     "walks_frames_to_the_test_item",
 }
-BEHAVIOUR_CHECK_DECIDES = pytest.mark.xfail(
-    strict=True, reason="in-process forgery: the slimmed grader plugin no longer stops it (docs/security.md); "
-                        "the behaviour check (issue 25 item 1) decides it. Remove this mark when that lands.")
-
-
-@pytest.mark.parametrize("attack", [pytest.param(a, marks=BEHAVIOUR_CHECK_DECIDES) if a in IN_PROCESS_FORGERIES
-                                    else a for a in sorted(ATTACKS)])
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_code_under_test_cannot_forge_a_pass(attack, task, buggy_tree, tmp_path):
     details = graded_with(task, buggy_tree, tmp_path, ATTACKS[attack])
-    assert_forgery_fails(details)
+    if attack in IN_PROCESS_FORGERIES:
+        assert_decided_outside(details)
+    else:
+        assert_forgery_fails(details)
 
 
 def test_an_exit_status_that_disagrees_with_pytest_is_tampering(task, buggy_tree, tmp_path):

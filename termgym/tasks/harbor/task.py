@@ -289,7 +289,7 @@ class HarborTask(Task):
         return self.image()
 
     def sandbox_spec(self) -> SandboxSpec:
-        from termgym.sandbox.base import BackendUnavailable, DEFAULT_CPUS, Limits, SandboxSpec
+        from termgym.sandbox.base import DEFAULT_CPUS, BackendUnavailable, Limits, SandboxSpec
 
         if self.network_policy == "off" and self.config.allow_internet:
             needs = self.network_needs(("verifier",))

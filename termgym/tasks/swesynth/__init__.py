@@ -29,8 +29,11 @@ def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
     ``"projects"``, the real-project suite) or a suite directory, task folder or records file.
     ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``, ``difficulty``,
     ``cache_dir``, ``grade_timeout``, ``grade_tests``: ``"selected"`` (default, fast grades from the
-    coverage map, :mod:`.selection`) or ``"full"``)."""
+    coverage map, :mod:`.selection`) or ``"full"``, ``behaviour``: ``"required"``, the bundled suites'
+    default, serves only tasks whose grade a behaviour check decides outside the graded process, or
+    ``"any"``)."""
     if path is None:
+        options.setdefault("behaviour", "required")
         path = SUITE_DIR if (SUITE_DIR / "suite.json").is_file() else TOY_DIR
     return SweSynthSuite(path, **options)
 

@@ -42,6 +42,8 @@ SUITE_DIR = SWESYNTH_DIR / "suite"
 #: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``; ``"projects"`` is the real-project suite.
 #: A folder of that name is ``./toy``.
 NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR}
+#: ``SweSynthSuite(behaviour=...)``: serve only tasks with a behaviour check, or every task.
+BEHAVIOUR_POLICIES = ("required", "any")
 
 
 class SweSynthSuite(TaskSuite):
@@ -53,17 +55,28 @@ class SweSynthSuite(TaskSuite):
     Docker images). ``bug_types``, ``repos`` and ``difficulty`` (``easy``/``medium``/``hard``, or a
     list of them, from each record's ``difficulty``) keep only matching tasks. A suite directory in
     the compact storage (:mod:`~termgym.tasks.swesynth.store`) is read the same way.
+
+    ``behaviour`` says which tasks the splits serve: ``"required"`` only tasks that carry a
+    behaviour check (:mod:`~termgym.tasks.swesynth.behaviour`), whose grade is decided outside the
+    graded process; ``"any"`` every task (a task without a check is decided by its tests alone,
+    which the agent's code can forge: docs/security.md). The default is ``"required"`` for the
+    bundled suites (``source`` ``None``, ``"toy"``, ``"projects"``) and ``"any"`` for suites of your
+    own. ``load(task_id)`` still loads any task of the suite by id.
     """
 
     def __init__(self, source: str | Path | Sequence[TaskRecord] | None = None, *,
                  bug_types: Sequence[str] | None = None, repos: Sequence[str] | None = None,
                  cache_dir: str | Path | None = None, grade_timeout: float | None = None,
                  name: str | None = None, difficulty: str | Sequence[str] | None = None,
-                 grade_tests: str = "selected") -> None:
+                 grade_tests: str = "selected", behaviour: str | None = None) -> None:
         from termgym.tasks.swesynth.selection import GRADE_TESTS
 
         if grade_tests not in GRADE_TESTS:
             raise ValueError(f"grade_tests must be one of {', '.join(GRADE_TESTS)}, not {grade_tests!r}")
+        if behaviour not in (None, *BEHAVIOUR_POLICIES):
+            raise ValueError(f"behaviour must be one of {', '.join(BEHAVIOUR_POLICIES)}, not {behaviour!r}")
+        bundled = source is None or (isinstance(source, str) and source in NAMED_SUITES)
+        self.behaviour = behaviour or ("required" if bundled else "any")
         self.cache_dir = cache_dir
         self.grade_timeout = grade_timeout
         self.grade_tests = grade_tests
@@ -74,6 +87,7 @@ class SweSynthSuite(TaskSuite):
         self._raw: dict[str, dict[str, Any]] = {}  # compact storage: record dicts, parsed on use
         self._base = None
         self.generation: dict[str, Any] = {}
+        self.unchecked = 0  # tasks left out of the splits for want of a behaviour check
         if source is None:
             source = BUNDLED_DIR
         if isinstance(source, str) and source in NAMED_SUITES:
@@ -86,6 +100,8 @@ class SweSynthSuite(TaskSuite):
                 self._add_record(record, "train")
             self.name = name or "swesynth"
         self._filter(bug_types, repos, _difficulties(difficulty))
+        if self.behaviour == "required":
+            self._keep_checked()
 
     # loading ---------------------------------------------------------------------------------
 
@@ -183,6 +199,23 @@ class SweSynthSuite(TaskSuite):
                     continue
                 keep.append(tid)
             self._splits[split] = keep
+
+    def has_behaviour_check(self, task_id: str) -> bool:
+        """Whether the task carries a behaviour check (without building its record when compact)."""
+        raw = self._raw.get(task_id)
+        if raw is not None:
+            return bool(raw.get("behaviour"))
+        return bool(self.record(task_id).behaviour)
+
+    def _keep_checked(self) -> None:
+        total = sum(len(ids) for ids in self._splits.values())
+        for split, ids in self._splits.items():
+            self._splits[split] = [tid for tid in ids if self.has_behaviour_check(tid)]
+        self.unchecked = total - sum(len(ids) for ids in self._splits.values())
+        if total and self.unchecked == total:
+            raise RecordError(f"SWE-SYNTH suite {self.name!r}: none of its {total} tasks carries a behaviour check "
+                              "(record them with `termgym swesynth behaviour`), or pass behaviour='any' to serve "
+                              "tasks graded by their tests alone")
 
     def projects(self) -> dict[str, int]:
         """Task count per project (repo) over every split."""
