@@ -119,9 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help="the tiny model instead of the Qwen3-4B shape (CPU check)")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--groups", type=int, default=2)
-    parser.add_argument("--n", type=int, default=4, help="rollouts per group")
-    parser.add_argument("--response-length", type=int, default=1024)
-    parser.add_argument("--max-tokens-per-turn", type=int, default=64)
+    parser.add_argument("--n", type=int, default=2, help="rollouts per group")
+    parser.add_argument("--response-length", type=int, default=768)
+    parser.add_argument("--max-tokens-per-turn", type=int, default=48)
     args = parser.parse_args(argv)
     if args.device == "cuda":
         import torch
