@@ -92,8 +92,15 @@ if [ "$want_all" = 1 ]; then
   if ! "$venv/bin/python" -c "import art, tinker_cookbook" 2>/dev/null; then
     echo "==> pip install openpipe-art, tinker, tinker-cookbook (light)"
     pip_install --no-deps openpipe-art==0.5.18 tinker-cookbook==0.6.1
-    pip_install "openai>=2.14,<3" polars nest-asyncio tblib setproctitle tinker==0.38.0 chz pyrage blobfile \
-      termcolor "tiktoken>=0.12"
+    # the [art] extra's other requirements (what `import art` needs, ART's GPU backend left out), read
+    # from pyproject.toml so the extra and this install cannot drift apart
+    mapfile -t art_requirements < <("$venv/bin/python" - <<'PY'
+import tomllib
+extras = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
+print("\n".join(r for r in extras["art"] if not r.startswith("openpipe-art")))
+PY
+)
+    pip_install "${art_requirements[@]}" tinker==0.38.0 chz pyrage blobfile termcolor "tiktoken>=0.12"
   fi
   # Harbor 0.26 (Python >= 3.12) in its own venv: the parity tests and Harbor's agents on termgym.
   echo "==> Harbor's environment (scripts/setup-harbor.sh)"

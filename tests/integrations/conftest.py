@@ -1,7 +1,9 @@
 """Fixtures for the trainer-adapter tests: the scripted model, the tiny Qwen-style tokenizer, the suite.
 
 The adapters' own packages (``openpipe-art``, ``tinker``, ``tinker-cookbook``) are required; see
-docs/integrations.md for the CI install line.
+docs/integrations.md for the CI install line. In CI (``CI`` set to ``true``/``1``) nothing here may
+skip: a skip — a missing package, no bubblewrap — is reported as a failure naming its reason, so a
+broken install cannot pass as "skipped".
 """
 
 from __future__ import annotations
@@ -38,7 +40,13 @@ if _masking is not None:
         pass
     _masking._preprocess_mask_arguments = _original_mask_arguments
 
+
+# In CI a skip here is a failure (see strict_skips.py): these hooks apply to this folder's tests.
+from strict_skips import in_ci, pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401
+
 if shutil.which("bwrap") is None:
+    if in_ci():
+        raise RuntimeError("the integration tests need bubblewrap (apt-get install bubblewrap); CI must run them")
     pytest.skip("the integration tests need bubblewrap (apt-get install bubblewrap)", allow_module_level=True)
 
 

@@ -369,3 +369,25 @@ def test_sampled_trajectories_are_logged(tiny_model, tiny_tokenizer, tmp_path):
     assert record["format"] == RECORD_FORMAT and record["task_id"] == "random"
     assert record["end_reason"] == "submitted" and record["messages"][-2]["role"] == "assistant"
     assert record["steps"][-1]["extra"]["token_ids"] and record["metadata"] == {"trainer": "verl"}
+
+
+def test_a_clawback_is_charged_to_the_turn_that_earned_the_shaping(tiny_model, tiny_tokenizer):
+    # "List the workspace, then create done.txt": `ls -la` earns shaping (valid_command, command_success),
+    # then a submission without done.txt fails, and the "progress" table claws the shaping back on that
+    # last step. The loop places the clawback on the `ls` turn instead: turn 1 nets 0, the return is unchanged.
+    server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts=SCRIPTS)
+    ((loop, output),) = asyncio.run(_play(server, ["listing"], wrappers=[ProcessReward]))
+    fields = output.extra_fields
+    env_rewards, placed = fields["env_step_rewards"], fields["turn_scores"]
+    assert fields["reward_events"].get("clawback") == 1 and env_rewards[0] > 0 and env_rewards[-1] < 0
+    assert placed[0] == pytest.approx(0.0, abs=1e-9)
+    assert placed[1] == pytest.approx(env_rewards[1] + env_rewards[0])
+    assert sum(placed) == pytest.approx(sum(env_rewards)) == pytest.approx(output.reward_score)
+    rm_scores = output.as_dict()["rm_scores"]
+    assert rm_scores[fields["turn_end_positions"][0]].item() == pytest.approx(0.0, abs=1e-6)
+    # one anchor (a hash of the observation the turn started from) per turn; the first is the task prompt
+    assert len(fields["turn_anchors"]) == len(placed) == 2 and len(set(fields["turn_anchors"])) == 2
+    # charge_clawback=false keeps the env's own placement
+    server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts=SCRIPTS)
+    ((_, kept),) = asyncio.run(_play(server, ["listing"], wrappers=[ProcessReward], charge_clawback=False))
+    assert kept.extra_fields["turn_scores"] == pytest.approx(kept.extra_fields["env_step_rewards"])

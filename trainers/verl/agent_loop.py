@@ -41,6 +41,8 @@ from verl.utils.profiler import simple_timer
 from verl.workers.rollout.replica import TokenOutput
 
 from termgym.imports import load_object
+from termgym.wrappers.rewards import CLAWBACK as _CLAWBACK
+from termgym.wrappers.rewards import OUTCOME_EVENTS as _OUTCOME_EVENTS
 
 logger = logging.getLogger(__name__)
 logger.setLevel(os.getenv("TERMGYM_LOGGING_LEVEL", "WARNING"))
@@ -115,6 +117,8 @@ class TermgymAgentLoop(AgentLoopBase):
       recorder (:class:`~termgym.wrappers.recording.RecordEpisodes`, token ids per turn in each
       step's ``extra``) to ``trajectory_dir/rollouts/step_<global step>.jsonl``.
     * ``health_check_interval`` — seconds between health checks in this worker (0: off).
+    * ``charge_clawback`` — place ProcessReward's clawback on the turns whose shaping it takes back
+      (default true; false: on the last turn, where the env paid it).
     """
 
     def __init__(
@@ -130,6 +134,7 @@ class TermgymAgentLoop(AgentLoopBase):
         trajectory_dir: str | None = None,
         log_sample_rate: float | str = 0.0,
         health_check_interval: float | str = 0.0,
+        charge_clawback: bool | str = True,
         tools: Any = None,  # veRL passes its tool list to every agent loop; termgym envs bring their own
         **kwargs: Any,
     ) -> None:
@@ -151,6 +156,7 @@ class TermgymAgentLoop(AgentLoopBase):
         self.max_concurrent_episodes = int(max_concurrent_episodes)
         self.trajectory_dir = trajectory_dir if trajectory_dir not in (None, "", "null", "None") else None
         self.log_sample_rate = float(log_sample_rate)
+        self.charge_clawback = str(charge_clawback).lower() not in ("false", "0", "no")
         self.prompt_length = self.rollout_config.prompt_length
         self.response_length = self.rollout_config.response_length
         self.stop_token_ids = _stop_token_ids(self.tokenizer)
@@ -197,11 +203,13 @@ class TermgymAgentLoop(AgentLoopBase):
         runtime_ids, response_mask, logprobs = policy.runtime_ids, policy.response_mask, policy.logprobs
         response_ids = runtime_ids[len(prompt_ids):]
         assert len(response_ids) == len(response_mask) <= self.response_length
-        turn_scores = [float(r) for r in policy.turn_scores]
+        turn_scores = [float(r) for r in policy.credited_turn_scores(self.charge_clawback)]
         extra_fields = {
             **policy.server_fields,
-            "turn_scores": turn_scores,
+            "turn_scores": turn_scores,  # what is placed on each turn's last token (sums to the return)
+            "env_step_rewards": [float(r) for r in policy.turn_scores],  # the env's, before any charge-back
             "turn_end_positions": policy.turn_end_positions,
+            "turn_anchors": policy.anchors[: len(policy.turn_end_positions)],
             "reward_placement": self.reward_placement,
             "env_id": env_id,
             "task_id": task_id,
@@ -289,6 +297,9 @@ class _TokenPolicy:
         # ``max_global_steps``, as veRL's own tool agent loop does; the v1 trainer reads them.
         self.server_fields: dict[str, Any] = {}
         self.reward_events: list[str] = []  # names of ProcessReward's events, when the wrapper is on
+        self.turn_positive_shaping: list[float] = []  # positive shaping each turn earned (what a clawback takes back)
+        self.clawback: tuple[int, float] | None = None  # (turn, amount) of ProcessReward's clawback
+        self.anchors: list[str] = []  # per turn: a hash of the observation it started from (GiGPO anchor state)
         self._stop: str | None = None  # a limit reached between turns: the next action truncates
 
     async def start(self, prompt: Any, info: dict[str, Any]) -> None:
@@ -303,6 +314,7 @@ class _TokenPolicy:
                 f"actor_rollout_ref.rollout.prompt_length is {self.loop.prompt_length}; raise data.max_prompt_length"
             )
         self.runtime_ids = list(self.prompt_ids)
+        self.anchors = [_anchor_key(self.messages[-1].get("content"))]
 
     async def act(self, observation: Any, info: dict[str, Any]) -> Any:
         from termgym.env import Truncate
@@ -352,7 +364,11 @@ class _TokenPolicy:
         from termgym.env import Truncate
 
         info = step.info
-        self.reward_events.extend(e["event"] for e in info.get("reward_events") or ())
+        events = info.get("reward_events") or ()
+        self.reward_events.extend(e["event"] for e in events)
+        positive = sum(float(e["reward"]) for e in events
+                       if float(e["reward"]) > 0 and e["event"] not in _OUTCOME_EVENTS and e["event"] != _CLAWBACK)
+        clawback = sum(float(e["reward"]) for e in events if e["event"] == _CLAWBACK)
         if isinstance(step.action, Truncate):
             # The loop, not the env, ended the episode (a cut turn, the token budget, max turns): its
             # last step's reward (ProcessReward's outcome) goes on the last token of the response.
@@ -360,13 +376,20 @@ class _TokenPolicy:
             mask = self.response_mask
             if mask and self.turn_end_positions and self.turn_end_positions[-1] == len(mask) - 1:
                 self.turn_scores[-1] += step.reward
+                self.turn_positive_shaping[-1] += positive
             elif mask:
                 self.turn_scores.append(step.reward)
+                self.turn_positive_shaping.append(positive)
                 self.turn_end_positions.append(len(mask) - 1)
+            if clawback and self.turn_scores:
+                self.clawback = (len(self.turn_scores) - 1, clawback)
             return
         self.stepped_turns += 1
         self.turn_scores.append(step.reward)
+        self.turn_positive_shaping.append(positive)
         self.turn_end_positions.append(len(self.response_mask) - 1)
+        if clawback:
+            self.clawback = (len(self.turn_scores) - 1, clawback)
         if (info.get("action") or {}).get("kind") == "format_error":
             self.format_errors += 1
         if step.done:
@@ -384,6 +407,17 @@ class _TokenPolicy:
             return
         self.messages.append(observation_message)
         self.runtime_ids, self.response_mask, self.logprobs = merge.token_ids, merged_mask, merged_logprobs
+        self.anchors.append(_anchor_key(observation_message["content"]))
+
+    def credited_turn_scores(self, charge_clawback: bool) -> list[float]:
+        """The per-turn rewards placed on the tokens: the env's step rewards, with ProcessReward's
+        clawback moved onto the turns whose positive shaping it takes back (``charge_clawback``)."""
+        from trainers.verl.advantage import charge_clawback as charge
+
+        if not charge_clawback or self.clawback is None:
+            return list(self.turn_scores)
+        turn, amount = self.clawback
+        return charge(self.turn_scores, self.turn_positive_shaping, turn, amount)
 
     def summary(self) -> dict[str, Any]:
         """The episode as tests and debugging read it (``TermgymAgentLoop.last_episode``)."""
@@ -394,6 +428,13 @@ class _TokenPolicy:
                 "stepped_turns": self.stepped_turns,  # assistant turns the env acted on (a cut turn is not)
                 "format_errors": self.format_errors, "server_fields": self.server_fields,
                 "reward_events": self.reward_events}
+
+
+def _anchor_key(content: Any) -> str:
+    """A short stable hash of an observation's text: turns starting from equal ones share an anchor state."""
+    import hashlib
+
+    return hashlib.sha1(str(content).encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def _global_step(kwargs: dict[str, Any]) -> int:

@@ -27,6 +27,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,48 @@ from trainers.verl import launch
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@dataclass(frozen=True)
+class CpuSetup:
+    """What a CPU run trains on: the suite, the tiny model's extra tokens, how the rollout answers.
+
+    :data:`SMOKE` (the smoke suite: scripted solutions next to random text, ProcessReward on) is the
+    default; :func:`learning_setup` is a task a policy can learn (:mod:`trainers.verl.learning`).
+    """
+
+    env_id: str
+    import_module: str
+    train: str
+    val: str
+    epochs: int
+    scripts: dict[str, list[str | None]] = field(default_factory=dict)
+    choices: tuple[str, ...] = ()
+    wrappers: tuple[str, ...] = ()
+    max_tokens_per_turn: int = 48
+    groups: int = 2
+    n: int = 4
+    response_length: int = 384
+
+
+def smoke_setup() -> CpuSetup:
+    """The smoke suite as the trainer test has always run it."""
+    from trainers.verl.smoke_suite import ENV_ID, SCRIPTS
+
+    return CpuSetup(env_id=ENV_ID, import_module="trainers.verl.smoke_suite", train="0-2", val="3", epochs=4,
+                    scripts=SCRIPTS, wrappers=("termgym.wrappers.rewards:ProcessReward",))
+
+
+def learning_setup(turns: int = 1, *, groups: int = 4, n: int = 8) -> CpuSetup:
+    """The pick-a-colour task (:mod:`trainers.verl.learning`): every turn one of three actions."""
+    from trainers.verl.learning import CHOICES, SINGLE_TURN_ID, TWO_TURN_ID
+
+    return CpuSetup(env_id=SINGLE_TURN_ID if turns == 1 else TWO_TURN_ID, import_module="trainers.verl.learning",
+                    train="0-3", val="4", epochs=16, choices=CHOICES, max_tokens_per_turn=4, groups=groups, n=n,
+                    response_length=256)
+
+
 def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str | Path, agent_loops: str | Path,
                   steps: int, groups: int = 2, n: int = 4, response_length: int = 384,
-                  scripts: dict[str, list[str | None]] | None = None) -> list[str]:
+                  scripts: dict[str, list[str | None]] | None = None, choices: Sequence[str] = ()) -> list[str]:
     """The GRPO recipe's overrides, then the CPU ones (later overrides win in Hydra)."""
     values = launch.placeholders(data_dir=str(data_dir), model=str(model_dir), experiment="cpu-trainer",
                                  ckpt_dir=str(ckpt_dir))
@@ -49,6 +89,7 @@ def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str 
         # veRL checks the cluster for a "GPU" resource before placing its workers: declare one logical
         # GPU (nothing requests it; the CPU platform places workers on CPU bundles)
         "+ray_kwargs.ray_init.num_gpus=1",
+        "+ray_kwargs.ray_init.include_dashboard=false",  # nothing looks at it; it costs start-up time
         "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
         "ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=trainers.verl.hf_rollout.setup_cpu_worker",
         "actor_rollout_ref.actor.strategy=fsdp2",
@@ -68,7 +109,8 @@ def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str 
         "actor_rollout_ref.rollout.name=termgym_hf",
         "actor_rollout_ref.rollout.agent.num_workers=1",
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loops}",
-        f"+actor_rollout_ref.rollout.custom={{termgym_scripts:{_hydra_json(scripts or {})}}}",
+        f"+actor_rollout_ref.rollout.custom={{termgym_scripts:{_hydra_json(scripts or {})},"
+        f"termgym_choices:{_hydra_json(list(choices))}}}",
         "reward.num_workers=1",
         # sizes
         f"data.train_batch_size={groups}",
@@ -100,54 +142,75 @@ def _hydra_json(value: Any) -> str:
     return "'" + text.replace("'", "\\'") + "'"
 
 
-def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48) -> Path:
-    """The recipe's agent-loop yaml with the smoke suite imported and process rewards on."""
+def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48, setup: CpuSetup | None = None,
+                      agent_loop: str | None = None) -> Path:
+    """The recipe's agent-loop yaml with the setup's suite imported and its wrappers (the smoke
+    suite's: process rewards on); ``agent_loop`` replaces the loop class (``module.Class``)."""
     import yaml
 
+    setup = setup or smoke_setup()
     entries = yaml.safe_load((launch.CONFIG_DIR / "agent_loops.yaml").read_text())
     entry = dict(entries[0])
-    entry.update(max_tokens_per_turn=max_tokens_per_turn, import_modules=["trainers.verl.smoke_suite"],
-                 wrappers=["termgym.wrappers.rewards:ProcessReward"], max_concurrent_episodes=8,
+    entry.update(max_tokens_per_turn=max_tokens_per_turn, import_modules=[setup.import_module],
+                 wrappers=list(setup.wrappers), max_concurrent_episodes=8,
                  trajectory_dir=None, log_sample_rate=0.0, health_check_interval=0)
+    if agent_loop:
+        entry["_target_"] = agent_loop
     path = Path(path)
     path.write_text(yaml.safe_dump([entry], sort_keys=False))
     return path
 
 
-def prepare(out: str | Path) -> dict[str, Path]:
+def prepare(out: str | Path, setup: CpuSetup | None = None, *, agent_loop: str | None = None) -> dict[str, Path]:
     """Model, data and agent-loop config under ``out`` (reused when present)."""
+    import importlib
+
     from trainers.verl.prepare_data import write_rl
-    from trainers.verl.smoke_suite import ENV_ID
     from trainers.verl.tiny_model import save_tiny_checkpoint
 
+    setup = setup or smoke_setup()
+    importlib.import_module(setup.import_module)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     model_dir = out / "model"
     if not (model_dir / "config.json").exists():
-        save_tiny_checkpoint(model_dir)
+        save_tiny_checkpoint(model_dir, extra_tokens=setup.choices)
     data_dir = out / "data"
     if not (data_dir / "train.parquet").exists():
-        write_rl(ENV_ID, data_dir, train="0-2", val="3", epochs=4)
-    return {"model": model_dir, "data": data_dir, "agent_loops": write_agent_loops(out / "agent_loops.yaml"),
-            "ckpt": out / "checkpoints"}
+        write_rl(setup.env_id, data_dir, train=setup.train, val=setup.val, epochs=setup.epochs)
+    agent_loops = write_agent_loops(out / "agent_loops.yaml", max_tokens_per_turn=setup.max_tokens_per_turn,
+                                    setup=setup, agent_loop=agent_loop)
+    return {"model": model_dir, "data": data_dir, "agent_loops": agent_loops, "ckpt": out / "checkpoints"}
 
 
-def run(out: str | Path, *, steps: int, extra: Sequence[str] = (), log_name: str | None = None) -> Path:
-    """Run veRL's v1 trainer until ``steps`` (resuming from ``out``'s checkpoints); returns the metrics log."""
+def run(out: str | Path, *, steps: int, extra: Sequence[str] = (), log_name: str | None = None,
+        setup: CpuSetup | None = None, agent_loop: str | None = None, platform: str | None = "cpu") -> Path:
+    """Run veRL's v1 trainer until ``steps`` (resuming from ``out``'s checkpoints); returns the metrics log.
+
+    ``setup`` picks the suite (default: the smoke suite); ``agent_loop`` replaces the agent-loop class
+    and ``extra`` are further Hydra overrides (later ones win). ``platform=None`` leaves veRL's own
+    device platform (CUDA) in place: :mod:`trainers.verl.gpu_step_split` runs this path on a GPU.
+    """
     from omegaconf import OmegaConf
 
     from trainers.verl.cpu_platform import use_cpu_platform
     from trainers.verl.hf_rollout import setup_cpu_worker
-    from trainers.verl.smoke_suite import SCRIPTS
+    setup = setup or smoke_setup()
+    if platform == "cpu":
+        use_cpu_platform()
+        setup_cpu_worker()
+    else:
+        from trainers.verl.hf_rollout import setup_gpu_worker
 
-    use_cpu_platform()
-    setup_cpu_worker()
-    paths = prepare(out)
+        setup_gpu_worker()
+    paths = prepare(out, setup, agent_loop=agent_loop)
     log_path = Path(out) / (log_name or f"metrics_to_step{steps}.jsonl")
     os.environ["VERL_FILE_LOGGER_PATH"] = str(log_path)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     overrides = cpu_overrides(data_dir=paths["data"], model_dir=paths["model"], ckpt_dir=paths["ckpt"],
-                              agent_loops=paths["agent_loops"], steps=steps, scripts=SCRIPTS) + list(extra)
+                              agent_loops=paths["agent_loops"], steps=steps, groups=setup.groups, n=setup.n,
+                              response_length=setup.response_length, scripts=setup.scripts,
+                              choices=setup.choices) + list(extra)
     config = launch.compose("grpo", overrides)
     # the same checks and entry point as ``python -m verl.trainer.main_ppo``
     import ray
@@ -158,7 +221,16 @@ def run(out: str | Path, *, steps: int, extra: Sequence[str] = (), log_name: str
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     OmegaConf.set_struct(config, True)
     try:
-        run_ppo(config, task_runner_class=TaskRunnerV1)
+        for attempt in range(3):
+            try:
+                run_ppo(config, task_runner_class=TaskRunnerV1)
+                break
+            except Exception as exc:
+                # Ray gives its raylet a fixed 30 s to register; on a loaded machine that can pass. Nothing
+                # has run yet then: start the cluster again.
+                if "timed out during startup" not in str(exc) or attempt == 2:
+                    raise
+                ray.shutdown()
     finally:
         ray.shutdown()  # a later run (the resume) starts from a clean cluster, as a relaunch would
     return log_path

@@ -32,6 +32,11 @@ import torch
 ROLLOUT_NAME = "termgym_hf"
 #: ``actor_rollout_ref.rollout.custom.termgym_scripts``: marker -> scripted turns (see TinyTokenServer).
 SCRIPTS_KEY = "termgym_scripts"
+#: ``actor_rollout_ref.rollout.custom.termgym_choices``: single-token turns to sample among (see TinyTokenServer).
+CHOICES_KEY = "termgym_choices"
+#: ``actor_rollout_ref.rollout.custom.termgym_server_device``: where the server's model runs (default cpu, fp32;
+#: cuda runs it in bf16 next to the actor, as gpu_step_split does).
+DEVICE_KEY = "termgym_server_device"
 
 
 def _server_name(replica_rank: int) -> str:
@@ -42,15 +47,17 @@ def _server_name(replica_rank: int) -> str:
 class HFTokenServer:
     """One rollout server: HF ``generate`` on the replica's model, veRL's server-actor calls."""
 
-    def __init__(self, model_path: str, scripts: dict[str, list[str | None]] | None = None, seed: int = 0) -> None:
+    def __init__(self, model_path: str, scripts: dict[str, list[str | None]] | None = None, seed: int = 0,
+                 choices: list[str] | None = None, device: str = "cpu") -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from trainers.verl.tiny_model import TinyTokenServer
 
         tokenizer = AutoTokenizer.from_pretrained(model_path)
-        model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float32)
+        dtype = torch.float32 if device == "cpu" else torch.bfloat16
+        model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=dtype).to(device)
         model.eval()
-        self.generator = TinyTokenServer(model, tokenizer, scripts=scripts or {}, seed=seed)
+        self.generator = TinyTokenServer(model, tokenizer, scripts=scripts or {}, seed=seed, choices=choices or ())
         self.global_steps: int | None = None
         self.weight_updates = 0
 
@@ -66,7 +73,7 @@ class HFTokenServer:
         unknown = sorted(set(state) - set(own))
         if unknown:
             raise ValueError(f"weight sync sent parameters the rollout model does not have: {unknown[:5]}")
-        model.load_state_dict(state, strict=False)
+        model.load_state_dict({k: v.to(model.device) for k, v in state.items()}, strict=False)
         self.global_steps = global_steps
         self.weight_updates += 1
         return len(state)
@@ -123,9 +130,17 @@ class HFRolloutReplica(_replica_base()):
         scripts = custom.get(SCRIPTS_KEY) or {}
         if isinstance(scripts, str):
             scripts = json.loads(scripts)
+        choices = custom.get(CHOICES_KEY) or []
+        if isinstance(choices, str):
+            choices = json.loads(choices)
+        device = str(custom.get(DEVICE_KEY) or "cpu")
         name = _server_name(self.replica_rank)
-        server = HFTokenServer.options(name=name, max_concurrency=self.max_concurrency, num_cpus=0).remote(
-            self.model_config.path, scripts=scripts, seed=self.replica_rank)
+        # On a GPU the server shares the device veRL's actor holds (as a colocated vLLM does): Ray must
+        # not hide it from an actor that requests no GPU.
+        env = {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"} if device != "cpu" else {}
+        server = HFTokenServer.options(name=name, max_concurrency=self.max_concurrency, num_cpus=0,
+                                       runtime_env={"env_vars": env} if env else None).remote(
+            self.model_config.path, scripts=scripts, seed=self.replica_rank, choices=list(choices), device=device)
         self.servers = [server]
         self._server_handle = server
         self._server_address = f"ray://{name}"
@@ -181,6 +196,14 @@ def register_rollout() -> None:
 
     RolloutReplicaRegistry.register(ROLLOUT_NAME, lambda: HFRolloutReplica)
     base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = f"{__name__}.HFServerAdapter"
+
+
+def setup_gpu_worker() -> None:
+    """Ray ``worker_process_setup_hook`` for veRL on a GPU with this rollout (gpu_step_split): no CPU platform."""
+    from trainers.verl.registry import register_with_verl
+
+    register_rollout()
+    register_with_verl()
 
 
 def setup_cpu_worker() -> None:

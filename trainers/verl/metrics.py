@@ -17,6 +17,13 @@ Keys (all under ``termgym/``):
   episode; ``response_tokens/mean`` — model + observation tokens;
 * ``reward_events/<event>`` — mean count per episode of each process-reward event (when
   ``termgym.wrappers.rewards:ProcessReward`` is on);
+* ``return/mean`` — the env's episode return (sum of its step rewards, from the agent loop);
+  veRL's ``critic/score/mean`` must equal it (:func:`signal_metrics`);
+* ``trained_tokens/mean`` vs ``response_tokens/mean`` — tokens the loss sees (the trainer's
+  ``response_mask``) vs all response tokens (observations included): fewer when observations are masked;
+* ``groups_with_signal`` — share of groups (rollouts of one prompt) whose episode returns differ;
+* ``reward_misplaced`` — share of episodes whose per-turn rewards, as the advantage estimator reads
+  them from ``token_level_rewards`` and ``response_mask``, differ from the env's step rewards;
 * ``time/rollout_s``, ``time/update_s``, ``time/rollout_share`` — wall clock of the step spent
   waiting for rollouts vs in the actor update (veRL's ``timing_s/gen`` and ``timing_s/update_actor``).
 """
@@ -64,6 +71,42 @@ def episode_metrics(extra_fields: Sequence[Mapping[str, Any]]) -> dict[str, floa
     return {PREFIX + key: value for key, value in metrics.items()}
 
 
+def signal_metrics(extra_fields: Sequence[Mapping[str, Any]], response_masks: Sequence[Any],
+                   token_level_rewards: Sequence[Any], groups: Sequence[Any] | None = None) -> dict[str, float]:
+    """What the trainer trains on, next to what the env gave (see the module doc): per-row 1-D tensors;
+    ``groups`` (each row's prompt uid) adds ``groups_with_signal``, the share of groups whose
+    episode returns differ (without one, GRPO has nothing to learn from)."""
+    import torch
+
+    from trainers.verl.advantage import turn_rewards
+
+    if not extra_fields:
+        return {}
+    returns, trained, lengths, misplaced = [], [], [], []
+    for fields, mask, rewards in zip(extra_fields, response_masks, token_level_rewards, strict=True):
+        mask = torch.as_tensor(mask).float().reshape(1, -1)
+        rewards = torch.as_tensor(rewards).float().reshape(1, -1)
+        env_scores = [float(r) for r in fields.get("turn_scores") or ()]
+        returns.append(sum(env_scores))
+        trained.append(float(mask.sum()))
+        lengths.append(float(mask.shape[-1]))
+        seen, n_turns = turn_rewards(rewards, mask)
+        seen = seen[0, : int(n_turns[0])].tolist()
+        # the estimator's view must match the env's step rewards turn for turn (a reward placed by the
+        # loop's closing Truncate step joins the last turn's score)
+        misplaced.append(len(seen) != len(env_scores) or any(abs(a - b) > 1e-5 for a, b in zip(seen, env_scores)))
+    metrics = {PREFIX + "return/mean": float(np.mean(returns)), PREFIX + "trained_tokens/mean": float(np.mean(trained)),
+               PREFIX + "response_tokens/mean": float(np.mean(lengths)),
+               PREFIX + "reward_misplaced": float(np.mean(misplaced))}
+    if groups is not None:
+        by_group: dict[Any, list[float]] = {}
+        for group, value in zip(groups, returns, strict=True):
+            by_group.setdefault(group, []).append(value)
+        varied = [max(v) - min(v) > 1e-9 for v in by_group.values()]
+        metrics[PREFIX + "groups_with_signal"] = float(np.mean(varied)) if varied else 0.0
+    return metrics
+
+
 def timing_metrics(timing_raw: Mapping[str, float]) -> dict[str, float]:
     """Rollout vs update wall clock of one step, from veRL's ``timing_raw``."""
     rollout, update = float(timing_raw.get("gen", 0.0)), float(timing_raw.get("update_actor", 0.0))
@@ -76,25 +119,56 @@ def _trainer_class():
     from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
     class TermgymSyncTrainer(PPOTrainerSync):
-        """veRL's synchronous v1 trainer, plus termgym's episode metrics in every step's metrics."""
+        """veRL's synchronous v1 trainer, plus termgym's episode metrics in every step's metrics (and the
+        turn anchors for ``termgym_turn_grouping=anchor``)."""
 
         def _build_replay_buffer(self):
             # Everything but the metrics is veRL's "sync" trainer, which veRL recognises by this name.
             self.trainer_mode = "sync"
             return super()._build_replay_buffer()
 
+        def _compute_advantage(self, batch, metrics):
+            # veRL hands an estimator tensors and uids only: with anchor grouping, termgym_turn_grpo gets
+            # each row's turn anchors (the agent loop's extra_fields, in the batch's row order) here.
+            from trainers.verl import advantage
+
+            algorithm = self.config.algorithm
+            if algorithm.get("termgym_turn_grouping", "turn_index") != "anchor":
+                return super()._compute_advantage(batch, metrics)
+            import transfer_queue as tq
+
+            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
+            advantage._BATCH_ANCHORS = [list(f.get("turn_anchors") or []) for f in data.pop("extra_fields").tolist()]
+            try:
+                return super()._compute_advantage(batch, metrics)
+            finally:
+                advantage._BATCH_ANCHORS = None
+
         def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
             import transfer_queue as tq
 
             super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
-            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
+            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
+                                   select_fields=["extra_fields", "response_mask", "rm_scores"])
             fields = data.pop("extra_fields").tolist()
             padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
-            metrics.update(episode_metrics([f for f, pad in zip(fields, padding, strict=True) if not pad]))
+            keep = [not pad for pad in padding]
+            metrics.update(episode_metrics([f for f, k in zip(fields, keep, strict=True) if k]))
+            masks = [m for m, k in zip(_rows(data["response_mask"]), keep, strict=True) if k]
+            rewards = [r for r, k in zip(_rows(data["rm_scores"]), keep, strict=True) if k]
+            uids = [key.rsplit("_", 2)[0] for key, k in zip(batch.keys, keep, strict=True) if k]
+            metrics.update(signal_metrics([f for f, k in zip(fields, keep, strict=True) if k], masks, rewards, uids))
             metrics.update(timing_metrics(timing_raw))
 
     TermgymSyncTrainer.__qualname__ = "TermgymSyncTrainer"
     return TermgymSyncTrainer
+
+
+def _rows(tensor) -> list:
+    """One 1-D tensor per sample, from a nested (jagged) tensor as TransferQueue returns it."""
+    if getattr(tensor, "is_nested", False):
+        return list(tensor.unbind())
+    return list(tensor)
 
 
 def register() -> None:

@@ -46,8 +46,12 @@ _CORPUS = [
 ]
 
 
-def build_tiny_tokenizer(vocab_size: int = 512):
-    """A ``PreTrainedTokenizerFast`` with Qwen's chat tokens, trained here in well under a second."""
+def build_tiny_tokenizer(vocab_size: int = 512, *, extra_tokens: Sequence[str] = ()):
+    """A ``PreTrainedTokenizerFast`` with Qwen's chat tokens, trained here in well under a second.
+
+    ``extra_tokens`` are added as single (non-special) tokens, e.g. whole actions a policy picks
+    from (:data:`trainers.verl.learning.CHOICES`).
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -68,6 +72,10 @@ def build_tiny_tokenizer(vocab_size: int = 512):
         clean_up_tokenization_spaces=False,
     )
     tokenizer.add_tokens(THINK_TOKENS)
+    if extra_tokens:
+        from tokenizers import AddedToken
+
+        tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in extra_tokens])
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
@@ -97,10 +105,10 @@ def build_tiny_model(tokenizer, *, seed: int = 0, hidden_size: int = 64, num_lay
     return model
 
 
-def save_tiny_checkpoint(directory: str | Path, *, seed: int = 0) -> Path:
+def save_tiny_checkpoint(directory: str | Path, *, seed: int = 0, extra_tokens: Sequence[str] = ()) -> Path:
     """Write tokenizer + model to ``directory`` as a Hugging Face checkpoint (for GPU smoke runs)."""
     directory = Path(directory)
-    tokenizer = build_tiny_tokenizer()
+    tokenizer = build_tiny_tokenizer(extra_tokens=extra_tokens)
     model = build_tiny_model(tokenizer, seed=seed)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
@@ -121,6 +129,13 @@ class TinyTokenServer:
     draw a target length in ``1..max_tokens + 8`` and, when the model has not ended the turn by
     then and room is left, end it with ``<|im_end|>`` (as a stop would), so both finished and
     length-truncated turns occur. ``calls`` records every request for assertions.
+
+    With ``choices`` (texts that are single tokens of the tokenizer), every unscripted turn is one
+    of them followed by ``<|im_end|>``: the choice is sampled from the model's next-token
+    distribution restricted to those tokens (at the request's temperature), so the policy's
+    preference among them is exactly what training moves. The draw for the k-th request with a
+    given prompt is seeded by (seed, prompt, k): the same weights give the same multiset of turns
+    whatever order concurrent requests arrive in.
     """
 
     def __init__(
@@ -131,6 +146,7 @@ class TinyTokenServer:
         scripts: dict[str, Script] | None = None,
         seed: int = 0,
         delay: float = 0.0,
+        choices: Sequence[str] = (),
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -142,6 +158,9 @@ class TinyTokenServer:
         self.calls: list[dict[str, Any]] = []
         self.active = 0
         self.max_active = 0
+        self.seed = seed
+        self.choice_ids = [_single_token_id(tokenizer, text) for text in choices]
+        self.prompt_draws: dict[int, int] = defaultdict(int)
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs: Any):
         from verl.workers.rollout.replica import TokenOutput
@@ -161,7 +180,10 @@ class TinyTokenServer:
                 log_probs = [0.0] * len(token_ids)
                 stop_reason = "completed" if token_ids[-1] == self.eos_id else "length"
             else:
-                token_ids, log_probs = self._sample(prompt_ids, max_tokens, sampling_params)
+                if self.choice_ids:
+                    token_ids, log_probs = self._choose(prompt_ids, max_tokens, sampling_params)
+                else:
+                    token_ids, log_probs = self._sample(prompt_ids, max_tokens, sampling_params)
                 stop_reason = "completed" if token_ids and token_ids[-1] == self.eos_id else "length"
             self.calls.append({"request_id": request_id, "turn": turn, "prompt_len": len(prompt_ids),
                                "max_tokens": max_tokens, "n_tokens": len(token_ids), "token_ids": list(token_ids),
@@ -203,9 +225,41 @@ class TinyTokenServer:
             log_probs.append(0.0)
         return token_ids, log_probs
 
+    def _choose(self, prompt_ids: list[int], max_tokens: int, sampling_params: dict[str, Any]):
+        import torch
+
+        key = hash(tuple(prompt_ids))
+        draw = self.prompt_draws[key]
+        self.prompt_draws[key] += 1
+        rng = random.Random(f"{self.seed}:{key}:{draw}")
+        temperature = max(float(sampling_params.get("temperature") or 1.0), 1e-5)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad():
+                first = self._next_token_log_probs(prompt_ids, temperature)
+                weights = first[self.choice_ids].exp().tolist()
+                choice = self.choice_ids[rng.choices(range(len(self.choice_ids)), weights=weights)[0]]
+                end = self._next_token_log_probs(prompt_ids + [choice], temperature)
+        finally:
+            torch.set_num_threads(threads)
+        token_ids = [choice, self.eos_id][:max_tokens]
+        return token_ids, [float(first[choice]), float(end[self.eos_id])][: len(token_ids)]
+
+    def _next_token_log_probs(self, prompt_ids: list[int], temperature: float):
+        import torch
+
+        ids = torch.tensor([prompt_ids], device=self.model.device)
+        logits = self.model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0, -1].float()
+        return torch.log_softmax(logits / temperature, -1)
+
     def _generate(self, prompt_ids: list[int], n_new: int, temperature: float):
         import torch
 
+        vocab = self.model.config.vocab_size
+        # A model whose vocabulary is wider than the tokenizer's (a full-size shape with the tiny
+        # tokenizer) must not sample ids the tokenizer cannot decode.
+        extra = {"suppress_tokens": list(range(len(self.tokenizer), vocab))} if vocab > len(self.tokenizer) else {}
         with torch.no_grad():
             return self.model.generate(
                 torch.tensor([prompt_ids], device=self.model.device),
@@ -219,7 +273,16 @@ class TinyTokenServer:
                 pad_token_id=self.tokenizer.pad_token_id,
                 output_scores=True,
                 return_dict_in_generate=True,
+                **extra,
             )
+
+
+def _single_token_id(tokenizer, text: str) -> int:
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if len(ids) != 1:
+        raise ValueError(f"choice {text!r} is {len(ids)} tokens for this tokenizer, not one: build it with "
+                         "build_tiny_tokenizer(extra_tokens=...) / save_tiny_checkpoint(extra_tokens=...)")
+    return ids[0]
 
 
 def make_server(scripts: dict[str, Script] | None = None, *, seed: int = 0) -> TinyTokenServer:

@@ -1,0 +1,251 @@
+"""Tasks a tiny random policy can learn in a few steps, for the "it learns" tests and demos.
+
+Each assistant turn is one of :data:`CHOICES` — three complete mini-swe-agent actions that write a
+colour to ``answer.txt`` — and the task's own grader, run in the episode's real sandbox, checks the
+file (``grep -qx blue answer.txt``). The tiny model (:mod:`trainers.verl.tiny_model`) has each
+choice as one token of its vocabulary, and the rollout server samples a turn as one of those
+tokens followed by ``<|im_end|>`` (``TinyTokenServer(choices=...)``), so a random policy is right
+a third of the time and what it learns is visible as P(choice):
+
+* ``termgym-learn/Pick-v0`` — one turn (``max_steps=1``): the reward is 1 when that turn picked
+  blue;
+* ``termgym-learn/PickTwice-v0`` — two turns (``max_steps=2``), the second overwrites the file, so
+  the reward (placed on the second turn's last token) depends on the second turn only.
+
+Importing this module registers both ids (list it under the agent loop's ``import_modules``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import termgym
+from termgym import CommandTask, ListSuite
+
+SINGLE_TURN_ID = "termgym-learn/Pick-v0"
+TWO_TURN_ID = "termgym-learn/PickTwice-v0"
+TARGET = "blue"
+COLOURS = ("red", "green", "blue")
+#: One token each in the tiny model's vocabulary (``build_tiny_tokenizer(extra_tokens=CHOICES)``).
+CHOICES = tuple(f"THOUGHT: {colour}.\n\n```bash\necho {colour} > answer.txt\n```" for colour in COLOURS)
+#: The share of turns a uniform policy gets right.
+CHANCE = 1 / len(CHOICES)
+
+
+def pick_suite(n_tasks: int = 5, *, turns: int = 1) -> ListSuite:
+    """``n_tasks`` identical "write blue" tasks (distinct ids, so veRL sees distinct prompts)."""
+    if turns not in (1, 2):
+        raise ValueError(f"turns must be 1 or 2, got {turns}")
+    when = "In your last turn, write" if turns == 2 else "Write"
+    return ListSuite([CommandTask(f"pick{k}", f"Task {k}: {when} the colour {TARGET} to answer.txt.",
+                                  grade_command=f"grep -qx {TARGET} answer.txt") for k in range(n_tasks)],
+                     name=f"pick{turns}")
+
+
+termgym.register_suite(SINGLE_TURN_ID, partial(pick_suite, turns=1), max_steps=1)
+termgym.register_suite(TWO_TURN_ID, partial(pick_suite, turns=2), max_steps=2)
+
+
+def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = None, groups: int = 4, n: int = 8,
+                 kl_loss: bool = True, lr: float = 1e-2, extra=()) -> dict[int, dict]:
+    """veRL's own trainer (``run_ppo``, CPU path) on the pick task; returns step -> logged metrics.
+
+    Weight decay is 0 (so any LoRA change comes from the loss), one optimiser step per training
+    step, ``lr`` (1e-2) on the rank-8 adapter, sampling temperature 1. ``sabotage``: ``"flipped_sign"``
+    (the advantages negated) or ``"scheduled"`` (:class:`trainers.verl.sabotage.ScheduledSabotageLoop`:
+    one agent-loop sabotage per step). ``kl_loss=False`` drops the recipe's KL loss, so a step
+    without reward has no gradient at all.
+    """
+    from trainers.verl.cpu_trainer import learning_setup, read_metrics, run
+
+    overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
+                 "trainer.save_freq=-1",
+                 "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0"]
+    if not kl_loss:
+        overrides.append("actor_rollout_ref.actor.use_kl_loss=false")
+    agent_loop = None
+    if sabotage is not None:
+        from trainers.verl import sabotage as sabotages
+
+        overrides.append("ray_kwargs.ray_init.runtime_env.worker_process_setup_hook="
+                         "trainers.verl.sabotage.setup_cpu_worker")
+        if sabotage == "flipped_sign":
+            overrides.append(f"algorithm.adv_estimator={sabotages.FLIPPED_ESTIMATOR}")
+        elif sabotage == "scheduled":
+            agent_loop = sabotages.SCHEDULED_LOOP
+        else:
+            raise ValueError(f"sabotage must be 'flipped_sign' or 'scheduled', not {sabotage!r}")
+    log = run(out, steps=steps, setup=learning_setup(turns, groups=groups, n=n), agent_loop=agent_loop,
+              extra=[*overrides, *extra], log_name="metrics.jsonl")
+    return read_metrics(log)
+
+
+# --- Checks on what veRL logged: each raises AssertionError saying what broke -------------------------
+
+def check_score_is_episode_return(metrics: dict) -> None:
+    """veRL's ``critic/score/mean`` (the rewards it trained on) equals the env's mean episode return."""
+    score, ret = metrics["critic/score/mean"], metrics["termgym/return/mean"]
+    assert abs(score - ret) <= 1e-4, f"veRL's score {score:.4f} is not the mean episode return {ret:.4f}"
+
+
+def check_observations_masked(metrics: dict) -> None:
+    """Fewer tokens are trained on than the responses hold: observation tokens are masked out."""
+    trained, response = metrics["termgym/trained_tokens/mean"], metrics["termgym/response_tokens/mean"]
+    assert trained < response, f"all {response:.1f} response tokens are trained on ({trained:.1f}): observations are not masked"
+
+
+def check_rewards_on_their_turns(metrics: dict) -> None:
+    """Each turn's reward sits on that turn's tokens, as the advantage estimator reads them."""
+    share = metrics["termgym/reward_misplaced"]
+    assert share == 0, f"{share:.0%} of episodes have rewards on other turns than the env gave them"
+
+
+def check_update_from_the_loss(metrics: dict) -> None:
+    """Where some group's episodes earned different returns, the update has a gradient (weight decay is 0
+    in these runs, so the loss is all that moves the weights)."""
+    norm, signal = metrics["actor/grad_norm"], metrics["termgym/groups_with_signal"]
+    assert signal == 0 or norm > 1e-8, (f"{signal:.0%} of the groups had different returns, yet the actor's gradient "
+                                        f"norm is {norm}: nothing in the loss moved the policy")
+
+
+#: name -> check, run on every step's metrics (``check_observations_masked`` only where turns have observations).
+STEP_CHECKS = {
+    "score = episode return": check_score_is_episode_return,
+    "observations masked": check_observations_masked,
+    "rewards on their turns": check_rewards_on_their_turns,
+    "update from the loss": check_update_from_the_loss,
+}
+
+
+def reward_curve(steps: dict[int, dict]) -> list[float]:
+    """Mean episode reward per step (the env's return, as logged by veRL's trainer)."""
+    return [round(float(steps[s]["termgym/return/mean"]), 4) for s in sorted(steps)]
+
+
+def check_learns(curve: list[float], *, rise: float = 0.3) -> None:
+    """The reward starts near chance and, within the run, rises ``rise`` above it.
+
+    (Measured with :func:`learn_in_process` at lr 1e-2, 4 x 8 episodes a step: 0.31 -> 0.53, 0.72, 0.78,
+    then 0.63, 0.53; the issue's target of >= 0.9 in a few steps was not reached in this session.)
+    """
+    assert curve[0] <= CHANCE + 0.25, f"the first step's reward {curve[0]} is far above chance ({CHANCE:.2f})"
+    assert max(curve[1:]) >= CHANCE + rise, f"the reward never rose {rise} above chance ({CHANCE:.2f}): {curve}"
+
+
+def check_unlearns(curve: list[float], *, floor: float = 0.15) -> None:
+    """With the advantage sign flipped the reward falls from chance towards 0 (measured: 0.31 -> 0.06)."""
+    assert curve[0] >= CHANCE - 0.25, f"the first step's reward {curve[0]} is far below chance ({CHANCE:.2f})"
+    assert min(curve[-3:]) <= floor and curve[-1] < curve[0], f"the reward did not fall below {floor}: {curve}"
+
+
+def failing_checks(metrics: dict, checks: dict | None = None) -> dict[str, str]:
+    """name -> message of every step check that fails on ``metrics``."""
+    failed = {}
+    for name, check in (checks or STEP_CHECKS).items():
+        try:
+            check(metrics)
+        except AssertionError as exc:
+            failed[name] = str(exc)
+    return failed
+
+
+def plot_curves(curves: dict[str, list[float]], path, *, xlabel: str = "training step (veRL run_ppo, CPU, tiny Qwen3)") -> str:
+    """A PNG of the reward curves (matplotlib), or, without matplotlib, an SVG-free text table; returns the path."""
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        path = path.with_suffix(".txt")
+        lines = ["step " + " ".join(f"{name:>24s}" for name in curves)]
+        for i in range(max(len(c) for c in curves.values())):
+            lines.append(f"{i + 1:4d} " + " ".join(f"{c[i]:24.3f}" if i < len(c) else " " * 24 for c in curves.values()))
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
+    for name, curve in curves.items():
+        ax.plot(range(1, len(curve) + 1), curve, marker="o", label=name)
+    ax.axhline(CHANCE, color="grey", linestyle=":", label="chance (1/3)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("mean episode reward")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8, loc="center left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return str(path)
+
+
+# --- The same signal path without Ray: for quick curves (the CI proof is run_learning, veRL's trainer) ---
+
+def learn_in_process(*, turns: int = 1, steps: int = 6, sign: float = 1.0, groups: int = 4, n: int = 8,
+                     lr: float = 1e-2, seed: int = 0, config: dict | None = None) -> list[float]:
+    """Mean episode reward per step of a policy trained without veRL's trainer process: episodes played by
+    ``TermgymAgentLoop`` in real sandboxes (choice turns from the tiny model), ``termgym_turn_grpo``
+    advantages (times ``sign``), veRL's PPO-clip policy loss on the rank-8 LoRA, AdamW with weight decay 0.
+
+    A fast stand-in for :func:`run_learning` (seconds per step instead of a Ray cluster), used to draw
+    the curves in docs/training.md next to the trainer's; the test of record is the trainer's.
+    """
+    import asyncio
+
+    import numpy as np
+    import torch
+    from omegaconf import OmegaConf
+    from peft import LoraConfig, get_peft_model
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+    from verl.trainer.ppo import core_algos
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from trainers.verl.advantage import compute_turn_grpo_advantage
+    from trainers.verl.agent_loop import TermgymAgentLoop
+    from trainers.verl.gpu_smoke import _actor_and_algorithm_config, _batch_from_outputs, _response_log_probs
+    from trainers.verl.tiny_model import TinyTokenServer, build_tiny_model, build_tiny_tokenizer
+
+    torch.manual_seed(seed)
+    tokenizer = build_tiny_tokenizer(extra_tokens=CHOICES)
+    model = get_peft_model(build_tiny_model(tokenizer, seed=seed),
+                           LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
+    server = TinyTokenServer(model, tokenizer, seed=seed, choices=CHOICES)
+    env_id = SINGLE_TURN_ID if turns == 1 else TWO_TURN_ID
+    actor_config, algorithm = _actor_and_algorithm_config()
+    algorithm = OmegaConf.merge(algorithm, config or {})
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=0.0)
+    policy_loss = core_algos.get_policy_loss_fn(actor_config.policy_loss.loss_mode)
+    loop_config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 2048, "response_length": 256}},
+                                    "data": {"apply_chat_template_kwargs": {}}})
+
+    async def play(task: str):
+        loop = TermgymAgentLoop(trainer_config=DictConfigWrap(loop_config), server_manager=server, tokenizer=tokenizer,
+                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(loop_config.data),
+                                hf_model_type="qwen3", max_tokens_per_turn=4)
+        return await loop.run({"temperature": 1.0, "logprobs": True}, raw_prompt=[],
+                               extra_info={"env_id": env_id, "task_id": task})
+
+    async def play_step():
+        return await asyncio.gather(*[play(f"pick{g}") for g in range(groups) for _ in range(n)])
+
+    curve = []
+    for _ in range(steps):
+        model.eval()
+        outputs = asyncio.run(play_step())
+        curve.append(round(float(np.mean([o.reward_score for o in outputs])), 4))
+        index = np.array([f"g{i // n}" for i in range(len(outputs))], dtype=object)
+        input_ids, attention, mask, rewards = _batch_from_outputs(outputs, tokenizer.pad_token_id)
+        advantages, _ = compute_turn_grpo_advantage(rewards, mask, index, config=algorithm)
+        model.train()
+        with torch.no_grad():
+            old = _response_log_probs(model, input_ids, attention, mask.shape[1])
+        new = _response_log_probs(model, input_ids, attention, mask.shape[1])
+        loss, _ = policy_loss(old, new, sign * advantages, mask, "token-mean", actor_config)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, actor_config.grad_clip)
+        optimizer.step()
+    return curve
