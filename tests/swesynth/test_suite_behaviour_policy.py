@@ -1,0 +1,47 @@
+"""Which tasks a SWE-SYNTH suite serves: only those whose grade a behaviour check decides (the
+bundled suites' default), or every task (``behaviour="any"``, suites of your own)."""
+
+from __future__ import annotations
+
+import pytest
+
+from termgym.tasks.swesynth import SweSynthSuite, default_suite
+from termgym.tasks.swesynth.records import RecordError
+from termgym.tasks.swesynth.suite import TOY_DIR
+
+
+def _served(suite: SweSynthSuite) -> list[str]:
+    return list(suite.task_ids("all"))
+
+
+def test_the_bundled_suites_serve_only_tasks_with_a_behaviour_check():
+    for suite in (default_suite(), default_suite("toy"), SweSynthSuite("toy")):
+        served = _served(suite)
+        assert served and suite.unchecked > 0, suite.name
+        assert all(suite.has_behaviour_check(t) for t in served), suite.name
+    everything = default_suite(behaviour="any")
+    assert len(_served(everything)) == len(_served(default_suite())) + default_suite().unchecked
+    assert any(not everything.has_behaviour_check(t) for t in _served(everything))
+
+
+def test_an_unchecked_task_still_loads_by_id_and_grades_by_its_tests():
+    suite = default_suite("toy")
+    unchecked = next(t for t in _served(default_suite("toy", behaviour="any")) if not suite.has_behaviour_check(t))
+    assert unchecked not in _served(suite)
+    assert suite.load(unchecked).record.behaviour == {}
+
+
+def test_a_suite_of_your_own_serves_every_task_unless_asked(tmp_path):
+    own = SweSynthSuite(TOY_DIR)  # a path, not a bundled name: the user's choice
+    assert own.behaviour == "any" and own.unchecked == 0
+    assert len(_served(own)) == len(_served(SweSynthSuite("toy", behaviour="any")))
+    assert SweSynthSuite(TOY_DIR, behaviour="required").unchecked > 0
+
+
+def test_a_bad_policy_and_a_suite_with_no_checks_are_named():
+    with pytest.raises(ValueError, match="behaviour must be one of required, any"):
+        SweSynthSuite("toy", behaviour="some")
+    records = [default_suite("toy", behaviour="any").record(t) for t in _served(default_suite("toy", behaviour="any"))]
+    bare = [r for r in records if not r.behaviour][:3]
+    with pytest.raises(RecordError, match="none of its 3 tasks carries a behaviour check"):
+        SweSynthSuite(bare, behaviour="required")
