@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     suite = SweSynthSuite(suite_dir)
     projects = sorted(p for p in (args.project or suite.projects()) if suite.selection_file(p) is not None)
     if not projects:
-        parser.error(f"no project of {suite_dir} has a coverage map (python -m termgym.tasks.swesynth.selection)")
+        parser.error(f"no project of {suite_dir} has a coverage map (python -m termgym.tasks.swesynth.selection_build)")
     cache = Path(tempfile.mkdtemp(prefix="termgym-gradesel-cache-"))
     old = old_plugin_file(args.old_plugin, cache) if args.old_plugin else None
     ids = sample_tasks(suite, projects, args.per_project, args.seed)

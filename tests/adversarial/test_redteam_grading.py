@@ -205,16 +205,18 @@ PROCESS_ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("code", [
-    pytest.param(code, id=name, marks=pytest.mark.xfail(
-        strict=False, reason="in-process forgery that races pytest's runner (it forges when the thread wins): "
-                             "the slimmed grader plugin no longer stops it; the behaviour check (issue 25 "
-                             "item 1) decides it. Make it strict, then remove, when that lands."))
-    if name == "daemon_thread_patches_the_runner_later" else pytest.param(code, id=name)
-    for name, code in PROCESS_ATTACKS.items()])
-def test_process_level_attacks_score_zero(task, buggy_tree, tmp_path, code):
-    details = grade(task, diff_of(buggy_tree, tmp_path, appended(code)))
-    assert_scores_zero(details)
+#: Races pytest's runner (it forges pytest's verdicts when the thread wins): the slimmed plugin does
+#: not stop it, the behaviour check decides it.
+RACES_THE_RUNNER = {"daemon_thread_patches_the_runner_later"}
+
+
+@pytest.mark.parametrize("name", list(PROCESS_ATTACKS))
+def test_process_level_attacks_score_zero(task, buggy_tree, tmp_path, name):
+    details = grade(task, diff_of(buggy_tree, tmp_path, appended(PROCESS_ATTACKS[name])))
+    if name in RACES_THE_RUNNER:
+        assert_decided_outside(details)
+    else:
+        assert_scores_zero(details)
     assert not details["tests_timed_out"], details  # ended by pytest, not by the grader's clock
 
 

@@ -122,7 +122,7 @@ TASK = "parse-b664295638"
 def parse_suite(tmp_path_factory):
     suite = SweSynthSuite(SUITE_DIR, repos=["parse"], cache_dir=tmp_path_factory.mktemp("selcache"))
     if suite.selection_file("parse") is None:
-        pytest.fail("the bundled suite has no coverage map for parse (python -m termgym.tasks.swesynth.selection)")
+        pytest.fail("the bundled suite has no coverage map for parse (python -m termgym.tasks.swesynth.selection_build)")
     return suite
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 from collections import deque
 
@@ -213,7 +214,9 @@ _shared_lock = threading.Lock()
 
 def shared_pool(size: int, docker_host: str | None = None) -> WarmPool:
     """The process-wide pool of ``size`` for an engine (``sandbox_options={"pool_size": N}``; fills
-    for a key at its second request)."""
+    for a key at its second request). Keyed by the engine actually meant: ``docker_host``, else
+    ``DOCKER_HOST`` as set now, so a sandbox never gets a container from another engine's pool."""
+    docker_host = docker_host or os.environ.get("DOCKER_HOST") or None
     with _shared_lock:
         pool = _shared.get((docker_host, size))
         if pool is None or pool.closed:

@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.behaviour import (
     BEHAVIOUR_VERSION,
     CALL_SECONDS,
@@ -102,7 +103,7 @@ def changed_lines(patch: str) -> dict[str, set[int]]:
 def functions_at(source: str, lines: set[int]) -> list[str]:
     """Qualified names of the functions holding ``lines`` (the outermost replayable one for nested
     functions; lines outside any function give nothing)."""
-    tree = ast.parse(source)
+    tree = pyparse.parse(source)
     spans: list[tuple[int, int, str, bool]] = []  # start, end, qualname, inside a function
 
     def visit(node: ast.AST, prefix: str, in_function: bool) -> None:
