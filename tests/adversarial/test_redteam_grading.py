@@ -20,6 +20,7 @@ from termgym.env import TerminalEnv
 from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import default_suite
 from termgym.tasks.swesynth.task import prepare_workspace
+from tests.adversarial.test_swesynth_grading import assert_decided_outside
 
 TASK = "ledgerly-03e7642999"  # the task conftest.py loads: Account.normal_side says "Credit", not "credit"
 
@@ -112,24 +113,22 @@ STDLIB_ATTACKS = {
 
 
 #: In-process forgeries the slimmed grader plugin no longer stops: pytest may report a pass, and the
-#: behaviour check against the clean code (decided on the host) must give them 0.
-DECIDED_OUTSIDE = {"empties_the_plugins_event_tables_then_traces_from_call"}
+#: behaviour check against the clean code (decided on the host) must give them 0. The daemon thread
+#: races pytest's runner (it forges pytest's verdicts only when the thread wins).
+DECIDED_OUTSIDE = {"empties_the_plugins_event_tables_then_traces_from_call", "daemon_thread_patches_the_runner_later"}
 
 
-def assert_decided_outside(details: dict) -> None:
-    assert not details["all_passed"], details
-    assert not details.get("infra_error"), details
-    if details["target_result"] != "0/3":
-        assert details.get("behaviour_failure") or details.get("tamper"), details
-
-
-@pytest.mark.parametrize("name", list(STDLIB_ATTACKS))
-def test_stdlib_patching_cannot_forge_events(task, buggy_tree, tmp_path, name):
-    details = grade(task, diff_of(buggy_tree, tmp_path, appended(STDLIB_ATTACKS[name])))
+def assert_attack_fails(name: str, details: dict) -> None:
+    """The attack ``name`` scores 0: outright, or through the behaviour check when it fools pytest."""
     if name in DECIDED_OUTSIDE:
         assert_decided_outside(details)
     else:
         assert_scores_zero(details)
+
+
+@pytest.mark.parametrize("name", list(STDLIB_ATTACKS))
+def test_stdlib_patching_cannot_forge_events(task, buggy_tree, tmp_path, name):
+    assert_attack_fails(name, grade(task, diff_of(buggy_tree, tmp_path, appended(STDLIB_ATTACKS[name]))))
 
 
 # -- code under test going after the test process itself ------------------------------------------
@@ -205,18 +204,10 @@ PROCESS_ATTACKS = {
 }
 
 
-#: Races pytest's runner (it forges pytest's verdicts when the thread wins): the slimmed plugin does
-#: not stop it, the behaviour check decides it.
-RACES_THE_RUNNER = {"daemon_thread_patches_the_runner_later"}
-
-
 @pytest.mark.parametrize("name", list(PROCESS_ATTACKS))
 def test_process_level_attacks_score_zero(task, buggy_tree, tmp_path, name):
     details = grade(task, diff_of(buggy_tree, tmp_path, appended(PROCESS_ATTACKS[name])))
-    if name in RACES_THE_RUNNER:
-        assert_decided_outside(details)
-    else:
-        assert_scores_zero(details)
+    assert_attack_fails(name, details)
     assert not details["tests_timed_out"], details  # ended by pytest, not by the grader's clock
 
 
