@@ -412,9 +412,12 @@ def _pip_command(target: Path, lock: Path) -> list[str]:
     return cmd + ["-r", str(lock)]
 
 
-def provision(names: Sequence[str] | None = None, *, force: bool = False,
+def provision(names: Sequence[str | Project] | None = None, *, force: bool = False,
               log: Callable[[str], None] = print) -> dict[str, Path]:
     """Build the test environment of each project (all by default); returns ``name -> directory``.
+
+    ``names`` are bundled projects' names or :class:`Project` objects (a folder not yet in the
+    project set, as ``termgym swesynth add-project`` checks one).
 
     Reproducible: the full lock is installed with ``--no-deps --require-hashes`` as wheels for the
     runtime's interpreter (:data:`TARGET_PYTHON`), into a directory named after the lock's digest.
@@ -422,11 +425,11 @@ def provision(names: Sequence[str] | None = None, *, force: bool = False,
     index (or a pip configuration pointing at a mirror); raises ``RuntimeError`` with pip's output
     when an install fails.
     """
-    projects = load_projects()
-    wanted = list(names) if names else sorted(projects)
+    wanted = list(names) if names else sorted(load_projects())
     out: dict[str, Path] = {}
-    for name in wanted:
-        project = get_project(name)
+    for item in wanted:
+        project = _as_project(item)
+        name = project.name
         target = testenv_dir(project)
         if (target / MARKER).is_file() and not force:
             log(f"{name}: test environment ready at {target}")
