@@ -129,6 +129,8 @@ def register(subparsers) -> None:
     projs = sub.add_parser("projects", help="list the bundled real projects and whether their test "
                                             "environments are provisioned here")
     projs.add_argument("--json", action="store_true")
+    projs.add_argument("--markdown", action="store_true",
+                       help="print the project table of docs/swesynth.md (from the manifests)")
     projs.set_defaults(func=cmd_projects)
 
 
@@ -378,6 +380,17 @@ def cmd_add_project(args: argparse.Namespace) -> int:
     return 0
 
 
+def projects_markdown(projects: dict) -> str:
+    """The project table of docs/swesynth.md: one row per project manifest."""
+    lines = ["| project | version | licence | domain | suite style | lines of source | tests (passing) | suite s "
+             "| deselected |", "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for name, p in sorted(projects.items()):
+        lines.append(f"| {name} | {p.version} | {p.license} | {p.domain} | {p.extra.get('test_style', 'pytest')} "
+                     f"| {p.lines or 0:,} | {p.tests or 0:,} | {p.suite_seconds or 0:.1f} "
+                     f"| {len(p.deselect) or '–'} |")
+    return "\n".join(lines)
+
+
 def cmd_projects(args: argparse.Namespace) -> int:
     from termgym.tasks.swesynth.projects import load_projects, testenv_dir, testenv_ready
 
@@ -388,6 +401,9 @@ def cmd_projects(args: argparse.Namespace) -> int:
                      "pytest": p.pytest_version, "provisioned": testenv_ready(p), "testenv": str(testenv_dir(p))})
     if args.json:
         print(json.dumps(rows, indent=2))
+        return 0
+    if args.markdown:
+        print(projects_markdown(load_projects()))
         return 0
     for r in rows:
         print(f"{r['name']:12} {r['version']:9} {r['license']:13} {r['domain']:24} lines {r['lines'] or '?':>6}  "

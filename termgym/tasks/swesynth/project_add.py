@@ -59,7 +59,7 @@ NOT_SOURCE = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "
                         "scripts", "tools", "build", "dist", "t"})
 #: Configuration files a fix never needs to touch (those present become ``protected_files``).
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini")
-_LICENCE_FILE = re.compile(r"(?i)^(licen[cs]e|copying|copyright)([-._][A-Za-z0-9.]+)?$")
+_LICENCE_FILE = re.compile(r"(?i)^(licen[cs]e|copying|copyright)([-._][A-Za-z0-9.]+)?$|^[A-Za-z0-9.-]+\.licen[cs]e$")
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 _CLASSIFIERS = {"MIT License": "MIT", "Apache Software License": "Apache-2.0", "ISC License (ISCL)": "ISC",
                 "Python Software Foundation License": "PSF-2.0"}

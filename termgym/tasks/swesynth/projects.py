@@ -14,6 +14,7 @@ from the package index, its licence file(s) copied out, and ``project.toml``::
     test_hashes                           ``pkg -> sha256`` of the wheel each lock line installs
     deselect                              ``[[deselect]] test, reason``: left out of the suite, and why
     protected_files                       configuration files a fix never needs to touch
+    test_style                            ``unittest`` (TestCase classes), ``pytest`` or ``mixed``
     lines, tests, suite_seconds           measured facts (source lines, tests collected, one clean run)
 
 :func:`project_tree` unpacks a verified sdist once into the cache. :func:`provision` builds each
@@ -214,6 +215,9 @@ def load_project(folder: str | Path) -> Project:
     for lf in license_files:
         if "/" in lf or not (folder / lf).is_file():
             raise ProjectError(f"{where}: licence file {lf!r} is missing from {folder}")
+    style = data.get("test_style", "pytest")
+    if style not in ("unittest", "pytest", "mixed"):
+        raise ProjectError(f"{where}: test_style {style!r} must be 'unittest', 'pytest' or 'mixed'")
     known = set(_REQUIRED) | {"python_path", "deselect", "protected_files", "lines", "tests", "suite_seconds"}
     return Project(
         name=name, version=_need(data, "version", str, where), sdist=sdist, sha256=sha, license=license_id,
