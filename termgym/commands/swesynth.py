@@ -106,9 +106,31 @@ def register(subparsers) -> None:
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)
 
+    add = sub.add_parser("add-project", help="add a PyPI project to the project set: download its sdist, resolve "
+                                             "its test lock, provision it and run its clean suite under the grader")
+    add.add_argument("requirement", nargs="?", default=None, help="name==version on the package index")
+    add.add_argument("--sdist", default=None, help="a local .tar.gz sdist instead of downloading one")
+    add.add_argument("--domain", required=True, help="what the project is about (a few words, for the tables)")
+    add.add_argument("--description", required=True, help="one sentence on what the project does")
+    add.add_argument("--dep", action="append", default=[], metavar="PKG==VER",
+                     help="a test requirement beyond pytest (repeatable; its dependencies are resolved too)")
+    add.add_argument("--deselect", action="append", default=[], metavar="TEST=REASON",
+                     help="leave a test (node id) or a test file out, and say why (repeatable)")
+    add.add_argument("--pytest-args", default="", help="extra pytest arguments (e.g. -o addopts=)")
+    add.add_argument("--source-dir", action="append", default=[], help="where bugs may go (default: the packages)")
+    add.add_argument("--test-dir", action="append", default=[], help="the tests (default: tests/, test/ ...)")
+    add.add_argument("--python-path", action="append", default=None, help="put on PYTHONPATH (default: src if used)")
+    add.add_argument("--license", default=None, help="SPDX id, when the licence text is not recognised")
+    add.add_argument("--root", default=None, help="project set to add to (default: the bundled one)")
+    add.add_argument("--replace", action="store_true", help="make the folder again if it exists")
+    add.add_argument("--timeout", type=float, default=600.0, help="seconds for the clean suite")
+    add.set_defaults(func=cmd_add_project)
+
     projs = sub.add_parser("projects", help="list the bundled real projects and whether their test "
                                             "environments are provisioned here")
     projs.add_argument("--json", action="store_true")
+    projs.add_argument("--markdown", action="store_true",
+                       help="print the project table of docs/swesynth.md (from the manifests)")
     projs.set_defaults(func=cmd_projects)
 
 
@@ -334,6 +356,41 @@ def cmd_provision(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_add_project(args: argparse.Namespace) -> int:
+    from termgym.tasks.swesynth.project_add import AddProjectError, add_project, parse_deselect
+
+    try:
+        result = add_project(args.requirement, sdist=args.sdist, domain=args.domain, description=args.description,
+                             deps=args.dep, deselect=parse_deselect(args.deselect), pytest_args=args.pytest_args,
+                             source_dirs=args.source_dir, test_dirs=args.test_dir, python_path=args.python_path,
+                             licence=args.license, root=args.root, replace=args.replace, timeout=args.timeout)
+    except (AddProjectError, RuntimeError) as exc:
+        print(f"termgym swesynth add-project: {exc}", file=sys.stderr)
+        return 1
+    if not result.ok:
+        print(f"termgym swesynth add-project: the clean suite of {result.project.name} does not pass under the "
+              f"grader; nothing was added (the folder is kept at {result.folder}). Leave out what cannot run "
+              "offline in a sandbox with --deselect TEST=REASON:", file=sys.stderr)
+        for test, message in sorted(result.failures.items()):
+            print(f"  {test}: {message[:300]}", file=sys.stderr)
+        return 1
+    p = result.project
+    print(f"added {p.name} {p.version} ({p.license}) at {result.folder}: {p.lines} lines, {p.tests} tests passing, "
+          f"suite {p.suite_seconds}s, provisioned in {result.provision_seconds:.1f}s")
+    return 0
+
+
+def projects_markdown(projects: dict) -> str:
+    """The project table of docs/swesynth.md: one row per project manifest."""
+    lines = ["| project | version | licence | domain | suite style | lines of source | tests (passing) | suite s "
+             "| deselected |", "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for name, p in sorted(projects.items()):
+        lines.append(f"| {name} | {p.version} | {p.license} | {p.domain} | {p.extra.get('test_style', 'pytest')} "
+                     f"| {p.lines or 0:,} | {p.tests or 0:,} | {p.suite_seconds or 0:.1f} "
+                     f"| {len(p.deselect) or '–'} |")
+    return "\n".join(lines)
+
+
 def cmd_projects(args: argparse.Namespace) -> int:
     from termgym.tasks.swesynth.projects import load_projects, testenv_dir, testenv_ready
 
@@ -344,6 +401,9 @@ def cmd_projects(args: argparse.Namespace) -> int:
                      "pytest": p.pytest_version, "provisioned": testenv_ready(p), "testenv": str(testenv_dir(p))})
     if args.json:
         print(json.dumps(rows, indent=2))
+        return 0
+    if args.markdown:
+        print(projects_markdown(load_projects()))
         return 0
     for r in rows:
         print(f"{r['name']:12} {r['version']:9} {r['license']:13} {r['domain']:24} lines {r['lines'] or '?':>6}  "

@@ -40,3 +40,14 @@ def test_projects_command_and_doctor_row(capsys, tmp_path, monkeypatch):
     ok, detail = check_testenvs()
     assert not ok and "run `termgym swesynth provision`" in detail
     assert main(["swesynth", "projects"]) == 0 and "NOT provisioned" in capsys.readouterr().out
+
+
+def test_projects_markdown_table_has_a_row_per_manifest(capsys):
+    assert main(["swesynth", "projects", "--markdown"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    projects = load_projects()
+    assert [row.split(" | ")[0].lstrip("| ") for row in rows] == sorted(projects)
+    isodate = next(row for row in rows if row.startswith("| isodate |"))
+    p = projects["isodate"]
+    assert f"| {p.version} | {p.license} | {p.domain} | pytest | {p.lines:,} | {p.tests:,} |" in isodate
+    assert sum(" | unittest | " in row for row in rows) >= 5

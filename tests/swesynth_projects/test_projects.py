@@ -27,12 +27,14 @@ from termgym.tasks.swesynth.projects import (
 )
 
 
-def test_at_least_twelve_permissive_projects_from_different_domains():
+def test_at_least_forty_permissive_projects_from_different_domains():
+    """Issue 26's spread: 40+ projects, many domains, unittest-style suites among them."""
     projects = load_projects()
-    assert len(projects) >= 12
-    assert len({p.domain for p in projects.values()}) >= 10
+    assert len(projects) >= 40
+    assert len({p.domain for p in projects.values()}) >= 36
     assert all(p.license in PERMISSIVE for p in projects.values())
     assert sum(1 for p in projects.values() if (p.lines or 0) >= 5000) >= 2
+    assert sum(1 for p in projects.values() if p.extra.get("test_style") == "unittest") >= 5
 
 
 @pytest.mark.parametrize("name", sorted(load_projects()))
@@ -72,6 +74,7 @@ def _copy_project(tmp_path, name="isodate"):
     (lambda t: t.replace('license = "BSD-3-Clause"', 'license = "GPL-3.0-only"'), "not one of the permissive"),
     (lambda t: t.replace('license_files = ["LICENSE"]', 'license_files = ["NOTICE"]'), "licence file 'NOTICE'"),
     (lambda t: t.replace('name = "isodate"', 'name = "other"'), "differs from its folder"),
+    (lambda t: t.replace('test_style = "pytest"', 'test_style = "nose"'), "test_style 'nose' must be"),
     (lambda t: t.replace('test_command = ', 'test_cmd = '), "missing 'test_command'"),
     (lambda t: t.replace('\n"pytest" = ', '\n"pytestx" = '), "no sha256 for test requirement 'pytest'"),
 ])

@@ -14,6 +14,7 @@ from the package index, its licence file(s) copied out, and ``project.toml``::
     test_hashes                           ``pkg -> sha256`` of the wheel each lock line installs
     deselect                              ``[[deselect]] test, reason``: left out of the suite, and why
     protected_files                       configuration files a fix never needs to touch
+    test_style                            ``unittest`` (TestCase classes), ``pytest`` or ``mixed``
     lines, tests, suite_seconds           measured facts (source lines, tests collected, one clean run)
 
 :func:`project_tree` unpacks a verified sdist once into the cache. :func:`provision` builds each
@@ -214,6 +215,9 @@ def load_project(folder: str | Path) -> Project:
     for lf in license_files:
         if "/" in lf or not (folder / lf).is_file():
             raise ProjectError(f"{where}: licence file {lf!r} is missing from {folder}")
+    style = data.get("test_style", "pytest")
+    if style not in ("unittest", "pytest", "mixed"):
+        raise ProjectError(f"{where}: test_style {style!r} must be 'unittest', 'pytest' or 'mixed'")
     known = set(_REQUIRED) | {"python_path", "deselect", "protected_files", "lines", "tests", "suite_seconds"}
     return Project(
         name=name, version=_need(data, "version", str, where), sdist=sdist, sha256=sha, license=license_id,
@@ -412,9 +416,12 @@ def _pip_command(target: Path, lock: Path) -> list[str]:
     return cmd + ["-r", str(lock)]
 
 
-def provision(names: Sequence[str] | None = None, *, force: bool = False,
+def provision(names: Sequence[str | Project] | None = None, *, force: bool = False,
               log: Callable[[str], None] = print) -> dict[str, Path]:
     """Build the test environment of each project (all by default); returns ``name -> directory``.
+
+    ``names`` are bundled projects' names or :class:`Project` objects (a folder not yet in the
+    project set, as ``termgym swesynth add-project`` checks one).
 
     Reproducible: the full lock is installed with ``--no-deps --require-hashes`` as wheels for the
     runtime's interpreter (:data:`TARGET_PYTHON`), into a directory named after the lock's digest.
@@ -422,11 +429,11 @@ def provision(names: Sequence[str] | None = None, *, force: bool = False,
     index (or a pip configuration pointing at a mirror); raises ``RuntimeError`` with pip's output
     when an install fails.
     """
-    projects = load_projects()
-    wanted = list(names) if names else sorted(projects)
+    wanted = list(names) if names else sorted(load_projects())
     out: dict[str, Path] = {}
-    for name in wanted:
-        project = get_project(name)
+    for item in wanted:
+        project = _as_project(item)
+        name = project.name
         target = testenv_dir(project)
         if (target / MARKER).is_file() and not force:
             log(f"{name}: test environment ready at {target}")

@@ -1,0 +1,465 @@
+"""Add a PyPI project to the SWE-SYNTH project set: ``termgym swesynth add-project NAME==VERSION``.
+
+What a bundled project folder holds (:mod:`termgym.tasks.swesynth.projects`) is made here from a
+pinned requirement, for projects nobody here named as well as for the bundled ones:
+
+1. the **sdist** is downloaded (``pip download --no-deps --no-binary :all:``) or taken from a file,
+   and must be a ``.tar.gz`` holding one top folder;
+2. its **licence** is read from the licence file (falling back to the package metadata) and must be
+   one of :data:`~termgym.tasks.swesynth.projects.PERMISSIVE`; the licence files are copied out;
+3. the **layout** is found: the packages (``src/`` or top level) become ``source_dirs``, the test
+   folder ``test_dirs``, ``src`` the ``python_path``; each can be given instead;
+4. the **test lock** is resolved: pytest 7.2.1 and its pinned dependencies (the lock every bundled
+   project shares) plus the extra test requirements, downloaded as wheels for the runtime's
+   interpreter with every transitive dependency, each with the sha256 of the wheel pip chose;
+5. the folder is written to a staging directory, its test environment **provisioned**, and the
+   clean suite **run in a sandbox under the grader** (:func:`~projects.run_clean_suite`). Only when
+   every collected test passes (or is skipped) is the folder moved into the project set, with the
+   measured ``lines``, ``tests`` and ``suite_seconds``. Otherwise the failing tests are listed with
+   their messages, to be left out with ``--deselect TEST=REASON`` (every left-out test says why).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from email.parser import Parser
+from pathlib import Path, PurePosixPath
+
+from termgym.tasks.swesynth.projects import (
+    PERMISSIVE,
+    PROJECTS_DIR,
+    TARGET_PLATFORMS,
+    TARGET_PYTHON,
+    CleanRun,
+    Project,
+    ProjectError,
+    file_sha256,
+    load_project,
+    project_tree,
+    provision,
+    run_clean_suite,
+)
+
+#: The pytest every bundled project runs under, and the versions of its dependencies in their lock.
+BASE_LOCK: tuple[str, ...] = ("pytest==7.2.1", "attrs==22.2.0", "iniconfig==1.1.1", "packaging==23.0",
+                              "pluggy==1.0.0")
+#: Folder names that hold tests (in the order they are looked for).
+TEST_FOLDERS = ("tests", "test", "testing", "t")
+#: Top-level folders that are never the project's source.
+NOT_SOURCE = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
+                        "scripts", "tools", "build", "dist", "t"})
+#: Configuration files a fix never needs to touch (those present become ``protected_files``).
+CONFIG_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini")
+_LICENCE_FILE = re.compile(r"(?i)^(licen[cs]e|copying|copyright)([-._][A-Za-z0-9.]+)?$|^[A-Za-z0-9.-]+\.licen[cs]e$")
+_REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
+_CLASSIFIERS = {"MIT License": "MIT", "Apache Software License": "Apache-2.0", "ISC License (ISCL)": "ISC",
+                "Python Software Foundation License": "PSF-2.0"}
+
+
+class AddProjectError(ValueError):
+    """The project cannot be added as asked; the message says what was wrong and where."""
+
+
+@dataclass
+class Layout:
+    """Where things are in an unpacked sdist (paths relative to its top folder)."""
+
+    source_dirs: list[str]
+    test_dirs: list[str]
+    python_path: list[str]
+    licence_files: list[str]
+    licence: str
+    test_style: str
+    protected_files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AddResult:
+    """What :func:`add_project` did: the project (moved into place when ``ok``) and its clean run."""
+
+    project: Project
+    run: CleanRun
+    ok: bool
+    failures: dict[str, str]
+    folder: Path
+    provision_seconds: float
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_requirement(text: str, what: str = "requirement") -> tuple[str, str]:
+    """``name==version`` -> ``(name, version)``; anything looser is refused (a lock pins exactly)."""
+    match = _REQUIREMENT.match(text.strip())
+    if not match:
+        raise AddProjectError(f"{what} {text!r} is not pinned as 'name==version'")
+    return match.group(1), match.group(2)
+
+
+def _pip(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def fetch_sdist(requirement: str, dest: Path) -> Path:
+    """Download the sdist of ``name==version`` from the package index into ``dest``."""
+    name, version = parse_requirement(requirement, "project")
+    dest.mkdir(parents=True, exist_ok=True)
+    proc = _pip("download", "--no-deps", "--no-binary", ":all:", f"{name}=={version}", "-d", str(dest))
+    if proc.returncode != 0:
+        raise AddProjectError(f"pip download {name}=={version} failed: {(proc.stdout + proc.stderr).strip()[-600:]}")
+    found = [p for p in dest.iterdir() if _norm(p.name).startswith(f"{_norm(name)}-{_norm(version)}")]
+    if not found:
+        raise AddProjectError(f"pip download {name}=={version} left no sdist in {dest}")
+    return found[0]
+
+
+def _sdist_stem(sdist: Path) -> tuple[str, str]:
+    """The project name and version as the sdist's file name spells them."""
+    if not sdist.name.endswith(".tar.gz"):
+        raise AddProjectError(f"{sdist.name}: only .tar.gz sdists can be bundled (the project set's format)")
+    stem = sdist.name[: -len(".tar.gz")]
+    name, sep, version = stem.rpartition("-")
+    if not sep or not name or not version[:1].isdigit():
+        raise AddProjectError(f"{sdist.name}: the file name is not '<name>-<version>.tar.gz'")
+    return name, version
+
+
+def unpack(sdist: Path, dest: Path) -> Path:
+    """Unpack the sdist into ``dest``; returns its single top folder."""
+    with tarfile.open(sdist, "r:gz") as tar:
+        tops = {PurePosixPath(m.name).parts[0] for m in tar.getmembers() if PurePosixPath(m.name).parts}
+        if len(tops) != 1:
+            raise AddProjectError(f"{sdist.name}: the sdist has no single top folder ({sorted(tops)[:5]})")
+        tar.extractall(dest, filter="data")
+    return dest / tops.pop()
+
+
+def licence_from_text(text: str) -> str | None:
+    """The SPDX id of a permissive licence text, or None when it is none of them."""
+    flat = " ".join(text.split())
+    if "Apache License" in flat and "Version 2.0" in flat:
+        return "Apache-2.0"
+    if "Permission is hereby granted, free of charge" in flat:
+        return "MIT"
+    if "Redistribution and use in source and binary forms" in flat:
+        third = re.search(r"(?i)neither the name|endorse or promote|names? of (its|the) contributors may", flat)
+        return "BSD-3-Clause" if third else "BSD-2-Clause"
+    if re.search(r"Permission to use, copy, modify, and(/or)? distribute this software for any purpose", flat):
+        return "ISC"
+    if "PYTHON SOFTWARE FOUNDATION LICENSE" in flat.upper():
+        return "PSF-2.0"
+    return None
+
+
+def licence_from_metadata(top: Path) -> str | None:
+    """The SPDX id the sdist's ``PKG-INFO`` declares (``License-Expression`` or a classifier)."""
+    info = top / "PKG-INFO"
+    if not info.is_file():
+        return None
+    meta = Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
+    expression = (meta.get("License-Expression") or "").strip()
+    if expression in PERMISSIVE:
+        return expression
+    for classifier in meta.get_all("Classifier") or []:
+        tail = classifier.rsplit("::", 1)[-1].strip()
+        if tail in _CLASSIFIERS:
+            return _CLASSIFIERS[tail]
+    return None
+
+
+def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequence[str] = (),
+                  python_path: Sequence[str] | None = None, licence: str | None = None) -> Layout:
+    """Find the packages, the tests, the licence files and the licence in an unpacked sdist."""
+    where = top.name
+    licence_files = sorted(p.name for p in top.iterdir() if p.is_file() and _LICENCE_FILE.match(p.name))
+    if not licence_files:
+        raise AddProjectError(f"{where}: no licence file (LICENSE, LICENCE, COPYING) at the top of the sdist")
+    texts = "\n".join((top / f).read_text(encoding="utf-8", errors="replace") for f in licence_files)
+    found = licence or licence_from_text(texts) or licence_from_metadata(top)
+    if found is None:
+        raise AddProjectError(f"{where}: the licence is none that can be recognised; pass --license with its SPDX id "
+                              f"if it is one of {', '.join(sorted(PERMISSIVE))}")
+    if found not in PERMISSIVE:
+        raise AddProjectError(f"{where}: licence {found!r} is not one of the permissive licences "
+                              f"{', '.join(sorted(PERMISSIVE))}")
+    src = top / "src"
+    if python_path is None:
+        python_path = ["src"] if src.is_dir() and any((d / "__init__.py").is_file() for d in src.iterdir()) else []
+    if not source_dirs:
+        base = top / python_path[0] if python_path else top
+        source_dirs = [str((base / d.name).relative_to(top)) for d in sorted(base.iterdir())
+                       if d.is_dir() and d.name not in NOT_SOURCE and (d / "__init__.py").is_file()]
+        if not source_dirs:
+            raise AddProjectError(f"{where}: no package (a folder with __init__.py) found; pass --source-dir")
+    for d in source_dirs:
+        if not (top / d).is_dir():
+            raise AddProjectError(f"{where}: source dir {d!r} is not a folder of the sdist")
+    if not test_dirs:
+        test_dirs = [d for d in TEST_FOLDERS if (top / d).is_dir()][:1]
+        if not test_dirs:
+            test_dirs = [f"{s}/{d}" for s in source_dirs for d in TEST_FOLDERS if (top / s / d).is_dir()][:1]
+        if not test_dirs:
+            raise AddProjectError(f"{where}: the sdist holds no test folder ({', '.join(TEST_FOLDERS)}); projects "
+                                  "whose sdist leaves out its tests cannot be bundled (or pass --test-dir)")
+    for d in test_dirs:
+        if not (top / d).exists():
+            raise AddProjectError(f"{where}: test dir {d!r} is not in the sdist")
+    return Layout(source_dirs=list(source_dirs), test_dirs=list(test_dirs), python_path=list(python_path),
+                  licence_files=licence_files, licence=found, test_style=test_style(top, test_dirs),
+                  protected_files=[f for f in CONFIG_FILES if (top / f).is_file()])
+
+
+def _test_files(top: Path, test_dirs: Sequence[str]) -> list[Path]:
+    out: list[Path] = []
+    for d in test_dirs:
+        path = top / d
+        out += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return out
+
+
+def test_style(top: Path, test_dirs: Sequence[str]) -> str:
+    """``unittest`` (tests are ``TestCase`` methods), ``pytest`` (plain functions/classes) or ``mixed``."""
+    unit = plain = 0
+    for path in _test_files(top, test_dirs):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not re.search(r"^\s*def test", text, re.M):
+            continue
+        if re.search(r"TestCase\b", text):
+            unit += 1
+        else:
+            plain += 1
+    if unit and unit >= 4 * plain:
+        return "unittest"
+    if plain and plain >= 4 * unit:
+        return "pytest"
+    return "mixed" if unit or plain else "pytest"
+
+
+test_style.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def count_lines(top: Path, source_dirs: Sequence[str], test_dirs: Sequence[str]) -> int:
+    """Non-blank lines of the ``*.py`` files of ``source_dirs``, test folders and test files left out."""
+    tests = {(top / d).resolve() for d in test_dirs}
+    total = 0
+    for d in source_dirs:
+        for path in sorted((top / d).rglob("*.py")):
+            resolved = path.resolve()
+            if any(resolved == t or t in resolved.parents for t in tests):
+                continue
+            if path.name.startswith("test_") or any(p in TEST_FOLDERS for p in path.relative_to(top).parts[:-1]):
+                continue
+            total += sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+                         if line.strip())
+    return total
+
+
+def resolve_lock(extra: Sequence[str], work: Path, base: Sequence[str] = BASE_LOCK) -> list[tuple[str, str, str]]:
+    """The full lock ``[(name, version, sha256)]`` of pytest and ``extra``, as wheels for the runtime.
+
+    pip resolves every transitive dependency for CPython :data:`TARGET_PYTHON` on the runtime's
+    platforms, binary wheels only; the digest is the wheel's, which ``--require-hashes`` checks.
+    """
+    wanted = {_norm(parse_requirement(r)[0]): r for r in base}
+    for requirement in extra:
+        wanted[_norm(parse_requirement(requirement, "test requirement")[0])] = requirement
+    wheels = work / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    cmd = ["download", "--only-binary", ":all:", "--python-version", TARGET_PYTHON, "--implementation", "cp",
+           "--abi", "cp" + TARGET_PYTHON.replace(".", ""), "-d", str(wheels)]
+    for platform in TARGET_PLATFORMS:
+        cmd += ["--platform", platform]
+    proc = _pip(*cmd, *wanted.values())
+    if proc.returncode != 0:
+        raise AddProjectError("resolving the test lock failed (every test requirement must exist as a wheel for "
+                              f"CPython {TARGET_PYTHON}): {(proc.stdout + proc.stderr).strip()[-800:]}")
+    lock: dict[str, tuple[str, str, str]] = {}
+    for wheel in sorted(wheels.glob("*.whl")):
+        name, version = wheel.name.split("-")[:2]
+        name = name.replace("_", "-")
+        lock[_norm(name)] = (name, version, file_sha256(wheel))
+    if "pytest" not in lock:
+        raise AddProjectError("the resolved lock holds no pytest")
+    return [lock["pytest"], *sorted(v for k, v in lock.items() if k != "pytest")]
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _toml_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(_toml_string(v) for v in values) + "]"
+
+
+def test_command(layout_test_dirs: Sequence[str], deselect: Sequence[tuple[str, str]], pytest_args: str = "") -> str:
+    """The command run from the tree's root: pytest, its extra arguments, each left-out test, the test dirs."""
+    parts = ["python3 -m pytest -q -p no:cacheprovider"]
+    if pytest_args.strip():
+        parts.append(pytest_args.strip())
+    for test, _ in deselect:
+        if "::" in test:
+            if any(c in test for c in " '\""):
+                raise AddProjectError(f"deselected test {test!r}: ids with spaces or quotes cannot be left out "
+                                      "by --deselect; leave out its file or pass -k through --pytest-args")
+            parts.append(f"--deselect={test}")
+        else:
+            parts.append(f"--ignore={test}")
+    return " ".join([*parts, *layout_test_dirs])
+
+
+test_command.__test__ = False  # type: ignore[attr-defined]
+
+
+def write_manifest(folder: Path, *, name: str, version: str, sdist: Path, layout: Layout, domain: str,
+                   description: str, command: str, lock: Sequence[tuple[str, str, str]],
+                   deselect: Sequence[tuple[str, str]], measured: dict[str, float | int] | None = None) -> Path:
+    """Write ``project.toml`` in the project set's format (measured fields when given)."""
+    lines = [
+        f"name = {_toml_string(name)}",
+        f"version = {_toml_string(version)}",
+        f"sdist = {_toml_string(sdist.name)}",
+        f"sha256 = {_toml_string(file_sha256(sdist))}",
+        f"license = {_toml_string(layout.licence)}",
+        f"license_files = {_toml_list(layout.licence_files)}",
+        f"domain = {_toml_string(domain)}",
+        f"description = {_toml_string(description)}",
+        f"source_dirs = {_toml_list(layout.source_dirs)}",
+        f"test_dirs = {_toml_list(layout.test_dirs)}",
+        f"python_path = {_toml_list(layout.python_path)}",
+        f"test_command = {_toml_string(command)}",
+        f"protected_files = {_toml_list(layout.protected_files)}",
+        f"test_style = {_toml_string(layout.test_style)}",
+    ]
+    if measured:
+        lines += ["# Measured on a 2-core shared Debian box (run_clean_suite, local sandbox, under the grader):",
+                  f"lines = {measured['lines']}", f"tests = {measured['tests']}",
+                  f"suite_seconds = {measured['suite_seconds']}"]
+    lines += ["# The full lock of the test environment (installed with --no-deps --require-hashes),",
+              "# the pytest this project's suite runs under included.", "test_requirements = ["]
+    lines += [f"    {_toml_string(f'{n}=={v}')}," for n, v, _ in lock]
+    lines += ["]", "", "[test_hashes]"]
+    lines += [f"{_toml_string(n)} = {_toml_string(h)}" for n, _, h in lock]
+    for test, reason in deselect:
+        lines += ["", "[[deselect]]", f"test = {_toml_string(test)}", f"reason = {_toml_string(reason)}"]
+    path = folder / "project.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+_FAILED_LINE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$", re.M)
+
+
+def failures_of(run: CleanRun) -> dict[str, str]:
+    """``test id -> message`` of every test of a clean run that neither passed nor was skipped."""
+    messages = {m.group(2): (m.group(3) or m.group(1)).strip() for m in _FAILED_LINE.finditer(run.log_tail)}
+    bad = {t: messages.get(t, o) for t, o in run.outcomes.items() if o not in ("passed", "skipped")}
+    if not bad and not run.ok:
+        bad["(the run)"] = ("; ".join(run.tamper) or f"pytest exit {run.exit_code}") + "\n" + run.log_tail[-1500:]
+    return bad
+
+
+def parse_deselect(items: Sequence[str]) -> list[tuple[str, str]]:
+    """``TEST=REASON`` strings -> pairs; a reason is required and must say something."""
+    out = []
+    for item in items:
+        test, sep, reason = item.partition("=")
+        if not sep or not test.strip() or len(reason.strip()) < 10:
+            raise AddProjectError(f"--deselect {item!r}: write it as TEST=REASON with a reason of ten characters "
+                                  "or more (why the test cannot run in a sandbox offline)")
+        out.append((test.strip(), reason.strip()))
+    return out
+
+
+def add_project(requirement: str | None = None, *, sdist: str | Path | None = None, domain: str, description: str,
+                deps: Sequence[str] = (), deselect: Sequence[tuple[str, str]] = (), pytest_args: str = "",
+                source_dirs: Sequence[str] = (), test_dirs: Sequence[str] = (), python_path: Sequence[str] | None = None,
+                licence: str | None = None, root: str | Path | None = None, replace: bool = False,
+                timeout: float = 600.0, log: Callable[[str], None] = print) -> AddResult:
+    """Make, provision and check a project folder; move it into ``root`` when its clean suite passes.
+
+    ``requirement`` (``name==version``) is downloaded from the package index, or ``sdist`` (a local
+    ``.tar.gz``) is used as is. See the module docstring for each step. Raises
+    :class:`AddProjectError` for what cannot be bundled (licence, layout, lock, an existing folder).
+    """
+    if (requirement is None) == (sdist is None):
+        raise AddProjectError("give either a pinned requirement (name==version) or --sdist FILE, not both")
+    if not domain.strip() or not description.strip():
+        raise AddProjectError("a project needs a --domain and a --description (they go into the docs' tables)")
+    root = Path(root) if root is not None else PROJECTS_DIR
+    work = Path(tempfile.mkdtemp(prefix="termgym-add-project-"))
+    try:
+        if sdist is None:
+            sdist_path = fetch_sdist(str(requirement), work / "sdist")
+        else:
+            sdist_path = Path(sdist)
+            if not sdist_path.is_file():
+                raise AddProjectError(f"--sdist {sdist_path}: no such file")
+        name, version = _sdist_stem(sdist_path)
+        if requirement is not None and _norm(parse_requirement(requirement)[0]) != _norm(name):
+            raise AddProjectError(f"{requirement}: pip returned {sdist_path.name}, another project")
+        target = root / name
+        if target.exists() and not replace:
+            raise AddProjectError(f"{target} exists already (pass --replace to make it again)")
+        top = unpack(sdist_path, work / "tree")
+        layout = detect_layout(top, source_dirs=source_dirs, test_dirs=test_dirs, python_path=python_path,
+                               licence=licence)
+        log(f"{name} {version}: {layout.licence}, source {layout.source_dirs}, tests {layout.test_dirs} "
+            f"({layout.test_style}), python_path {layout.python_path}")
+        lock = resolve_lock(deps, work)
+        log(f"{name}: test lock {', '.join(f'{n}=={v}' for n, v, _ in lock)}")
+        command = test_command(layout.test_dirs, deselect, pytest_args)
+        stage = work / "stage" / name
+        stage.mkdir(parents=True)
+        shutil.copy2(sdist_path, stage / sdist_path.name)
+        for f in layout.licence_files:
+            shutil.copy2(top / f, stage / f)
+        write_manifest(stage, name=name, version=version, sdist=stage / sdist_path.name, layout=layout,
+                       domain=domain, description=description, command=command, lock=lock, deselect=deselect)
+        try:
+            project = load_project(stage)
+        except ProjectError as exc:
+            raise AddProjectError(str(exc)) from None
+        started = time.monotonic()
+        provision([project], log=log)
+        provision_seconds = time.monotonic() - started
+        run = run_clean_suite(project, timeout=timeout)
+        failures = failures_of(run)
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(run.counts.items()))
+        log(f"{name}: clean suite under the grader in {run.seconds:.1f}s: {counts or 'nothing collected'}; "
+            f"pytest exit {run.exit_code}")
+        if not run.ok:
+            kept = work.parent / f"termgym-add-project-{name}-{version}"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(stage, kept)
+            return AddResult(project=project, run=run, ok=False, failures=failures, folder=kept,
+                             provision_seconds=provision_seconds)
+        measured = {"lines": count_lines(project_tree(project), layout.source_dirs, layout.test_dirs),
+                    "tests": sum(1 for o in run.outcomes.values() if o == "passed"),
+                    "suite_seconds": round(run.seconds, 2)}
+        write_manifest(stage, name=name, version=version, sdist=stage / sdist_path.name, layout=layout,
+                       domain=domain, description=description, command=command, lock=lock, deselect=deselect,
+                       measured=measured)
+        if target.exists():
+            shutil.rmtree(target)
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(stage, target)
+        return AddResult(project=load_project(target), run=run, ok=True, failures={}, folder=target,
+                         provision_seconds=provision_seconds)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+__all__ = ["BASE_LOCK", "AddProjectError", "AddResult", "Layout", "add_project", "count_lines", "detect_layout",
+           "failures_of", "fetch_sdist", "licence_from_metadata", "licence_from_text", "parse_deselect",
+           "parse_requirement", "resolve_lock", "test_command", "test_style", "unpack", "write_manifest"]

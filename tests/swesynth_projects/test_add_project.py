@@ -1,0 +1,177 @@
+"""``termgym swesynth add-project``: a project folder made from an sdist nobody here wrote a manifest for.
+
+The end-to-end tests build a real sdist from the toy project ``textkit`` (with an MIT licence file),
+resolve its test lock from the package index, provision it into a temporary test-environment root
+and run its clean suite in a local sandbox under the grader; a sabotaged copy (one source line
+broken) must come back refused with the failing tests named, and nothing added.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from termgym.cli import main
+from termgym.tasks.swesynth import projects as P
+from termgym.tasks.swesynth.project_add import (
+    BASE_LOCK,
+    AddProjectError,
+    add_project,
+    count_lines,
+    detect_layout,
+    licence_from_text,
+    parse_deselect,
+    parse_requirement,
+    test_command,
+    test_style,
+)
+from termgym_data import SWESYNTH_DIR
+
+MIT = ("Copyright (c) 2026 Someone\n\nPermission is hereby granted, free of charge, to any person obtaining a copy "
+       "of this software, to deal in the Software without restriction.\n")
+BSD2 = "Redistribution and use in source and binary forms, with or without modification, are permitted ...\n"
+BSD3 = BSD2 + "3. Neither the name of the copyright holder nor the names of its contributors may be used to endorse\n"
+APACHE = "                                 Apache License\n                           Version 2.0, January 2004\n"
+ISC = ("Permission to use, copy, modify, and/or distribute this software for any purpose with or without fee is "
+       "hereby granted\n")
+GPL = "GNU GENERAL PUBLIC LICENSE\nVersion 3, 29 June 2007\n"
+
+
+@pytest.mark.parametrize(("text", "spdx"), [(MIT, "MIT"), (BSD2, "BSD-2-Clause"), (BSD3, "BSD-3-Clause"),
+                                            (APACHE, "Apache-2.0"), (ISC, "ISC"), (GPL, None)])
+def test_licence_texts_are_recognised(text, spdx):
+    assert licence_from_text(text) == spdx
+
+
+@pytest.mark.parametrize("bad", ["idna", "idna>=3", "idna==", "==3.7", "idna == 3.7 ; python_version"])
+def test_requirements_must_be_pinned(bad):
+    with pytest.raises(AddProjectError, match="not pinned as 'name==version'"):
+        parse_requirement(bad)
+    assert parse_requirement("more-itertools==10.2.0") == ("more-itertools", "10.2.0")
+
+
+def _tree(root: Path, *, licence: str = MIT, src: bool = False, tests: bool = True, unittest: bool = False) -> Path:
+    top = root / "demo-1.0"
+    pkg = top / ("src/demo" if src else "demo")
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def double(x):\n    return 2 * x\n\n\ndef half(x):\n    return x / 2\n")
+    (top / "LICENSE").write_text(licence)
+    (top / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "1.0"\n')
+    (top / "docs").mkdir()
+    if tests:
+        (top / "tests").mkdir()
+        body = ("import unittest\nfrom demo import double\n\n\nclass T(unittest.TestCase):\n"
+                "    def test_double(self):\n        self.assertEqual(double(2), 4)\n") if unittest else (
+                "from demo import double\n\n\ndef test_double():\n    assert double(2) == 4\n")
+        (top / "tests" / "test_demo.py").write_text(body)
+    return top
+
+
+def test_layout_is_found_in_flat_and_src_trees(tmp_path):
+    flat = detect_layout(_tree(tmp_path / "a"))
+    assert (flat.source_dirs, flat.test_dirs, flat.python_path) == (["demo"], ["tests"], [])
+    assert (flat.licence, flat.licence_files, flat.protected_files, flat.test_style) == (
+        "MIT", ["LICENSE"], ["pyproject.toml"], "pytest")
+    src = detect_layout(_tree(tmp_path / "b", src=True, licence=BSD3, unittest=True))
+    assert (src.source_dirs, src.python_path, src.licence, src.test_style) == (
+        ["src/demo"], ["src"], "BSD-3-Clause", "unittest")
+    (tmp_path / "a" / "demo-1.0" / "LICENSE").rename(tmp_path / "a" / "demo-1.0" / "apache-2.0.LICENSE")
+    assert detect_layout(tmp_path / "a" / "demo-1.0").licence_files == ["apache-2.0.LICENSE"]
+    assert count_lines(tmp_path / "a" / "demo-1.0", ["demo"], ["tests"]) == 4
+    assert test_style(tmp_path / "a" / "demo-1.0", ["tests"]) == "pytest"
+
+
+@pytest.mark.parametrize(("kwargs", "edit", "message"), [
+    ({}, lambda top: (top / "LICENSE").write_text(GPL), "the licence is none that can be recognised"),
+    ({"licence": "GPL-3.0-only"}, lambda top: None, "'GPL-3.0-only' is not one of the permissive licences"),
+    ({}, lambda top: (top / "LICENSE").unlink(), "no licence file"),
+    ({}, lambda top: shutil.rmtree(top / "tests"), "holds no test folder"),
+    ({}, lambda top: (top / "demo" / "__init__.py").unlink(), "no package"),
+    ({"source_dirs": ["lib"]}, lambda top: None, "source dir 'lib' is not a folder"),
+    ({"test_dirs": ["spec"]}, lambda top: None, "test dir 'spec' is not in the sdist"),
+])
+def test_what_cannot_be_bundled_is_named(tmp_path, kwargs, edit, message):
+    top = _tree(tmp_path)
+    edit(top)
+    with pytest.raises(AddProjectError, match=message):
+        detect_layout(top, **kwargs)
+
+
+def test_left_out_tests_go_into_the_command_with_their_reason():
+    left_out = parse_deselect(["tests/test_a.py::test_net=needs the network, which the sandbox has not",
+                               "tests/test_slow.py=takes minutes: stress tests"])
+    assert test_command(["tests"], left_out, "-o addopts=") == (
+        "python3 -m pytest -q -p no:cacheprovider -o addopts= --deselect=tests/test_a.py::test_net "
+        "--ignore=tests/test_slow.py tests")
+    for bad in ["tests/test_a.py::test_net", "tests/test_a.py::test_net=flaky", "=a good long reason here"]:
+        with pytest.raises(AddProjectError, match="TEST=REASON"):
+            parse_deselect([bad])
+    with pytest.raises(AddProjectError, match="spaces or quotes"):
+        test_command(["tests"], [("tests/t.py::test_x[a b]", "a reason long enough")])
+
+
+def _textkit_sdist(tmp_path: Path, *, sabotage: bool = False) -> Path:
+    top = tmp_path / "build" / "textkit-0.1.0"
+    shutil.copytree(SWESYNTH_DIR / "toy" / "textkit", top)
+    (top / "LICENSE").write_text(MIT)
+    if sabotage:  # one source line broken: the clean suite fails and the project must be refused
+        slug = top / "textkit" / "slug.py"
+        text = slug.read_text()
+        assert ".lower()" in text
+        slug.write_text(text.replace(".lower()", ".upper()", 1))
+    sdist = tmp_path / "textkit-0.1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        tar.add(top, arcname=top.name)
+    return sdist
+
+
+@pytest.mark.slow
+def test_an_unnamed_sdist_becomes_a_checked_project(tmp_path, monkeypatch):
+    """From a .tar.gz nobody wrote a manifest for to a loadable, provisioned, measured project folder."""
+    monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path / "envs"))
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "projects"
+    sdist = _textkit_sdist(tmp_path)
+    result = add_project(sdist=sdist, domain="text utilities", description="A toy text kit.", root=root,
+                         log=lambda _: None)
+    assert result.ok and result.folder == root / "textkit"
+    project = P.load_project(root / "textkit")
+    assert sorted(p.name for p in project.folder.iterdir()) == ["LICENSE", "project.toml", "textkit-0.1.0.tar.gz"]
+    assert (project.license, project.source_dirs, project.test_dirs) == ("MIT", ("textkit",), ("tests",))
+    assert list(project.test_requirements) == list(BASE_LOCK)
+    assert project.tests == result.run.counts["passed"] > 50 and project.lines > 300 and project.suite_seconds > 0
+    assert P.testenv_ready(project) and project.extra["test_style"] == "pytest"
+    with pytest.raises(AddProjectError, match="exists already"):
+        add_project(sdist=sdist, domain="x", description="y", root=root, log=lambda _: None)
+
+
+@pytest.mark.slow
+def test_a_failing_clean_suite_is_refused_with_the_failures_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path / "envs"))
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "projects"
+    sdist = _textkit_sdist(tmp_path, sabotage=True)
+    code = main(["swesynth", "add-project", "--sdist", str(sdist), "--domain", "text", "--description", "toy",
+                 "--root", str(root)])
+    err = capsys.readouterr().err
+    assert code == 1 and not (root / "textkit").exists()
+    assert "does not pass under the grader; nothing was added" in err
+    assert "tests/test_slug.py::" in err and "--deselect TEST=REASON" in err
+
+
+def test_cli_names_bad_arguments(capsys, tmp_path):
+    assert main(["swesynth", "add-project", "idna>=3", "--domain", "d", "--description", "x"]) == 1
+    assert "not pinned as 'name==version'" in capsys.readouterr().err
+    assert main(["swesynth", "add-project", "--sdist", str(tmp_path / "none.tar.gz"), "--domain", "d",
+                 "--description", "x"]) == 1
+    assert "no such file" in capsys.readouterr().err
+    zipped = tmp_path / "demo-1.0.zip"
+    zipped.write_bytes(b"PK")
+    assert main(["swesynth", "add-project", "--sdist", str(zipped), "--domain", "d", "--description", "x"]) == 1
+    assert "only .tar.gz sdists" in capsys.readouterr().err
+    assert main(["swesynth", "add-project", "idna==3.7", "--sdist", str(zipped), "--domain", "d",
+                 "--description", "x"]) == 1
+    assert "not both" in capsys.readouterr().err
