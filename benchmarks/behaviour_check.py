@@ -126,7 +126,7 @@ def _tg_make(f):
 
 
 def _targets(record) -> list[tuple[str, str]]:
-    from termgym.tasks.swesynth.behaviour_record import changed_functions
+    from termgym.factory.swesynth.behaviour_record import changed_functions
 
     return changed_functions(record)
 
@@ -149,11 +149,11 @@ def hard_coded_table(task) -> dict[str, str]:
     """``argument digest -> pickled clean return value`` for every call the failing tests make into the
     changed functions, computed by running those tests on the clean tree on the host under the
     behaviour recorder: what an agent that copied the expected values out of the tests would hard-code."""
+    from termgym.factory.swesynth.behaviour_record import _packages, _python_path
     from termgym.tasks.swesynth.behaviour import PROBE_SOURCE, module_name
-    from termgym.tasks.swesynth.behaviour_record import _packages, _python_path
     from termgym.tasks.swesynth.projects import host_pythonpath
-    from termgym.tasks.swesynth.screen import select_command
-    from termgym.tasks.swesynth.validate import copy_tree
+    from termgym.tasks.swesynth.selection import select_command
+    from termgym.tasks.swesynth.tree import copy_tree
 
     record = task.record
     if record.repo_dir is None:
@@ -353,10 +353,10 @@ def _normalised(patch: str) -> str:
 
 def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...]) -> dict:
     """Grade one task's non-fixes, alternative fix and oracle (with and without its check)."""
+    from termgym.factory.swesynth.behaviour_record import NoCheck, record_behaviour
     from termgym.sandbox import FreshSandboxes
     from termgym.tasks.swesynth.behaviour import behaviour_check
-    from termgym.tasks.swesynth.behaviour_record import NoCheck, record_behaviour
-    from termgym.tasks.swesynth.screen import select_command
+    from termgym.tasks.swesynth.selection import select_command
     from termgym.tasks.swesynth.task import SweSynthTask, prepare_workspace
 
     task = suite.load(task_id)
@@ -448,7 +448,7 @@ def suite_counts(suite_dir: Path) -> dict:
     """How many tasks of a compact suite carry a check, why the others do not, how many checks have a
     *perturbed* input that tells the bug apart (what hard-coding the tests' calls cannot match), and
     the bytes the checks take."""
-    from termgym.tasks.swesynth.behaviour_record import _reason_key, read_sidecar
+    from termgym.factory.swesynth.behaviour_record import _reason_key, read_sidecar
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite = SweSynthSuite(suite_dir)

@@ -4,7 +4,7 @@ For each bug type: how many candidates (a coordinated bug counts once) the repos
 for up to ``--per-type`` of them (drawn with a seed): whether the bug makes at least one passing
 test fail, and, among those that do, the share whose failure report shows a changed line, whose
 failing test file names the buggy module, whose test reaches the bug from another module, and the
-difficulty tiers (:mod:`termgym.tasks.swesynth.bugs.signals`). Tests run on the host with the
+difficulty tiers (:mod:`termgym.factory.swesynth.bugs.signals`). Tests run on the host with the
 given command (measurement only; graded tasks run in the sandbox runtime).
 
     python -m benchmarks.bug_operators termgym_data/swesynth/toy/ledgerly \\
@@ -21,12 +21,13 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from termgym.tasks.swesynth.bugs.callgraph import ModuleMap
-from termgym.tasks.swesynth.bugs.signals import difficulty_tier, task_signals
-from termgym.tasks.swesynth.bugs.source import check_unit, units
-from termgym.tasks.swesynth.inject import HARD_TYPES, PROCEDURAL_TYPES, mutate_files, scan_repository
-from termgym.tasks.swesynth.patches import make_patch
-from termgym.tasks.swesynth.validate import copy_tree, list_source_files, run_tests
+from termgym.factory.swesynth.bugs.callgraph import ModuleMap
+from termgym.factory.swesynth.bugs.signals import difficulty_tier, task_signals
+from termgym.factory.swesynth.bugs.source import check_unit, units
+from termgym.factory.swesynth.inject import HARD_TYPES, PROCEDURAL_TYPES, mutate_files, scan_repository
+from termgym.factory.swesynth.patches import make_patch
+from termgym.factory.swesynth.validate import run_tests
+from termgym.tasks.swesynth.tree import copy_tree, list_source_files
 
 
 def measure(repo: Path, test_command: str, types: list[str], per_type: int, seed: int,

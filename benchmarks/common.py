@@ -343,8 +343,8 @@ class Context:
 def generate_corpus_tasks(project: str, out: Path, *, n: int, seed: int, bug_types=None, workers: int = 2,
                           max_attempts: int | None = None):
     """Run the SWE-SYNTH generator on a bundled corpus project (as ``termgym swesynth bundle`` does)."""
-    from termgym.tasks.swesynth.bundle import corpus_projects
-    from termgym.tasks.swesynth.generate import generate
+    from termgym.factory.swesynth.bundle import corpus_projects
+    from termgym.factory.swesynth.generate import generate
 
     info = corpus_projects()[project]
     return generate(info["path"], info["test_command"], n=n, seed=seed, out=out, name=project,

@@ -1,13 +1,13 @@
 """Benchmark 5: SWE-SYNTH task generation rate and yield, per bug type.
 
-The SWE-SYNTH generator (:func:`termgym.tasks.swesynth.generate.generate`, what ``termgym swesynth
+The SWE-SYNTH generator (:func:`termgym.factory.swesynth.generate.generate`, what ``termgym swesynth
 generate`` runs) works on a bundled corpus project with every procedural bug type, two workers
 and a fixed seed. Each attempt mutates the source, runs the test suite (twice when the bug is
 kept) and writes a bug report. Overall: validated tasks per minute of wall time (the clean
 baseline runs included) and yield (kept / attempted).
 
 Per bug type: the generator's plan is deterministic and bug types take turns, so the attempts it
-counted are re-derived from the same plan (:func:`~termgym.tasks.swesynth.inject.plan_attempts`)
+counted are re-derived from the same plan (:func:`~termgym.factory.swesynth.inject.plan_attempts`)
 and the kept tasks are matched to them by attempt index. A type's tasks per minute apportions the
 run's time by its share of attempts (an estimate: attempts that fail fast cost less).
 """
@@ -24,10 +24,10 @@ SEED = 11
 
 def attempted_types(project: str, seed: int, attempted: int) -> list[list[str]]:
     """The bug types of the first ``attempted`` planned attempts (as ``generate`` planned them)."""
-    from termgym.tasks.swesynth.bundle import corpus_projects
-    from termgym.tasks.swesynth.generate import _procedural
-    from termgym.tasks.swesynth.inject import check_bug_types, plan_attempts, scan_repository
-    from termgym.tasks.swesynth.validate import list_source_files
+    from termgym.factory.swesynth.bundle import corpus_projects
+    from termgym.factory.swesynth.generate import _procedural
+    from termgym.factory.swesynth.inject import check_bug_types, plan_attempts, scan_repository
+    from termgym.tasks.swesynth.tree import list_source_files
 
     info = corpus_projects()[project]
     sources = list_source_files(info["path"], info["source_dirs"], info["test_dirs"])

@@ -164,7 +164,7 @@ def old_full_grade(task, old_plugin: Path) -> float:
 def raw_selected_run(task, tests: list[str] | None) -> float:
     """Seconds of ``python3 -m pytest`` over the selected tests on the oracle tree, raw, in a sandbox."""
     from termgym.sandbox import FreshSandboxes
-    from termgym.tasks.swesynth.screen import select_command
+    from termgym.tasks.swesynth.selection import select_command
 
     record = task.record
     command = select_command(record.test_command, record.repo_dir, tests)
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     suite = SweSynthSuite(suite_dir)
     projects = sorted(p for p in (args.project or suite.projects()) if suite.selection_file(p) is not None)
     if not projects:
-        parser.error(f"no project of {suite_dir} has a coverage map (python -m termgym.tasks.swesynth.selection_build)")
+        parser.error(f"no project of {suite_dir} has a coverage map (python -m termgym.factory.swesynth.selection_build)")
     cache = Path(tempfile.mkdtemp(prefix="termgym-gradesel-cache-"))
     old = old_plugin_file(args.old_plugin, cache) if args.old_plugin else None
     ids = sample_tasks(suite, projects, args.per_project, args.seed)

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="swesynth-sweep.json", help="where the per-task results go")
     args = parser.parse_args(argv)
 
-    from termgym.tasks.swesynth.bundle import SUITE_DIR
+    from termgym.factory.swesynth.bundle import SUITE_DIR
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite = SweSynthSuite(Path(args.suite) if args.suite else SUITE_DIR)

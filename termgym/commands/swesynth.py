@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from termgym.tasks.swesynth.inject import BUG_TYPE_DESCRIPTIONS
+from termgym.factory.swesynth.inject import BUG_TYPE_DESCRIPTIONS
 
 
 def register(subparsers) -> None:
@@ -167,15 +167,15 @@ class ProgressBar:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from termgym.tasks.swesynth.generate import generate
+    from termgym.factory.swesynth.generate import generate
 
     breaker = writer = None
     if args.llm_base_url or args.llm_model:
         if not (args.llm_base_url and args.llm_model):
             print("error: --llm-base-url and --llm-model go together", file=sys.stderr)
             return 2
-        from termgym.tasks.swesynth.breaker import LLMBreaker
-        from termgym.tasks.swesynth.llm import ChatClient
+        from termgym.factory.swesynth.breaker import LLMBreaker
+        from termgym.factory.swesynth.llm import ChatClient
 
         client = ChatClient(args.llm_base_url, args.llm_model)
         breaker = LLMBreaker(client)
@@ -185,8 +185,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     repo, test_cmd, source_dirs, test_dirs = args.repo, args.test_cmd, args.source_dir, args.test_dir
     try:
         if args.project:
+            from termgym.factory.swesynth.screen import ProjectEnv
             from termgym.tasks.swesynth.projects import get_project, project_tree
-            from termgym.tasks.swesynth.screen import ProjectEnv
 
             project = get_project(args.project)
             repo = repo or project_tree(project.name)
@@ -253,7 +253,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
-    from termgym.tasks.swesynth import bundle
+    from termgym.factory.swesynth import bundle
 
     bars: dict[str, ProgressBar] = {}
 
@@ -297,7 +297,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 def cmd_summary(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from termgym.tasks.swesynth import bundle
+    from termgym.factory.swesynth import bundle
 
     suite = Path(args.suite) if args.suite else bundle.SUITE_DIR
     if not (suite / "suite.json").is_file():
@@ -312,7 +312,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 def cmd_behaviour(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from termgym.tasks.swesynth.behaviour_record import backfill
+    from termgym.factory.swesynth.behaviour_record import backfill
     from termgym.tasks.swesynth.suite import NAMED_SUITES
 
     suite = NAMED_SUITES.get(args.suite) or Path(args.suite)

@@ -190,7 +190,7 @@ def test_a_replay_that_never_returns_is_the_agents_zero(task, buggy_tree, tmp_pa
 def test_clean_answers_that_do_not_come_back_are_infrastructure_not_the_agents_zero(task):
     """A stored answer the clean code no longer gives (here: one digest altered) fails the oracle
     too, so the grade is an infra error; ``reproduces`` (what ``--verify`` runs) says the same."""
-    from termgym.tasks.swesynth.behaviour_record import reproduces
+    from termgym.factory.swesynth.behaviour_record import reproduces
 
     check = task.record.behaviour
     assert reproduces(task.record, check)

@@ -22,10 +22,10 @@ import pytest
 
 import termgym  # noqa: F401  (registers the envs)
 from termgym.env import oracle_actions
+from termgym.factory.swesynth.patches import make_patch
 from termgym.sandbox import FreshSandboxes, make_sandbox
 from termgym.tasks.base import GradingContext
 from termgym.tasks.swesynth import default_suite
-from termgym.tasks.swesynth.patches import make_patch
 from tests.adversarial.test_swesynth_infra import BUGGY, grade, record_for, write_repo
 from tests.docker_engine import require_docker
 

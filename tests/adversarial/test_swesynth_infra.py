@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from termgym.evaluation import evaluate
+from termgym.factory.swesynth.generate import generate
+from termgym.factory.swesynth.patches import make_patch
 from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import SweSynthSuite
-from termgym.tasks.swesynth.generate import generate
 from termgym.tasks.swesynth.grading import default_source_dirs, read_events, refused_paths
-from termgym.tasks.swesynth.patches import make_patch
 from termgym.tasks.swesynth.records import TaskRecord
 from termgym.tasks.swesynth.task import symlinks_in, unlisted_paths
 

@@ -8,6 +8,9 @@ still runs), except those under ``if TYPE_CHECKING:`` (they never run).
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("termgym.imports", "termgym.jsonl")),
     ("sandbox", ("termgym.sandbox",)),
     ("tasks", ("termgym.tasks",)),
+    ("factory", ("termgym.factory",)),
     ("protocols", ("termgym.protocols",)),
     ("env", ("termgym.config", "termgym.env", "termgym.registration", "termgym")),
     ("wrappers", ("termgym.wrappers",)),
@@ -195,3 +199,54 @@ def test_the_checker_sees_a_cycle_and_an_upward_import(tmp_path):
     assert cycles(fake) == [frozenset({"termgym.tasks.a", "termgym.tasks.b"})]
     assert fake["termgym.env"] == set()
     assert layer_of("termgym.env") > layer_of("termgym.tasks.b")  # so tasks.b -> env is an upward import
+
+
+#: The only modules outside the factory that may import it: the command line.
+FACTORY_USERS = ("termgym.commands", "termgym.cli")
+
+
+def factory_importers(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """``(module, factory module)`` for every import of ``termgym.factory`` from outside it and the CLI."""
+    return sorted((a, b) for a, targets in graph.items() for b in targets
+                  if b.startswith("termgym.factory") and not a.startswith("termgym.factory")
+                  and not a.startswith(FACTORY_USERS))
+
+
+def test_the_runtime_never_imports_the_factory(graph):
+    assert any(m.startswith("termgym.factory.swesynth.") for m in graph), "the SWE-SYNTH factory has moved"
+    assert not factory_importers(graph), f"the runtime imports the factory: {factory_importers(graph)}"
+
+
+def test_the_factory_rule_sees_a_runtime_module_importing_the_factory(tmp_path):
+    package = tmp_path / "termgym"
+    for folder in ("tasks", "factory", "commands"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "factory" / "make.py").write_text("from termgym.tasks import serve\n")
+    (package / "tasks" / "serve.py").write_text("def run():\n    from termgym.factory import make\n")
+    (package / "commands" / "cli.py").write_text("from termgym.factory import make\n")
+    assert factory_importers(import_graph(package)) == [("termgym.tasks.serve", "termgym.factory.make")]
+
+
+MAKE_AND_LIST_LOADED = """
+import json, sys
+import gymnasium as gym
+import termgym
+env = gym.make("termgym/SweSynth-v0")
+assert "termgym.factory" not in sys.modules
+suite = env.unwrapped.suite
+assert len(suite) > 0
+suite.load(suite.task_ids()[0])
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("termgym."))))
+"""
+
+
+def test_making_the_swesynth_env_loads_no_factory_module():
+    """``gym.make`` serves the bundled suite from the runtime alone (no sandbox is started)."""
+    out = subprocess.run([sys.executable, "-c", MAKE_AND_LIST_LOADED], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT.parent)
+    assert out.returncode == 0, out.stderr[-3000:]
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "termgym.tasks.swesynth.task" in loaded, loaded
+    assert not [m for m in loaded if m.startswith("termgym.factory")], loaded

@@ -138,7 +138,7 @@ def mini_repo(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def mini_baseline(tmp_path_factory):
     """The mini repository and its required tests, computed once per session (two test runs)."""
-    from termgym.tasks.swesynth.validate import baseline
+    from termgym.factory.swesynth.validate import baseline
 
     repo = write_mini_repo(tmp_path_factory.mktemp("mini") / "minilib-repo")
     required, _ = baseline(repo, "python -m pytest -q")

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from termgym.factory.swesynth.behaviour_record import changed_lines, functions_at
 from termgym.tasks.swesynth import behaviour_probe as probe
 from termgym.tasks.swesynth.behaviour import (
     MARKER,
@@ -18,7 +19,6 @@ from termgym.tasks.swesynth.behaviour import (
     replay_spec,
     validate_check,
 )
-from termgym.tasks.swesynth.behaviour_record import changed_lines, functions_at
 
 # -- canonical forms: actual types, not what objects say about themselves ------------------------------
 

@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from termgym.factory.swesynth.report import find_leaks
 from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import default_suite
-from termgym.tasks.swesynth.report import find_leaks
 
 
 @pytest.fixture(scope="module")

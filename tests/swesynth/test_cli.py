@@ -13,9 +13,9 @@ import pytest
 from termgym.cli import main
 from termgym.commands.swesynth import ProgressBar
 from termgym.env import oracle_actions
+from termgym.factory.swesynth.generate import Stats
+from termgym.factory.swesynth.report import check_report
 from termgym.tasks.swesynth import default_suite
-from termgym.tasks.swesynth.generate import Stats
-from termgym.tasks.swesynth.report import check_report
 from termgym.tasks.swesynth.suite import SweSynthSuite
 
 
@@ -109,7 +109,7 @@ def test_generation_on_a_pypi_sdist(tmp_path, capsys):
 
 
 def test_summary_prints_the_table_and_rewrites_it_in_a_docs_file(tmp_path, capsys):
-    from termgym.tasks.swesynth.bundle import SUITE_DIR
+    from termgym.factory.swesynth.bundle import SUITE_DIR
 
     docs = tmp_path / "guide.md"
     docs.write_text("# Guide\n\n<!-- swesynth-summary:begin -->\nold table\n<!-- swesynth-summary:end -->\n\nafter\n")

@@ -10,17 +10,12 @@ from dataclasses import replace
 
 import pytest
 
-from termgym.tasks.swesynth import bundle
-from termgym.tasks.swesynth.adapters import fallback_signals, names_module, stem_of_test_file
-from termgym.tasks.swesynth.generate import generate, oracle_restores_clean_tree, validate_in_sandbox
+from termgym.factory.swesynth import bundle
+from termgym.factory.swesynth.adapters import fallback_signals, names_module, stem_of_test_file
+from termgym.factory.swesynth.generate import generate, oracle_restores_clean_tree, validate_in_sandbox
+from termgym.factory.swesynth.screen import ProjectEnv, StatementMap, changed_lines, project_baseline
 from termgym.tasks.swesynth.records import RecordError
-from termgym.tasks.swesynth.screen import (
-    ProjectEnv,
-    StatementMap,
-    changed_lines,
-    project_baseline,
-    select_command,
-)
+from termgym.tasks.swesynth.selection import select_command
 from termgym.tasks.swesynth.suite import SweSynthSuite
 
 PYTEST = "python3 -m pytest -q tests"
@@ -263,7 +258,7 @@ def test_validation_rejects_a_wrong_oracle_and_a_bug_nothing_fails(compact_suite
         "byte for byte" in oracle_restores_clean_tree(replace(record, fix_patch=broken_fix), files)
     # a "bug" in a function no test calls: the do-nothing agent passes, so the task is rejected
     text = files["shop/helpers.py"]
-    from termgym.tasks.swesynth.patches import make_patch
+    from termgym.factory.swesynth.patches import make_patch
 
     harmless = {"shop/helpers.py": text.replace("value * 3", "value * 4")}
     fake = replace(record, task_id="shop-harmless", bug_patch=make_patch({"shop/helpers.py": text}, harmless),

@@ -7,7 +7,7 @@ import difflib
 
 import pytest
 
-from termgym.tasks.swesynth.inject import (
+from termgym.factory.swesynth.inject import (
     BUG_TYPE_DESCRIPTIONS,
     FINDERS,
     HARD_TYPES,
@@ -19,7 +19,7 @@ from termgym.tasks.swesynth.inject import (
     find_mutations,
     plan_attempts,
 )
-from termgym.tasks.swesynth.patches import file_diff
+from termgym.factory.swesynth.patches import file_diff
 
 SAMPLE = '''\
 import copy

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from termgym.tasks.swesynth.bundle import SUITE_DIR, named_share
+from termgym.factory.swesynth.bundle import SUITE_DIR, named_share
 from termgym.tasks.swesynth.suite import SweSynthSuite
 from tests.docker_engine import require_docker
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import termgym_data
-from termgym.tasks.swesynth.failures import read_failure
-from termgym.tasks.swesynth.patches import make_patch
-from termgym.tasks.swesynth.report import (
+from termgym.factory.swesynth.failures import read_failure
+from termgym.factory.swesynth.patches import make_patch
+from termgym.factory.swesynth.report import (
     RULES,
     ReportError,
     check_report,
@@ -24,8 +24,8 @@ from termgym.tasks.swesynth.report import (
     usable_failures,
     write_report,
 )
+from termgym.factory.swesynth.validate import run_tests
 from termgym.tasks.swesynth.task import INSTRUCTION
-from termgym.tasks.swesynth.validate import run_tests
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 
@@ -461,7 +461,7 @@ def test_mini_swe_agent_prompt_keeps_one_wrapper_around_the_report():
 
 
 def test_a_helper_class_is_typed_at_the_interpreter_without_blank_lines():
-    from termgym.tasks.swesynth.failures import Failure
+    from termgym.factory.swesynth.failures import Failure
 
     f = Failure(test="t", call="[bucket.take() for _ in range(2)]", behaviour="Bucket.take()", relation="==",
                 observed="[False, False]", expected="[True, False]",

@@ -122,7 +122,7 @@ TASK = "parse-b664295638"
 def parse_suite(tmp_path_factory):
     suite = SweSynthSuite(SUITE_DIR, repos=["parse"], cache_dir=tmp_path_factory.mktemp("selcache"))
     if suite.selection_file("parse") is None:
-        pytest.fail("the bundled suite has no coverage map for parse (python -m termgym.tasks.swesynth.selection_build)")
+        pytest.fail("the bundled suite has no coverage map for parse (python -m termgym.factory.swesynth.selection_build)")
     return suite
 
 
@@ -184,7 +184,7 @@ def test_sabotage_selecting_only_the_broken_tests_would_pass_that_patch(parse_su
 def test_tests_that_start_a_process_are_always_selected(tmp_path):
     """Coverage cannot follow code into a child process: the screening plugin names the tests that
     start one, and the map runs them whatever a patch changes."""
-    from termgym.tasks.swesynth.screen import ProjectEnv, ScreenWorker
+    from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker
     from termgym.tasks.swesynth.selection import build_map
 
     tree = tmp_path / "repo"

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from termgym.env import TerminalEnv, oracle_actions
+from termgym.factory.swesynth.breaker import LLMBreaker
+from termgym.factory.swesynth.generate import generate
+from termgym.factory.swesynth.llm import ChatClient
 from termgym.tasks.swesynth import REFUSAL, SweSynthSuite, default_suite
-from termgym.tasks.swesynth.breaker import LLMBreaker
-from termgym.tasks.swesynth.generate import generate
-from termgym.tasks.swesynth.llm import ChatClient
 from termgym.tasks.swesynth.records import RecordError, read_records_file
 from termgym.tasks.swesynth.task import NORMALISED_MTIME, prepare_workspace
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from termgym.tasks.swesynth.inject import Mutation, apply_mutations
-from termgym.tasks.swesynth.llm import ChatClient, LLMError
-from termgym.tasks.swesynth.patches import file_diff, make_patch, patch_files
-from termgym.tasks.swesynth.report import (
+from termgym.factory.swesynth.inject import Mutation, apply_mutations
+from termgym.factory.swesynth.llm import ChatClient, LLMError
+from termgym.factory.swesynth.patches import file_diff, make_patch, patch_files
+from termgym.factory.swesynth.report import (
     LeakError,
     banned_identifiers,
     check_no_leak,
@@ -19,17 +19,8 @@ from termgym.tasks.swesynth.report import (
     write_report,
     write_report_llm,
 )
-from termgym.tasks.swesynth.validate import (
-    RunResult,
-    baseline,
-    is_source_path,
-    is_test_path,
-    judge,
-    list_source_files,
-    max_failures,
-    parse_junit,
-    run_tests,
-)
+from termgym.factory.swesynth.validate import RunResult, baseline, judge, max_failures, parse_junit, run_tests
+from termgym.tasks.swesynth.tree import is_source_path, is_test_path, list_source_files
 
 PYTEST = "python -m pytest -q"
 

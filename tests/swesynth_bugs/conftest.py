@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym.tasks.swesynth.validate import run_tests
+from termgym.factory.swesynth.validate import run_tests
 from tests.swesynth_bugs.shop import TEST_COMMAND, write_project
 
 

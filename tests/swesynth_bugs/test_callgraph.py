@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from termgym.tasks.swesynth.bugs.callgraph import ModuleMap, RepoIndex, module_name, module_stem
+from termgym.factory.swesynth.bugs.callgraph import ModuleMap, RepoIndex, module_name, module_stem
 from tests.swesynth_bugs.shop import SOURCES, TESTS
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from termgym.tasks.swesynth.bugs.callgraph import RepoIndex
-from termgym.tasks.swesynth.bugs.coordinated import (
+from termgym.factory.swesynth.bugs.callgraph import RepoIndex
+from termgym.factory.swesynth.bugs.coordinated import (
     CROSS_MODULE_BASE_TYPES,
     REPO_FINDERS,
     find_cross_module_helper,
 )
-from termgym.tasks.swesynth.bugs.flow import FLOW_FINDERS
-from termgym.tasks.swesynth.bugs.source import check_unit, units
-from termgym.tasks.swesynth.inject import (
+from termgym.factory.swesynth.bugs.flow import FLOW_FINDERS
+from termgym.factory.swesynth.bugs.source import check_unit, units
+from termgym.factory.swesynth.inject import (
     BUG_TYPE_DESCRIPTIONS,
     FINDERS,
     HARD_TYPES,
@@ -28,8 +28,8 @@ from termgym.tasks.swesynth.inject import (
     plan_attempts,
     scan_repository,
 )
-from termgym.tasks.swesynth.patches import make_patch
-from termgym.tasks.swesynth.validate import list_source_files
+from termgym.factory.swesynth.patches import make_patch
+from termgym.tasks.swesynth.tree import list_source_files
 from tests.swesynth_bugs.shop import SOURCES, TESTS
 
 TOY = Path(__file__).resolve().parents[2] / "termgym_data" / "swesynth" / "toy"

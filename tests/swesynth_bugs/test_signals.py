@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from termgym.tasks.swesynth.bugs.callgraph import ModuleMap
-from termgym.tasks.swesynth.bugs.signals import (
+from termgym.factory.swesynth.bugs.callgraph import ModuleMap
+from termgym.factory.swesynth.bugs.signals import (
     SignalError,
     changed_locations,
     count_changed_tokens,
@@ -18,10 +18,10 @@ from termgym.tasks.swesynth.bugs.signals import (
     task_signals,
     traceback_locations,
 )
-from termgym.tasks.swesynth.bugs.source import units
-from termgym.tasks.swesynth.inject import find_bugs, mutate_files
-from termgym.tasks.swesynth.patches import make_patch
-from termgym.tasks.swesynth.validate import run_tests
+from termgym.factory.swesynth.bugs.source import units
+from termgym.factory.swesynth.inject import find_bugs, mutate_files
+from termgym.factory.swesynth.patches import make_patch
+from termgym.factory.swesynth.validate import run_tests
 from tests.swesynth_bugs.shop import SOURCES, TEST_COMMAND, TESTS
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym.tasks.swesynth.corpus import CORPUS_DIR, PROJECTS, project_path
+from termgym.factory.swesynth.corpus import CORPUS_DIR, PROJECTS, project_path
 
 MIN_LOC = 800
 MIN_TESTS = 80

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from termgym.env import TerminalEnv, oracle_actions
+from termgym.factory.swesynth.patches import file_diff
 from termgym.tasks.swesynth import SweSynthSuite
-from termgym.tasks.swesynth.patches import file_diff
 from termgym.tasks.swesynth.projects import TESTENV_MOUNT, get_project, project_tree
 from termgym.tasks.swesynth.records import RecordError, TaskRecord
 

@@ -1,11 +1,16 @@
 """SWE-SYNTH: fix a synthetic bug injected into a real Python repository (``termgym/SweSynth-v0``).
 
-* :mod:`.inject` — AST-guided, format-preserving bug injectors, one per bug type;
-* :mod:`.validate` — running the tests (junit ids) and the keep rules for candidate bugs;
-* :mod:`.report` — user-style bug reports and the no-leak rule;
-* :mod:`.generate` — the pipeline from a repository to task folders (``termgym swesynth generate``);
-* :mod:`.records` — the on-disk task record; :mod:`.suite` — the task and suite classes;
-* :mod:`.breaker`, :mod:`.llm` — the optional LLM breaker and report writer.
+The runtime, what ``gym.make`` loads:
+
+* :mod:`.records` — the on-disk task record; :mod:`.store` — compact suite storage;
+* :mod:`.suite` and :mod:`.task` — the suite and task classes; :mod:`.projects` — the pinned
+  real projects and their provisioned test environments;
+* :mod:`.grading` (with its pytest plugin :mod:`.grader_plugin`), :mod:`.selection` — the grade and
+  its fast test selection; :mod:`.behaviour` — the behaviour check decided outside the graded process;
+* :mod:`.tree`, :mod:`.pyparse` — helpers shared with the factory.
+
+The factory that makes the tasks (bug operators, screening, reports, bundling) is
+:mod:`termgym.factory.swesynth`; nothing here imports it.
 
 Two suites ship in ``termgym_data/swesynth``: the default, ``suite/`` (real open-source projects,
 compact storage, splits held out by project) and the toy suite ``tasks/`` (``path="toy"``).

@@ -5,7 +5,7 @@ Tests run inside the interpreter that runs the agent's code, so what that proces
 itself (test outcomes, however they are signed) can be forged by the code under test. The behaviour
 check does not ask the graded process for a verdict; it asks it for *answers*:
 
-* **Recorded at generation** (:mod:`termgym.tasks.swesynth.behaviour_record`): calls into the
+* **Recorded at generation** (:mod:`termgym.factory.swesynth.behaviour_record`): calls into the
   functions the bug changes, taken from the clean tree's tests, plus perturbed variants the agent
   never sees, each with the clean code's answer in canonical structural form (return value,
   arguments and ``self`` after the call, exception type; :func:`~termgym.tasks.swesynth.behaviour_probe.canonical`).

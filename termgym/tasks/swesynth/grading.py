@@ -63,7 +63,7 @@ class GradingInfraError(RuntimeError):
 def default_source_dirs(tree: str | Path, test_dirs: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The project's packages: top-level directories with an ``__init__.py`` (``src/<pkg>`` too),
     test and tooling directories excluded. What ``source_dirs`` means when a record has none."""
-    from termgym.tasks.swesynth.validate import IGNORED_DIRS, NON_SOURCE_DIRS, is_test_path
+    from termgym.tasks.swesynth.tree import IGNORED_DIRS, NON_SOURCE_DIRS, is_test_path
 
     tree = Path(tree)
     found = []

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,37 @@ SELECTION_VERSION = 1
 GRADE_TESTS = ("selected", "full")
 #: A selected command longer than this runs the full set instead (one shell argument stays < 128 KiB).
 MAX_COMMAND_BYTES = 100_000
+
+
+#: pytest options that take a value (the next token is not a test path).
+_VALUE_OPTIONS = {"-p", "-k", "-m", "-c", "-o", "-W", "--rootdir", "--deselect", "--ignore", "--ignore-glob",
+                  "--confcutdir", "--basetemp", "--override-ini", "--junitxml", "--junit-xml", "--maxfail",
+                  "--tb", "-r", "--import-mode", "--durations", "--log-level", "--cov", "--timeout"}
+
+
+def select_command(test_command: str, tree: Path, node_ids: Sequence[str] | None) -> str:
+    """``test_command`` running only ``node_ids``: its test-path arguments replaced by the ids.
+
+    ``None`` keeps the command as it is (the full suite). Path arguments are the tokens after the
+    ``pytest`` word that name an existing file or directory of the tree and are not an option's value.
+    """
+    if node_ids is None:
+        return test_command
+    tokens = shlex.split(test_command)
+    try:
+        start = next(i for i, t in enumerate(tokens) if t == "pytest" or t.endswith("/pytest")
+                     or t == "py.test") + 1
+    except StopIteration:
+        raise ValueError(f"the test command {test_command!r} does not run pytest; screening needs a pytest "
+                         "command (python3 -m pytest ...)") from None
+    kept = tokens[:start]
+    for i in range(start, len(tokens)):
+        token, before = tokens[i], tokens[i - 1]
+        is_value = before in _VALUE_OPTIONS
+        if not token.startswith("-") and not is_value and (tree / token.split("::", 1)[0]).exists():
+            continue
+        kept.append(token)
+    return " ".join(shlex.quote(t) for t in kept + list(node_ids))
 
 
 class SelectionError(ValueError):

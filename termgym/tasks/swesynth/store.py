@@ -76,7 +76,7 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, prior_lines
     (by hash) go to ``test``. ``prior_lines`` are record lines an earlier run wrote (``generate``'s
     ``resume``): they are written first, as they are.
     """
-    from termgym.tasks.swesynth.validate import copy_tree
+    from termgym.tasks.swesynth.tree import copy_tree
 
     out = Path(out)
     (out / "records").mkdir(parents=True, exist_ok=True)

@@ -38,9 +38,14 @@ from termgym.tasks.swesynth.grading import (
 )
 from termgym.tasks.swesynth.projects import SandboxParts, project_sandbox_spec_parts
 from termgym.tasks.swesynth.records import RecordError, TaskRecord
-from termgym.tasks.swesynth.screen import select_command
-from termgym.tasks.swesynth.selection import GRADE_TESTS, MAX_COMMAND_BYTES, decode_ranges, load_map
-from termgym.tasks.swesynth.validate import copy_tree, is_source_path
+from termgym.tasks.swesynth.selection import (
+    GRADE_TESTS,
+    MAX_COMMAND_BYTES,
+    decode_ranges,
+    load_map,
+    select_command,
+)
+from termgym.tasks.swesynth.tree import copy_tree, is_source_path
 
 #: Every file of a prepared workspace gets this modification time (2024-01-01T00:00:00Z).
 NORMALISED_MTIME = 1704067200

@@ -2,7 +2,7 @@
 
 It covers the complex bug types the procedural injectors cannot make (semantic-error,
 wrong-context, silent-failure, resource-leak, timing-error...) and any other type on request.
-Its proposals are ordinary :class:`~termgym.tasks.swesynth.inject.Mutation` objects spanning the
+Its proposals are ordinary :class:`~termgym.factory.swesynth.inject.Mutation` objects spanning the
 chosen function, so they go through the same validation as procedural ones, and the diff stays
 inside that function.
 """
@@ -13,9 +13,9 @@ import ast
 import random
 from collections.abc import Sequence
 
+from termgym.factory.swesynth.inject import BUG_TYPE_DESCRIPTIONS, ModuleIndex, Mutation
+from termgym.factory.swesynth.llm import ChatClient, LLMError, extract_code_block
 from termgym.tasks.swesynth import pyparse
-from termgym.tasks.swesynth.inject import BUG_TYPE_DESCRIPTIONS, ModuleIndex, Mutation
-from termgym.tasks.swesynth.llm import ChatClient, LLMError, extract_code_block
 
 _SYSTEM = (
     "You inject realistic bugs into Python code for a debugging exercise. You are given one function "

@@ -7,9 +7,9 @@
 - :mod:`.signals`: per-task signals of what makes a task easy, and the difficulty tier.
 
 The classic single-edit operators, the registry of all bug types and the seeded planner live in
-:mod:`termgym.tasks.swesynth.inject`, which the generator calls.
+:mod:`termgym.factory.swesynth.inject`, which the generator calls.
 """
 
-from termgym.tasks.swesynth.bugs.signals import SignalError, difficulty_tier, task_signals
+from termgym.factory.swesynth.bugs.signals import SignalError, difficulty_tier, task_signals
 
 __all__ = ["SignalError", "difficulty_tier", "task_signals"]

@@ -1,7 +1,7 @@
 """A minimal client for OpenAI-compatible chat endpoints (no SDK: ``urllib`` only).
 
-Used by the optional LLM breaker (:mod:`~termgym.tasks.swesynth.inject`) and report writer
-(:mod:`~termgym.tasks.swesynth.report`). The procedural pipeline never needs it.
+Used by the optional LLM breaker (:mod:`~termgym.factory.swesynth.inject`) and report writer
+(:mod:`~termgym.factory.swesynth.report`). The procedural pipeline never needs it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Bug patches and their reverse (the oracle fix) are made here from file texts. Hunk headers carry
 the enclosing ``def``/``class`` line the way git's Python diff driver does, so the patch says which
-function changed (and :func:`termgym.tasks.swesynth.report.check_no_leak` bans that name).
+function changed (and :func:`termgym.factory.swesynth.report.check_no_leak` bans that name).
 """
 
 from __future__ import annotations

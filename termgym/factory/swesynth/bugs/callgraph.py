@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from termgym.factory.swesynth.bugs.source import ModuleIndex
 from termgym.tasks.swesynth import pyparse
-from termgym.tasks.swesynth.bugs.source import ModuleIndex
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 

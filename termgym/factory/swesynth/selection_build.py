@@ -1,6 +1,6 @@
 """Building the fast-grade coverage maps of a compact suite (the factory side of :mod:`.selection`).
 
-``python -m termgym.tasks.swesynth.selection_build [--suite DIR] [--project NAME ...] [--force]``
+``python -m termgym.factory.swesynth.selection_build [--suite DIR] [--project NAME ...] [--force]``
 traces each project's clean suite once and writes ``<suite>/selection/<project>.json``; resumable.
 It lives apart from :mod:`.selection` (what a grade reads) so that the runtime never imports the
 suite loader back.
@@ -22,13 +22,13 @@ def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, fo
              backend: str = "local", log: Callable[[str], None] = print) -> dict[str, Path]:
     """Write ``<suite>/selection/<project>.json`` for each project of a compact suite (resumable).
 
-    One traced run of the project's clean suite per project (:class:`~termgym.tasks.swesynth.screen.
+    One traced run of the project's clean suite per project (:class:`~termgym.factory.swesynth.screen.
     ScreenWorker` with line tracing, in a sandbox of the task runtime); a project whose map exists
     for the same tree and required tests is skipped unless ``force``; tasks added since are given
     their selection without a new run."""
-    from termgym.tasks.swesynth.screen import ProjectEnv, ScreenWorker, tree_hash
+    from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker, tree_hash
     from termgym.tasks.swesynth.suite import SweSynthSuite
-    from termgym.tasks.swesynth.validate import list_source_files
+    from termgym.tasks.swesynth.tree import list_source_files
 
     suite_dir = Path(suite_dir)
     index = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
@@ -88,7 +88,7 @@ def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, fo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m termgym.tasks.swesynth.selection_build [--suite DIR] [--project NAME ...] [--force]``."""
+    """``python -m termgym.factory.swesynth.selection_build [--suite DIR] [--project NAME ...] [--force]``."""
 
     from termgym.tasks.swesynth.suite import SUITE_DIR
 

@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from termgym.tasks.swesynth.failures import split_test_id, test_names
-from termgym.tasks.swesynth.patches import changed_lines, hunk_contexts, patch_files
+from termgym.factory.swesynth.failures import split_test_id, test_names
+from termgym.factory.swesynth.patches import changed_lines, hunk_contexts, patch_files
 
 _ALLOWED = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls", "args", "kwargs", "test", "tests"}
 

@@ -5,10 +5,10 @@ order, the order of the pair it returns, what it counts from, a constant, a dict
 two of its users are updated to match, while the others -- and the tests -- still expect the old
 contract. Reverting only the definition breaks the updated users, so the fix needs every edit;
 the failure shows up at an untouched user, not at any changed line. The edits of one bug share a
-``group`` id (see :func:`~termgym.tasks.swesynth.bugs.source.units`).
+``group`` id (see :func:`~termgym.factory.swesynth.bugs.source.units`).
 
 ``cross-module-helper`` keeps the single-edit value operators but only inside functions that
-*another* module calls (found through :class:`~termgym.tasks.swesynth.bugs.callgraph.RepoIndex`),
+*another* module calls (found through :class:`~termgym.factory.swesynth.bugs.callgraph.RepoIndex`),
 so the failing test tends to exercise the caller's module rather than the buggy one.
 """
 
@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from termgym.tasks.swesynth.bugs.callgraph import CallSite, Definition, RepoIndex, module_name, module_stem
-from termgym.tasks.swesynth.bugs.source import Mutation, Site, _Builder, _constant_replacement
+from termgym.factory.swesynth.bugs.callgraph import CallSite, Definition, RepoIndex, module_name, module_stem
+from termgym.factory.swesynth.bugs.source import Mutation, Site, _Builder, _constant_replacement
 
 #: At most this many users are updated along with the definition (a bug has 2-3 edits in all).
 MAX_COMPENSATED = 2

@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from termgym.tasks.swesynth.bugs.callgraph import ModuleMap, module_stem
-from termgym.tasks.swesynth.patches import patch_files
+from termgym.factory.swesynth.bugs.callgraph import ModuleMap, module_stem
+from termgym.factory.swesynth.patches import patch_files
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 #: Frame locations as pytest prints them (``path.py:12: in func`` / ``path.py:12: AssertionError``)
@@ -201,7 +201,7 @@ def task_signals(bug_patch: str, failing_tests: Sequence[str], failure: str | Ma
 
     ``failing_tests`` are the ids (``tests/test_x.py::test_y``) that the bug makes fail;
     ``failure`` their failure reports: a mapping test id -> report (junit messages, as
-    :class:`~termgym.tasks.swesynth.validate.RunResult.messages` holds) or the run's whole output.
+    :class:`~termgym.factory.swesynth.validate.RunResult.messages` holds) or the run's whole output.
     ``repo`` (the clean repository) or ``modules`` plus ``test_texts`` (test file -> source) let
     ``cross_module`` see what the failing test files import; without them it is ``None``.
     """

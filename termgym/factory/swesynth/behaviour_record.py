@@ -197,7 +197,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
     :mod:`termgym.tasks.swesynth.behaviour`.
     """
     from termgym.sandbox import FreshSandboxes
-    from termgym.tasks.swesynth.screen import select_command
+    from termgym.tasks.swesynth.selection import select_command
     from termgym.tasks.swesynth.task import SweSynthTask
 
     if record.repo_dir is None:

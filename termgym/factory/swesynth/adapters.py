@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from termgym.tasks.swesynth.patches import patch_files
+from termgym.factory.swesynth.patches import patch_files
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\S")
 _module_maps: dict[str, Any] = {}
@@ -24,9 +24,9 @@ _maps_lock = threading.Lock()
 def _bug_signals():
     """The bug operators' ``(task_signals, difficulty_tier, ModuleMap)``, or ``None`` without them."""
     try:
-        from termgym.tasks.swesynth.bugs.callgraph import ModuleMap
-        from termgym.tasks.swesynth.bugs.signals import difficulty_tier as tier
-        from termgym.tasks.swesynth.bugs.signals import task_signals as signals
+        from termgym.factory.swesynth.bugs.callgraph import ModuleMap
+        from termgym.factory.swesynth.bugs.signals import difficulty_tier as tier
+        from termgym.factory.swesynth.bugs.signals import task_signals as signals
     except ImportError:
         return None
     return signals, tier, ModuleMap
@@ -96,7 +96,7 @@ def fallback_signals(*, bug_patch: str, target_tests: Sequence[str], messages: d
 def task_signals(*, bug_patch: str, target_tests: Sequence[str], messages: dict[str, str],
                  mutations: Sequence[dict[str, Any]] = (), repo: Path | None = None) -> dict[str, Any]:
     """The task's signals: the bug operators' ``task_signals``
-    (:mod:`termgym.tasks.swesynth.bugs.signals`) over the fallback's extra keys; the fallback alone
+    (:mod:`termgym.factory.swesynth.bugs.signals`) over the fallback's extra keys; the fallback alone
     when those operators are not installed."""
     base = fallback_signals(bug_patch=bug_patch, target_tests=target_tests, messages=messages,
                             mutations=mutations, repo=repo)

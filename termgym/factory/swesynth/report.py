@@ -3,9 +3,9 @@
 :func:`write_report` turns a broken test into what a user would file: the public function or method
 that misbehaves, a concrete call (the test's call with its parameters filled in, or a few lines to
 reproduce it), what came back and what was expected, read from pytest's own output
-(:mod:`~termgym.tasks.swesynth.failures`). The wording varies: the structure (a paragraph, titled
+(:mod:`~termgym.factory.swesynth.failures`). The wording varies: the structure (a paragraph, titled
 sections, an interpreter session, a short list), the opening and the closing are chosen from the task's
-seed. Every draft goes through :func:`~termgym.tasks.swesynth.report_check.check_report`; a draft that
+seed. Every draft goes through :func:`~termgym.factory.swesynth.report_check.check_report`; a draft that
 fails is replaced by another wording or another failing test, and when none passes
 :class:`ReportError` says why (the generator then drops the task).
 
@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from termgym.tasks.swesynth.failures import Failure, read_failure, test_names
-from termgym.tasks.swesynth.report_check import (
+from termgym.factory.swesynth.failures import Failure, read_failure, test_names
+from termgym.factory.swesynth.report_check import (
     RULES,
     LeakError,
     ReportError,
@@ -269,7 +269,7 @@ def _facts(f: Failure) -> str:
 
 def write_report_llm(client, target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
                      repo: str | Path | None = None, seed: int | str | None = None, attempts: int = 2) -> str:
-    """Ask an OpenAI-compatible model (``client``: :class:`~termgym.tasks.swesynth.llm.ChatClient`)
+    """Ask an OpenAI-compatible model (``client``: :class:`~termgym.factory.swesynth.llm.ChatClient`)
     for the report; an answer failing :func:`check_report` is retried with the problems spelled out,
     and after ``attempts`` failing answers the procedural report is returned instead."""
     failures = usable_failures(target_tests, messages, repo)

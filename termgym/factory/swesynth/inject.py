@@ -11,7 +11,7 @@ there runs when tests call it, while module-level edits tend to break imports wh
 
 This module holds the classic single-edit finders, the registry of every procedural bug type
 (:data:`FINDERS` per module, :data:`REPO_FINDERS` over the whole repository) and the planner. The
-harder operators live in :mod:`termgym.tasks.swesynth.bugs` (value flow, coordinated 2-3-edit bugs,
+harder operators live in :mod:`termgym.factory.swesynth.bugs` (value flow, coordinated 2-3-edit bugs,
 cross-module helpers), as do the difficulty signals.
 
 Choosing among candidates is the caller's job (:func:`plan_attempts` does it deterministically from
@@ -27,13 +27,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# The mutation machinery lives in bugs.source; its names stay importable from here.
-from termgym.tasks.swesynth import pyparse
-from termgym.tasks.swesynth.bugs.callgraph import RepoIndex
-from termgym.tasks.swesynth.bugs.coordinated import REPO_DESCRIPTIONS, find_cross_module_helper
-from termgym.tasks.swesynth.bugs.coordinated import REPO_FINDERS as _COORDINATED
-from termgym.tasks.swesynth.bugs.flow import FLOW_DESCRIPTIONS, FLOW_FINDERS
-from termgym.tasks.swesynth.bugs.source import (  # noqa: F401  (re-exported for callers of inject)
+from termgym.factory.swesynth.bugs.callgraph import RepoIndex
+from termgym.factory.swesynth.bugs.coordinated import REPO_DESCRIPTIONS, find_cross_module_helper
+from termgym.factory.swesynth.bugs.coordinated import REPO_FINDERS as _COORDINATED
+from termgym.factory.swesynth.bugs.flow import FLOW_DESCRIPTIONS, FLOW_FINDERS
+from termgym.factory.swesynth.bugs.source import (  # noqa: F401  (re-exported for callers of inject)
     _ATOMIC,
     _BINOP_SYMBOLS,
     _CMP_PATTERNS,
@@ -60,6 +58,9 @@ from termgym.tasks.swesynth.bugs.source import (  # noqa: F401  (re-exported for
     check_unit,
     units,
 )
+
+# The mutation machinery lives in bugs.source; its names stay importable from here.
+from termgym.tasks.swesynth import pyparse
 
 #: Every bug type of the reference taxonomy, with the sentence the LLM breaker is given.
 BUG_TYPE_DESCRIPTIONS: dict[str, str] = {

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from termgym.tasks.swesynth.generate import GenerationResult, Stats, generate
+from termgym.factory.swesynth.generate import GenerationResult, Stats, generate
 from termgym.tasks.swesynth.store import locked_index, split_for
 from termgym.tasks.swesynth.suite import BUNDLED_DIR, SUITE_DIR
 
@@ -77,8 +77,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     (no provisioned test environment, no passing test) is reported by its error and skipped.
     Returns each project's result, or its error message.
     """
+    from termgym.factory.swesynth.screen import ProjectEnv
     from termgym.tasks.swesynth.projects import load_projects, project_tree
-    from termgym.tasks.swesynth.screen import ProjectEnv
 
     available = load_projects()
     chosen = list(projects or sorted(available))
@@ -308,7 +308,7 @@ def write_docs_table(out: str | Path, docs: str | Path) -> None:
 
 def corpus_projects() -> dict[str, dict[str, Any]]:
     """``{name: {"path", "test_command", "source_dirs", "test_dirs"}}`` for the toy projects."""
-    from termgym.tasks.swesynth.corpus import CORPUS_DIR, PROJECTS
+    from termgym.factory.swesynth.corpus import CORPUS_DIR, PROJECTS
 
     return {name: {"path": CORPUS_DIR / info.get("dir", name),
                    "test_command": info.get("test_command", "python3 -m pytest -q"),

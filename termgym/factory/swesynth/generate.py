@@ -3,14 +3,14 @@
 :func:`generate` runs the pipeline; every test run happens in a sandbox of the task runtime:
 
 1. copy the repository (a path or a git URL, cloned shallowly) to a scratch tree;
-2. the project's baseline (:mod:`~termgym.tasks.swesynth.screen`, cached per tree hash): the
+2. the project's baseline (:mod:`~termgym.factory.swesynth.screen`, cached per tree hash): the
    required tests, the lines each executes, the clean tree graded twice by the real grader;
-3. scan the source files for candidate mutations (:mod:`~termgym.tasks.swesynth.inject`) and draw
+3. scan the source files for candidate mutations (:mod:`~termgym.factory.swesynth.inject`) and draw
    attempts from the seed (bug types take turns);
 4. screen attempts in parallel, one long-lived sandbox per worker, running only the tests that
    execute the changed lines, keeping the first ``n`` kept attempts *in plan order*, so the output
    does not depend on the number of workers;
-5. write a user-style report for each (:mod:`~termgym.tasks.swesynth.report`), validate each task
+5. write a user-style report for each (:mod:`~termgym.factory.swesynth.report`), validate each task
    in the sandbox it will use (:func:`validate_in_sandbox`) and write the suite (task folders, or
    the compact per-project storage of :mod:`~termgym.tasks.swesynth.store`).
 """
@@ -33,14 +33,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from termgym.tasks.swesynth.adapters import (
+from termgym.factory.swesynth.adapters import (
     attach_project,
     difficulty_tier,
     names_module,
     task_signals,
 )
-from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
-from termgym.tasks.swesynth.inject import (
+from termgym.factory.swesynth.inject import (
     Attempt,
     InjectionError,
     Mutation,
@@ -49,25 +48,15 @@ from termgym.tasks.swesynth.inject import (
     plan_attempts,
     scan_repository,
 )
-from termgym.tasks.swesynth.patches import make_patch, patch_files
+from termgym.factory.swesynth.patches import make_patch, patch_files
+from termgym.factory.swesynth.report import check_report, write_report, write_report_llm
+from termgym.factory.swesynth.screen import Baseline, ProjectEnv, ScreenWorker, StatementMap, project_baseline
+from termgym.factory.swesynth.validate import max_failures
+from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
-from termgym.tasks.swesynth.report import check_report, write_report, write_report_llm
-from termgym.tasks.swesynth.screen import (
-    Baseline,
-    ProjectEnv,
-    ScreenWorker,
-    StatementMap,
-    project_baseline,
-    select_command,
-)
+from termgym.tasks.swesynth.selection import select_command
 from termgym.tasks.swesynth.store import write_compact
-from termgym.tasks.swesynth.validate import (
-    copy_tree,
-    is_source_path,
-    is_test_path,
-    list_source_files,
-    max_failures,
-)
+from termgym.tasks.swesynth.tree import copy_tree, is_source_path, is_test_path, list_source_files
 
 GENERATOR_VERSION = 1
 Progress = Callable[["Stats"], None]
@@ -187,10 +176,10 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     ``sandbox_test_command`` (default ``test_command``; the host command is accepted for
     compatibility and not run) is a pytest command run from the repository root there.
 
-    1. :func:`~termgym.tasks.swesynth.screen.project_baseline` (cached per tree hash): the required
+    1. :func:`~termgym.factory.swesynth.screen.project_baseline` (cached per tree hash): the required
        tests and which lines each executes, the clean tree graded twice by the real grader;
     2. candidates from the seed (bug types take turns); each runs only the required tests that
-       execute its changed lines (:meth:`~termgym.tasks.swesynth.screen.Baseline.tests_for_change`),
+       execute its changed lines (:meth:`~termgym.factory.swesynth.screen.Baseline.tests_for_change`),
        in a long-lived sandbox per worker; import-time changes need a full run (``import_time``:
        ``"run"``, ``"skip"``, or ``"auto"`` = run when a full run takes under 20 s);
     3. kept candidates get a user-style report and, with ``sandbox_check``, are graded in the
@@ -562,9 +551,9 @@ def validate_in_sandbox(record: TaskRecord, files: dict[str, str], base: Baselin
 
 
 def record_check(record: TaskRecord, *, backend: str = "local", cache_dir: Path | None = None) -> None:
-    """Give a validated task its behaviour check (:mod:`~termgym.tasks.swesynth.behaviour_record`);
+    """Give a validated task its behaviour check (:mod:`~termgym.factory.swesynth.behaviour_record`);
     a task none can be recorded for keeps its tests-only grade and says why in ``validation``."""
-    from termgym.tasks.swesynth.behaviour_record import NoCheck, record_behaviour
+    from termgym.factory.swesynth.behaviour_record import NoCheck, record_behaviour
 
     try:
         record.behaviour = record_behaviour(record, backend=backend, cache_dir=cache_dir)
@@ -648,7 +637,7 @@ def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local")
 
 
 def _procedural() -> set[str]:
-    from termgym.tasks.swesynth.inject import PROCEDURAL_TYPES
+    from termgym.factory.swesynth.inject import PROCEDURAL_TYPES
 
     return set(PROCEDURAL_TYPES)
 

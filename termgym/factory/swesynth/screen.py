@@ -3,12 +3,12 @@
 Running a project's whole suite for every candidate bug is what made generation slow. Instead:
 
 1. :func:`project_baseline` runs the suite once in a sandbox of the task runtime under the
-   screening plugin (:mod:`~termgym.tasks.swesynth.screen_plugin`), recording which source lines
+   screening plugin (:mod:`~termgym.factory.swesynth.screen_plugin`), recording which source lines
    each test executes, then twice under the real grader
    (:func:`~termgym.tasks.swesynth.grading.run_graded_tests`) on the clean tree. The tests that
    pass all three times are the required (pass-to-pass) set; the clean tree's grade is the
    oracle's grade for every task of the project (an oracle tree is byte-identical to the clean
-   tree, which :func:`~termgym.tasks.swesynth.validate_task.oracle_restores_clean_tree` checks per
+   tree, which :func:`~termgym.factory.swesynth.generate.oracle_restores_clean_tree` checks per
    task). The baseline is cached per project tree hash, test command and environment.
 2. :func:`tests_for_change` maps a candidate's changed lines to the statements they belong to and
    returns the tests that execute them; a change to code that runs at import time (module level,
@@ -38,22 +38,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym.factory.swesynth.validate import RunResult
 from termgym.sandbox import FreshSandboxes, make_sandbox
 from termgym.sandbox.base import Limits, Sandbox, SandboxSpec
 from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.grading import run_graded_tests
-from termgym.tasks.swesynth.validate import RunResult
+from termgym.tasks.swesynth.selection import select_command
 
 #: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
 SCREEN_VERSION = 2
 PLUGIN_SOURCE = Path(__file__).with_name("screen_plugin.py")
 PLUGIN_MODULE = "termgym_screen"
 PLUGIN_DIR = "/tmp/.termgym-screen"
-#: Options that take the next token as their value (so that token is not a test path).
-_VALUE_OPTIONS = {"-p", "-k", "-m", "-c", "-o", "-W", "--rootdir", "--deselect", "--ignore", "--ignore-glob",
-                  "--confcutdir", "--basetemp", "--override-ini", "--junitxml", "--junit-xml", "--maxfail",
-                  "--tb", "-r", "--import-mode", "--durations", "--log-level", "--cov", "--timeout"}
-
 
 @dataclass
 class ProjectEnv:
@@ -100,7 +96,7 @@ class ScreenRun(RunResult):
 
 def tree_hash(root: Path) -> str:
     """A content hash of a clean tree (paths and bytes; caches and VCS data left out)."""
-    from termgym.tasks.swesynth.validate import IGNORED_DIRS
+    from termgym.tasks.swesynth.tree import IGNORED_DIRS
 
     digest = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
@@ -113,31 +109,6 @@ def tree_hash(root: Path) -> str:
             digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
             digest.update(b"\0")
     return digest.hexdigest()
-
-
-def select_command(test_command: str, tree: Path, node_ids: Sequence[str] | None) -> str:
-    """``test_command`` running only ``node_ids``: its test-path arguments replaced by the ids.
-
-    ``None`` keeps the command as it is (the full suite). Path arguments are the tokens after the
-    ``pytest`` word that name an existing file or directory of the tree and are not an option's value.
-    """
-    if node_ids is None:
-        return test_command
-    tokens = shlex.split(test_command)
-    try:
-        start = next(i for i, t in enumerate(tokens) if t == "pytest" or t.endswith("/pytest")
-                     or t == "py.test") + 1
-    except StopIteration:
-        raise ValueError(f"the test command {test_command!r} does not run pytest; screening needs a pytest "
-                         "command (python3 -m pytest ...)") from None
-    kept = tokens[:start]
-    for i in range(start, len(tokens)):
-        token, before = tokens[i], tokens[i - 1]
-        is_value = before in _VALUE_OPTIONS
-        if not token.startswith("-") and not is_value and (tree / token.split("::", 1)[0]).exists():
-            continue
-        kept.append(token)
-    return " ".join(shlex.quote(t) for t in kept + list(node_ids))
 
 
 # -- which tests execute a change --------------------------------------------------------------
@@ -386,4 +357,4 @@ class ScreenWorker:
 
 
 __all__ = ["Baseline", "ProjectEnv", "ScreenRun", "ScreenWorker", "StatementMap", "changed_lines",
-           "project_baseline", "select_command", "tree_hash"]
+           "project_baseline", "tree_hash"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from termgym.tasks.swesynth.bugs.source import ModuleIndex, Mutation, _Builder
+from termgym.factory.swesynth.bugs.source import ModuleIndex, Mutation, _Builder
 
 #: Zero-argument methods that normalise a value before use; dropping one is a classic slip.
 _NORMALISERS = {"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title", "capitalize"}
