@@ -51,3 +51,30 @@ def test_the_learning_setup_samples_among_single_token_choices(tmp_path):
     with pytest.raises(ValueError, match=r"is \d+ tokens for this tokenizer, not one"):
         plain = build_tiny_tokenizer()
         TinyTokenServer(build_tiny_model(plain), plain, choices=CHOICES)
+
+
+def test_the_learning_model_can_express_a_confident_choice(tmp_path):
+    """The tiny model's logits are (tied embedding) . RMSNorm(h), |RMSNorm(h)| = sqrt(hidden): the gap between
+    two choice logits is at most |e_blue - e_other| * sqrt(hidden), whatever a LoRA adapter does to h. At the
+    default init (std 0.02) that cap is ~1.8 and P(blue) cannot pass ~0.75 (the plateau measured in
+    issue 27); the learning setup's model must be able to reach P(blue) > 0.99."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from trainers.verl.learning import CHOICES
+    from trainers.verl.tiny_model import build_tiny_tokenizer, save_tiny_checkpoint
+
+    def best_p_blue(model) -> float:
+        tokenizer = build_tiny_tokenizer(extra_tokens=CHOICES)
+        ids = [tokenizer.convert_tokens_to_ids(c) for c in CHOICES]
+        emb = model.get_output_embeddings().weight.detach()[ids]
+        scale = model.config.hidden_size ** 0.5 * float(model.model.norm.weight.detach().abs().max())
+        gaps = [float((emb[2] - emb[k]).norm()) * scale for k in (0, 1)]
+        return 1 / (1 + sum(torch.exp(-torch.tensor(g)).item() for g in gaps))  # an upper bound, both gaps at once
+
+    setup = cpu_trainer.learning_setup(1)
+    learning = AutoModelForCausalLM.from_pretrained(
+        save_tiny_checkpoint(tmp_path / "m", extra_tokens=CHOICES, initializer_range=setup.initializer_range))
+    default = AutoModelForCausalLM.from_pretrained(save_tiny_checkpoint(tmp_path / "d", extra_tokens=CHOICES))
+    assert best_p_blue(learning) > 0.99
+    assert best_p_blue(default) < 0.9  # the cap the learning model's init removes

@@ -1,19 +1,20 @@
-"""It learns: veRL's own trainer (``run_ppo``, v1, CPU) raises a tiny policy's reward on a termgym task,
-and the trainer's checks fail when the signal is broken.
+"""It learns: veRL's own trainer (``run_ppo``, v1, CPU) raises a tiny policy's reward on a termgym task
+to >= 0.9 within a few steps, the same run with the advantage sign flipped drives it down, and the
+trainer's checks fail when the signal is broken.
 
 The task (:mod:`trainers.verl.learning`): every assistant turn is one of three actions that write a
 colour to ``answer.txt``, and the task's grader, run in the episode's real bubblewrap sandbox,
-passes only on blue, so a random policy earns 1/3. Three launches of veRL's trainer, each on
-the pick task with 4 groups x 8 rollouts per step, weight decay 0:
+passes only on blue, so a random policy earns about 1/3. Four launches of veRL's trainer, each with
+4 groups x 8 rollouts per step, lr 1e-2 on the rank-8 LoRA adapter, weight decay 0:
 
 * single turn, ``termgym_turn_grpo`` (the recipe's loss, KL included): the mean episode reward
-  rises from chance (1/3) by at least 0.3 within 6 steps (the issue asks for >= 0.9; measured
-  without Ray at the same settings: 0.31 -> 0.78 at step 4, see ``learning.check_learns``);
-* the same with the advantage sign flipped: it falls towards 0;
+  starts near chance and reaches >= 0.9 within 3 steps (``learning.check_learns``);
+* the same with the advantage sign flipped: it falls to <= 0.15 (``learning.check_unlearns``);
 * two turns, the reward set by the second one (placed on its last token), anchor-state grouping,
-  no KL loss (so a step without reward has no gradient): it rises too in steps 1-6; steps 7-9
+  no KL loss (so a step without reward has no gradient): it reaches >= 0.9 too; steps 4-6 then
   each apply one agent-loop sabotage (:data:`trainers.verl.sabotage.SCHEDULE`: observations
-  trained on, no reward, rewards shifted by one turn), and each fails its check.
+  trained on, no reward, rewards shifted by one turn), and each fails its check;
+* two turns with the sign flipped: it falls.
 
 Every step of the intact runs passes every check of :data:`trainers.verl.learning.STEP_CHECKS`.
 The reward curves and the sabotage table are printed (with ``-s`` or not).
@@ -22,21 +23,32 @@ The reward curves and the sabotage table are printed (with ``-s`` or not).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 
 import pytest
 
 pytest.importorskip("verl")
-# three launches of veRL's trainer: ~1.5 min of Ray and worker start-up each on a quiet 2-core machine
+# four launches of veRL's trainer, ~1 min of Ray and worker start-up each on a 2-core machine
 pytestmark = [pytest.mark.verl, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 from trainers.verl import learning  # noqa: E402
 from trainers.verl.sabotage import INTACT_STEPS, SCHEDULE  # noqa: E402
 
 STEPS = INTACT_STEPS
+TWO_TURNS = dict(turns=2, kl_loss=False, extra=["+algorithm.termgym_turn_grouping=anchor"])
 #: sabotage -> the check it must break (at least); "flipped_sign" breaks learning itself.
 EXPECTED = {"mask_all_ones": "observations masked", "reward_zeroed": "score = episode return",
             "reward_shifted": "rewards on their turns"}
+#: ``TERMGYM_LEARNING_CURVES=path.json`` keeps the measured curves (docs/training.md's plot is drawn from them).
+CURVES_ENV = "TERMGYM_LEARNING_CURVES"
+
+
+def _print(request, *lines: str) -> None:
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print("\n" + "\n".join(lines))
 
 
 @pytest.fixture(scope="module")
@@ -44,26 +56,30 @@ def runs(tmp_path_factory, request):
     if shutil.which("bwrap") is None:
         pytest.fail("bubblewrap (bwrap) is required: the episodes run in real sandboxes")
     out = tmp_path_factory.mktemp("verl-learning")
-    results = {
-        "single turn": learning.run_learning(out / "single", turns=1, steps=STEPS),
-        "single turn, sign flipped": learning.run_learning(out / "flipped", turns=1, steps=STEPS,
-                                                           sabotage="flipped_sign"),
+    launches = {
+        "single turn": dict(turns=1, steps=STEPS),
+        "single turn, sign flipped": dict(turns=1, steps=STEPS, sabotage="flipped_sign"),
+        "two turns": dict(TWO_TURNS, steps=max(SCHEDULE), sabotage="scheduled"),
+        "two turns, sign flipped": dict(TWO_TURNS, steps=STEPS, sabotage="flipped_sign"),
     }
-    two = learning.run_learning(out / "two", turns=2, steps=max(SCHEDULE), sabotage="scheduled", kl_loss=False,
-                                extra=["+algorithm.termgym_turn_grouping=anchor"])
-    results["two turns"] = {step: metrics for step, metrics in two.items() if step <= STEPS}
-    results["sabotaged"] = {step: metrics for step, metrics in two.items() if step in SCHEDULE}
-    curves = {name: learning.reward_curve(steps) for name, steps in results.items() if name != "sabotaged"}
+    results, seconds = {}, {}
+    for k, (name, kwargs) in enumerate(launches.items()):
+        started = time.monotonic()
+        results[name] = learning.run_learning(out / f"run{k}", **kwargs)
+        seconds[name] = time.monotonic() - started
+    results["sabotaged"] = {step: metrics for step, metrics in results["two turns"].items() if step in SCHEDULE}
+    results["two turns"] = {step: metrics for step, metrics in results["two turns"].items() if step <= STEPS}
+    curves = {name: learning.reward_curve(results[name]) for name in launches}
     (out / "curves.json").write_text(json.dumps(curves, indent=1))
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        print("\nmean episode reward per step (veRL run_ppo on CPU, tiny Qwen3, 4 x 8 episodes a step):")
-        for name, curve in curves.items():
-            print(f"  {name:28s} " + "  ".join(f"{r:.3f}" for r in curve))
+    if os.environ.get(CURVES_ENV):
+        shutil.copy(out / "curves.json", os.environ[CURVES_ENV])
+    _print(request, "mean episode reward per step (veRL run_ppo on CPU, tiny Qwen3, 4 x 8 episodes a step):",
+           *(f"  {name:26s} " + "  ".join(f"{r:.3f}" for r in curve) + f"   ({seconds[name]:.0f} s launch)"
+             for name, curve in curves.items()))
     return results
 
 
-def test_the_reward_rises_from_chance(runs):
+def test_the_reward_rises_from_chance_to_the_target(runs):
     learning.check_learns(learning.reward_curve(runs["single turn"]))
 
 
@@ -72,28 +88,31 @@ def test_with_the_sign_flipped_the_reward_falls(runs):
 
 
 def test_the_second_turn_learns(runs):
-    curve = learning.reward_curve(runs["two turns"])
-    learning.check_learns(curve)
+    learning.check_learns(learning.reward_curve(runs["two turns"]))
+
+
+def test_the_second_turn_unlearns_with_the_sign_flipped(runs):
+    learning.check_unlearns(learning.reward_curve(runs["two turns, sign flipped"]))
 
 
 def test_every_step_of_the_intact_runs_passes_every_check(runs):
-    for name in ("single turn", "single turn, sign flipped", "two turns"):
+    for name in ("single turn", "single turn, sign flipped", "two turns", "two turns, sign flipped"):
         checks = dict(learning.STEP_CHECKS)
-        if name != "two turns":
+        if name.startswith("single"):
             checks.pop("observations masked")  # one turn, no observation in the response
         for step, metrics in runs[name].items():
             assert learning.failing_checks(metrics, checks) == {}, (name, step)
 
 
 def test_each_sabotage_fails_its_check(runs, request):
-    table = {"flipped_sign": "learning (the reward falls: " + " ".join(
-        f"{r:.2f}" for r in learning.reward_curve(runs["single turn, sign flipped"])) + ")"}
+    table = {}
+    for name in ("single turn, sign flipped", "two turns, sign flipped"):
+        curve = learning.reward_curve(runs[name])
+        with pytest.raises(AssertionError, match="never reached"):
+            learning.check_learns(curve)  # what test_the_reward_rises... / test_the_second_turn_learns assert
+        table[f"flipped_sign ({name.split(',')[0]})"] = "learning (the reward falls: " + " ".join(f"{r:.2f}" for r in curve) + ")"
     for step, sabotage in sorted(SCHEDULE.items()):
         failed = learning.failing_checks(runs["sabotaged"][step])
         table[sabotage] = ", ".join(sorted(failed)) or "NOTHING"
         assert EXPECTED[sabotage] in failed, (sabotage, failed)
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        print("\nsabotage -> failing checks")
-        for sabotage, failed in table.items():
-            print(f"  {sabotage:16s} -> {failed}")
+    _print(request, "sabotage -> failing checks", *(f"  {s:30s} -> {failed}" for s, failed in table.items()))

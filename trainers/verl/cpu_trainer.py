@@ -56,6 +56,8 @@ class CpuSetup:
     groups: int = 2
     n: int = 4
     response_length: int = 384
+    #: the tiny model's random-weight std (:func:`trainers.verl.tiny_model.build_tiny_model`)
+    initializer_range: float = 0.02
 
 
 def smoke_setup() -> CpuSetup:
@@ -68,11 +70,11 @@ def smoke_setup() -> CpuSetup:
 
 def learning_setup(turns: int = 1, *, groups: int = 4, n: int = 8) -> CpuSetup:
     """The pick-a-colour task (:mod:`trainers.verl.learning`): every turn one of three actions."""
-    from trainers.verl.learning import CHOICES, SINGLE_TURN_ID, TWO_TURN_ID
+    from trainers.verl.learning import CHOICES, INITIALIZER_RANGE, SINGLE_TURN_ID, TWO_TURN_ID
 
     return CpuSetup(env_id=SINGLE_TURN_ID if turns == 1 else TWO_TURN_ID, import_module="trainers.verl.learning",
                     train="0-3", val="4", epochs=16, choices=CHOICES, max_tokens_per_turn=4, groups=groups, n=n,
-                    response_length=256)
+                    response_length=256, initializer_range=INITIALIZER_RANGE)
 
 
 def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str | Path, agent_loops: str | Path,
@@ -174,7 +176,7 @@ def prepare(out: str | Path, setup: CpuSetup | None = None, *, agent_loop: str |
     out.mkdir(parents=True, exist_ok=True)
     model_dir = out / "model"
     if not (model_dir / "config.json").exists():
-        save_tiny_checkpoint(model_dir, extra_tokens=setup.choices)
+        save_tiny_checkpoint(model_dir, extra_tokens=setup.choices, initializer_range=setup.initializer_range)
     data_dir = out / "data"
     if not (data_dir / "train.parquet").exists():
         write_rl(setup.env_id, data_dir, train=setup.train, val=setup.val, epochs=setup.epochs)

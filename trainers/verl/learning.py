@@ -30,6 +30,13 @@ COLOURS = ("red", "green", "blue")
 CHOICES = tuple(f"THOUGHT: {colour}.\n\n```bash\necho {colour} > answer.txt\n```" for colour in COLOURS)
 #: The share of turns a uniform policy gets right.
 CHANCE = 1 / len(CHOICES)
+#: The tiny model's random-weight std for these tasks. Its output layer is its (tied) embedding matrix
+#: and the last hidden state is RMS-normalised (norm sqrt(64) = 8), so two choice logits can differ by at
+#: most |e_blue - e_red| * 8 ~ std * sqrt(2 * 64) * 8 = 90 * std: 1.8 at the default 0.02, which caps P(blue) near 0.75
+#: whatever the LoRA adapter (which cannot touch the embeddings) learns -- measured: P(blue) 0.365 -> 0.72
+#: and flat at lr 3e-3 and 1e-2 alike. At 0.08 the cap is ~7 (P(blue) up to ~0.999; measured 0.47 -> 0.99
+#: in 4 steps) while the untrained policy still picks blue 0.47 of the time.
+INITIALIZER_RANGE = 0.08
 
 
 def pick_suite(n_tasks: int = 5, *, turns: int = 1) -> ListSuite:
@@ -122,20 +129,25 @@ def reward_curve(steps: dict[int, dict]) -> list[float]:
     return [round(float(steps[s]["termgym/return/mean"]), 4) for s in sorted(steps)]
 
 
-def check_learns(curve: list[float], *, rise: float = 0.3) -> None:
-    """The reward starts near chance and, within the run, rises ``rise`` above it.
+#: The mean episode reward the learning runs must reach (the issue's bar).
+TARGET_REWARD = 0.9
 
-    (Measured with :func:`learn_in_process` at lr 1e-2, 4 x 8 episodes a step: 0.31 -> 0.53, 0.72, 0.78,
-    then 0.63, 0.53; the issue's target of >= 0.9 in a few steps was not reached in this session.)
+
+def check_learns(curve: list[float], *, target: float = TARGET_REWARD) -> None:
+    """The reward starts near chance, reaches ``target`` within the run and is still there at its last step.
+
+    (Measured through veRL's ``run_ppo``, lr 1e-2, 4 x 8 episodes a step: one turn 0.44 -> 0.91-0.94, 0.97;
+    two turns 0.28 -> 0.88, 0.97-1.0; docs/training.md.)
     """
     assert curve[0] <= CHANCE + 0.25, f"the first step's reward {curve[0]} is far above chance ({CHANCE:.2f})"
-    assert max(curve[1:]) >= CHANCE + rise, f"the reward never rose {rise} above chance ({CHANCE:.2f}): {curve}"
+    assert max(curve[1:]) >= target, f"the reward never reached {target} (chance is {CHANCE:.2f}): {curve}"
+    assert curve[-1] >= target - 0.1, f"the reward reached {max(curve):.2f} but fell back to {curve[-1]}: {curve}"
 
 
 def check_unlearns(curve: list[float], *, floor: float = 0.15) -> None:
-    """With the advantage sign flipped the reward falls from chance towards 0 (measured: 0.31 -> 0.06)."""
+    """With the advantage sign flipped the reward falls from chance towards 0 (measured: 0.44 -> 0.16-0.19, 0)."""
     assert curve[0] >= CHANCE - 0.25, f"the first step's reward {curve[0]} is far below chance ({CHANCE:.2f})"
-    assert min(curve[-3:]) <= floor and curve[-1] < curve[0], f"the reward did not fall below {floor}: {curve}"
+    assert curve[-1] <= floor and curve[-1] < curve[0], f"the reward did not fall below {floor}: {curve}"
 
 
 def failing_checks(metrics: dict, checks: dict | None = None) -> dict[str, str]:
@@ -173,7 +185,8 @@ def plot_curves(curves: dict[str, list[float]], path, *, xlabel: str = "training
     ax.set_xlabel(xlabel)
     ax.set_ylabel("mean episode reward")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=8, loc="center left")
+    ax.set_xticks(range(1, max(len(c) for c in curves.values()) + 1))
+    ax.legend(fontsize=8, loc="center right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
@@ -189,8 +202,9 @@ def learn_in_process(*, turns: int = 1, steps: int = 6, sign: float = 1.0, group
     ``TermgymAgentLoop`` in real sandboxes (choice turns from the tiny model), ``termgym_turn_grpo``
     advantages (times ``sign``), veRL's PPO-clip policy loss on the rank-8 LoRA, AdamW with weight decay 0.
 
-    A fast stand-in for :func:`run_learning` (seconds per step instead of a Ray cluster), used to draw
-    the curves in docs/training.md next to the trainer's; the test of record is the trainer's.
+    A fast stand-in for :func:`run_learning` (seconds per step instead of a Ray cluster), for trying
+    settings (how the 0.75 plateau was traced to the model's init, docs/training.md); the test of
+    record is the trainer's.
     """
     import asyncio
 
@@ -209,7 +223,7 @@ def learn_in_process(*, turns: int = 1, steps: int = 6, sign: float = 1.0, group
 
     torch.manual_seed(seed)
     tokenizer = build_tiny_tokenizer(extra_tokens=CHOICES)
-    model = get_peft_model(build_tiny_model(tokenizer, seed=seed),
+    model = get_peft_model(build_tiny_model(tokenizer, seed=seed, initializer_range=INITIALIZER_RANGE),
                            LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
     server = TinyTokenServer(model, tokenizer, seed=seed, choices=CHOICES)
     env_id = SINGLE_TURN_ID if turns == 1 else TWO_TURN_ID

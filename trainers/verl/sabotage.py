@@ -74,9 +74,9 @@ def apply_to_output(output: dict[str, Any], sabotage: str | None, extra_fields: 
     return output
 
 
-#: Global step -> the sabotage :class:`ScheduledSabotageLoop` applies in it: steps 1-6 are left intact
+#: Global step -> the sabotage :class:`ScheduledSabotageLoop` applies in it: steps 1-3 are left intact
 #: (the learning test's curve), then one sabotage per step.
-INTACT_STEPS = 6
+INTACT_STEPS = 3
 SCHEDULE = {INTACT_STEPS + 1: "mask_all_ones", INTACT_STEPS + 2: "reward_zeroed", INTACT_STEPS + 3: "reward_shifted"}
 
 

@@ -80,8 +80,13 @@ def build_tiny_tokenizer(vocab_size: int = 512, *, extra_tokens: Sequence[str] =
     return tokenizer
 
 
-def build_tiny_model(tokenizer, *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2):
-    """A randomly initialised ``Qwen3ForCausalLM`` whose vocabulary matches ``tokenizer``."""
+def build_tiny_model(tokenizer, *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2,
+                     initializer_range: float = 0.02):
+    """A randomly initialised ``Qwen3ForCausalLM`` whose vocabulary matches ``tokenizer``.
+
+    ``initializer_range`` is the std of the random weights, the embeddings (tied to the output
+    layer) included; it bounds how far apart the logits can get (see :data:`LEARNING_INIT_RANGE`).
+    """
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -95,6 +100,7 @@ def build_tiny_model(tokenizer, *, seed: int = 0, hidden_size: int = 64, num_lay
         num_key_value_heads=2,
         head_dim=hidden_size // 4,
         max_position_embeddings=8192,
+        initializer_range=initializer_range,
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
@@ -105,11 +111,12 @@ def build_tiny_model(tokenizer, *, seed: int = 0, hidden_size: int = 64, num_lay
     return model
 
 
-def save_tiny_checkpoint(directory: str | Path, *, seed: int = 0, extra_tokens: Sequence[str] = ()) -> Path:
+def save_tiny_checkpoint(directory: str | Path, *, seed: int = 0, extra_tokens: Sequence[str] = (),
+                         initializer_range: float = 0.02) -> Path:
     """Write tokenizer + model to ``directory`` as a Hugging Face checkpoint (for GPU smoke runs)."""
     directory = Path(directory)
     tokenizer = build_tiny_tokenizer(extra_tokens=extra_tokens)
-    model = build_tiny_model(tokenizer, seed=seed)
+    model = build_tiny_model(tokenizer, seed=seed, initializer_range=initializer_range)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
