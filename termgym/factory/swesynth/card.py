@@ -116,12 +116,26 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
             projects[name] = {"version": p.version, "license": p.license, "domain": p.domain}
         except ProjectError:
             projects[name] = {"version": "?", "license": "?", "domain": "?"}
-    return {"suite": str(suite_dir), "tasks": total, "projects": projects,
+    return {"suite": _shown(suite_dir), "tasks": total, "projects": projects,
             "per_project": {k: dict(v) for k, v in sorted(per_project.items())}, "splits": dict(splits),
             "difficulty": dict(difficulty), "bug_types": dict(types.most_common()), "symptoms": dict(symptoms),
             "sizes": sizes, "cross_module": cross, "multi_site": multi_site, "multi_bug": multi_bug,
             "largest_project_share": max((c["tasks"] for c in per_project.values()), default=0) / max(total, 1),
             "max_tasks_per_function": max(functions.values(), default=0)}
+
+
+def _shown(suite_dir: Path) -> str:
+    """The suite's path as a reader would type it: relative to the data package or the working directory."""
+    from termgym_data import SWESYNTH_DIR
+
+    resolved = suite_dir.resolve()
+    for base, prefix in ((SWESYNTH_DIR.resolve(), "termgym_data/swesynth/"), (Path.cwd().resolve(), "")):
+        if resolved.is_relative_to(base):
+            return prefix + resolved.relative_to(base).as_posix()
+    return suite_dir.name
+
+
+_TIERS = {"easy": 0, "medium": 1, "hard": 2}
 
 
 def _share(n: int, total: int) -> str:
@@ -165,7 +179,7 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
     lines.append("| **all** | | | " + " | ".join(str(card["splits"][s]) for s in splits) + f" | {total} |")
     sizes = card["sizes"]
     lines += ["", "* **Difficulty**: " + ", ".join(f"{k} {_share(v, total)}" for k, v in
-                                                   sorted(card["difficulty"].items())) + ".",
+                                                   sorted(card["difficulty"].items(), key=lambda kv: _TIERS.get(kv[0], 3))) + ".",
               "* **How the bug shows** (from the report): " + ", ".join(
                   f"{k} {_share(v, total)}" for k, v in sorted(card["symptoms"].items(), key=lambda kv: -kv[1])) + ".",
               f"* **Fix size**: changed lines median {_median(sizes['lines']):g} "
@@ -186,7 +200,7 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
         lines += [f"* {c}: " + (f"{100 * t[c][0] / t[c][1]:.0f} % of {t[c][1]}" if t[c][1] else "not run")
                   for c in COLUMNS]
     lines += ["", "Regenerate: `termgym swesynth bundle` (resumable; it skips what is done), then "
-                  "`termgym swesynth audit --sample 300 --json audit.json` and "
+                  "`termgym swesynth audit --sample 200 --seed 26 --json audit.json` and "
                   "`termgym swesynth card --audit audit.json --write docs/swesynth.md`.", "", END]
     return "\n".join(lines) + "\n"
 
