@@ -105,6 +105,13 @@ def test_sabotage_a_report_expecting_a_result_where_the_tests_expect_an_exceptio
     assert checks(task, refusing)["expected matches the tests"] == ""
 
 
+def test_sabotage_an_expected_value_copied_from_the_test_fails(task):
+    leftover = GOOD.replace("I expected `'credit'`.", "It should give `side`.")
+    assert checks(task, leftover)["expected matches the tests"] == \
+        "the expected value `side` is a name from the test, not a value"
+    assert checks(task, GOOD.replace("`'credit'`", "`Money('1.00', 'EUR')`"))["expected matches the tests"] == ""
+
+
 def test_the_repro_runs_in_the_sandbox_and_shows_the_difference(task):
     record = replace(task.record, problem_statement=GOOD)
     clean, buggy = run_repro(record, repro_code(GOOD))
@@ -181,3 +188,22 @@ def test_the_audit_runs_each_bug_alone_and_catches_a_bug_no_test_sees(toy):
 
 def test_project_packages_of_a_toy_tree(task):
     assert project_packages(Path(task.record.repo_dir), task.source_dirs) == {"ledgerly"}
+
+
+def test_imports_follow_the_test_module(tmp_path):
+    """``import pkg`` in the test and ``pkg.f(...)`` written ``f(...)`` in the repro: ``from pkg import f``;
+    a package and its function of one name (``parse.parse``): ``from parse import parse``; an alias
+    stays an alias; a name the test module defines is test-only."""
+    (tmp_path / "parse").mkdir()
+    (tmp_path / "parse" / "__init__.py").write_text("def parse(fmt, text):\n    return text\n\n\ndef search(f, t):\n"
+                                                    "    return t\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_p.py").write_text("import datetime as dt\n\nimport parse\n\nHELPER = 3\n\n\n"
+                                                 "def test_it():\n    assert parse.parse('{}', 'x')\n")
+    module = read_test_module("tests/test_p.py::test_it", tmp_path)
+    packages = project_packages(tmp_path)
+    assert packages == {"parse"}
+    assert import_lines("parse('{}', 'x')", module, packages) == ["from parse import parse"]
+    assert import_lines("search('{}', dt.date(2000, 1, 1))", module, packages) == \
+        ["from parse import search", "import datetime as dt"]
+    assert import_lines("search('{}', HELPER)", module, packages) is None

@@ -44,6 +44,7 @@ CHECKS = ("each bug breaks a test", "report names every symptom", "repro has its
           "expected matches the tests", "repro shows the difference")
 _BUILTINS = frozenset(dir(builtins))
 _STDLIB = frozenset(__import__("sys").stdlib_module_names)
+_EXPECTED = re.compile(r"(?:I expected|should give|expected result is|- Expected:) `([^`\n]+)`")
 _RAISES = re.compile(r"\b(pytest\.raises|assertRaises|assertRaisesRegex|raises)\s*\(")
 
 
@@ -248,7 +249,11 @@ def import_lines(code: str, module: TestModule, packages: set[str]) -> list[str]
     """The imports a repro needs, as the test module makes them; ``None`` when a name it uses exists
     only in the test suite (or nowhere a user could import it from)."""
     lines = []
+    called = {n.func.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     for name in sorted(free_names(code)):
+        if name in packages and name in called and module.repo is not None and name in exports(module.repo, name):
+            lines.append(f"from {name} import {name}")  # ``parse.parse(...)`` written ``parse(...)``
+            continue
         where = resolve(name, module, packages)
         if where in ("test", "unknown"):
             return None
@@ -264,7 +269,15 @@ def import_lines(code: str, module: TestModule, packages: set[str]) -> list[str]
             lines.append(f"import {full}" if full.split(".")[0] == name else f"import {full} as {name}")
         else:
             lines.append(f"from {source} import {name}")
-    return sorted(set(lines))
+    merged: dict[str, list[str]] = {}
+    plain = []
+    for line in sorted(set(lines)):
+        m = re.fullmatch(r"from (\S+) import (\w+)", line)
+        if m:
+            merged.setdefault(m.group(1), []).append(m.group(2))
+        else:
+            plain.append(line)
+    return sorted(plain + [f"from {module} import {', '.join(names)}" for module, names in merged.items()])
 
 
 # -- the static checks ----------------------------------------------------------------------------------
@@ -328,7 +341,11 @@ def static_checks(statement: str, target_tests: Sequence[str], repo: Path, sourc
             out["named API is public"] = f"`{api}` is not the project's ({where})"
         else:
             out["named API is public"] = ""
-    if modules and all(m.expects_raise for m in modules) and not re.search(
+    leftover = [v for v in _EXPECTED.findall(statement) if re.fullmatch(r"[A-Za-z_]\w*", v)
+                and v not in ("True", "False", "None", "inf", "nan") and not v[0].isupper()]
+    if leftover:  # "It should give `expected`": a variable of the test, not a value
+        out["expected matches the tests"] = f"the expected value `{leftover[0]}` is a name from the test, not a value"
+    elif modules and all(m.expects_raise for m in modules) and not re.search(
             r"(should|to) (raise|refuse|reject)|expected (an? )?`\w*(Error|Exception|Invalid)\w*`"
             r"|- Expected: an? `", statement):
         out["expected matches the tests"] = "every broken test expects an exception; the report does not"

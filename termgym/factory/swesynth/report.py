@@ -223,7 +223,9 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
         key = (f.call, f.observed, f.error)
         uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""]
                         if not line.startswith(("class ", "def ")))  # a helper class may use self
-        if f.usable and f.self_contained and not uses_self and key not in seen:
+        # an expected "value" that is a variable of the test (``expected``) tells a reader nothing
+        leftover = bool(f.expected and re.fullmatch(r"[a-z_]\w*", f.expected) and f.expected not in ("inf", "nan"))
+        if f.usable and f.self_contained and not uses_self and not leftover and key not in seen:
             if repo is not None and not _add_imports(f, Path(repo), source_dirs):
                 continue  # the repro needs a name that exists only in the test suite
             seen.add(key)
