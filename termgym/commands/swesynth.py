@@ -126,6 +126,25 @@ def register(subparsers) -> None:
     add.add_argument("--timeout", type=float, default=600.0, help="seconds for the clean suite")
     add.set_defaults(func=cmd_add_project)
 
+    aud = sub.add_parser("audit", help="check every task (or a seeded sample) is solvable from its report: "
+                                       "per project, the share passing each check")
+    aud.add_argument("--suite", default="projects", help="a suite directory or name (default: projects)")
+    aud.add_argument("--sample", type=int, default=None, help="audit this many tasks drawn with --seed")
+    aud.add_argument("--seed", type=int, default=0)
+    aud.add_argument("--static", action="store_true", help="only the checks that read the reports (no sandbox)")
+    aud.add_argument("--backend", default="local", help="sandbox backend for the runs (default: local)")
+    aud.add_argument("--json", default=None, metavar="FILE", help="also write the full result (with every "
+                                                                  "failure and why) to FILE")
+    aud.set_defaults(func=cmd_audit)
+
+    card = sub.add_parser("card", help="the suite card (projects, splits, difficulty, fix sizes, bug mix, "
+                                       "report checks) measured from a compact suite's records")
+    card.add_argument("--suite", default="projects", help="a compact suite directory or name (default: projects)")
+    card.add_argument("--audit", default=None, metavar="FILE", help="an audit result (`audit --json`) to include")
+    card.add_argument("--write", default=None, metavar="DOC", help="replace the card section in DOC "
+                                                                  "(e.g. docs/swesynth.md) instead of printing it")
+    card.set_defaults(func=cmd_card)
+
     projs = sub.add_parser("projects", help="list the bundled real projects and whether their test "
                                             "environments are provisioned here")
     projs.add_argument("--json", action="store_true")
@@ -306,6 +325,61 @@ def cmd_summary(args: argparse.Namespace) -> int:
     print(bundle.summary_markdown(suite), end="")
     if args.docs:
         bundle.write_docs_table(suite, args.docs)
+    return 0
+
+
+def _suite_dir(value: str):
+    from pathlib import Path
+
+    from termgym.tasks.swesynth.suite import NAMED_SUITES
+
+    return Path(NAMED_SUITES.get(value, value))
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from termgym.factory.swesynth.audit import audit, format_audit, write_audit
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    folder = _suite_dir(args.suite)
+    if not (folder / "suite.json").is_file() and not folder.is_dir():
+        print(f"termgym swesynth audit: {args.suite!r} is neither a suite directory nor a suite name", file=sys.stderr)
+        return 2
+    if args.sample is not None and args.sample < 1:
+        print(f"termgym swesynth audit: --sample must be at least 1, got {args.sample}", file=sys.stderr)
+        return 2
+    suite = SweSynthSuite(folder, behaviour="any")
+    result = audit(suite, sample=args.sample, seed=args.seed, run=not args.static, backend=args.backend,
+                   progress=lambda done, total: print(f"\r{done}/{total}", end="", file=sys.stderr, flush=True))
+    print(file=sys.stderr)
+    print(format_audit(result), end="")
+    print(f"{result['tasks']} tasks in {result['seconds']} s")
+    if args.json:
+        write_audit(result, args.json)
+    return 0
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from termgym.factory.swesynth.card import measure, render, write_into
+
+    try:
+        card = measure(_suite_dir(args.suite))
+    except FileNotFoundError as exc:
+        print(f"termgym swesynth card: {exc}", file=sys.stderr)
+        return 2
+    audit = None
+    if args.audit:
+        try:
+            audit = json.loads(Path(args.audit).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"termgym swesynth card: cannot read the audit {args.audit}: {exc}", file=sys.stderr)
+            return 2
+    section = render(card, audit)
+    if args.write:
+        write_into(args.write, section)
+    else:
+        print(section, end="")
     return 0
 
 

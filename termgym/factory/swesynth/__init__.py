@@ -5,6 +5,9 @@
 * :mod:`.screen` (with its pytest plugin :mod:`.screen_plugin`) — which tests each candidate breaks,
   from one traced baseline run per project; :mod:`.validate` — running tests and the keep rules;
 * :mod:`.report`, :mod:`.report_check`, :mod:`.failures` — user-style bug reports and their checks;
+* :mod:`.quality` — is a task solvable from its report (checked at generation), :mod:`.audit` —
+  the same checks over a suite (``termgym swesynth audit``); :mod:`.plausible` — the bug kinds no
+  person writes, kept out; :mod:`.card` — the suite card measured from the records;
 * :mod:`.generate` — the pipeline (``termgym swesynth generate``); :mod:`.bundle` — the bundled
   suite, resumable (``termgym swesynth bundle``); :mod:`.corpus` — the corpus projects;
 * :mod:`.behaviour_record` — recording the behaviour check; :mod:`.selection_build` — the

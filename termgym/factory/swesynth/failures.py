@@ -45,6 +45,7 @@ class Failure:
     expected_error: str | None = None  # exception the call should have raised
     self_contained: bool = True        # every name in call/setup is importable or built in the repro
     names: set[str] = field(default_factory=set)  # identifiers a user sees in the repro
+    imports: list[str] = field(default_factory=list)  # the import lines the repro needs (set by the writer)
 
     @property
     def usable(self) -> bool:

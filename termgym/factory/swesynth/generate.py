@@ -47,8 +47,11 @@ from termgym.factory.swesynth.inject import (
     mutate_files,
     plan_attempts,
     scan_repository,
+    units,
 )
 from termgym.factory.swesynth.patches import make_patch, patch_files
+from termgym.factory.swesynth.plausible import implausible_failure
+from termgym.factory.swesynth.quality import report_quality, repro_check
 from termgym.factory.swesynth.report import check_report, write_report, write_report_llm
 from termgym.factory.swesynth.screen import Baseline, ProjectEnv, ScreenWorker, StatementMap, project_baseline
 from termgym.factory.swesynth.validate import max_failures
@@ -308,7 +311,28 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 return attempt, "no required test fails"
             if len(failed) > limit:
                 return attempt, f"{len(failed)} tests fail, more than the limit of {limit}"
-            record = _make_record(attempt, files, mutated, sorted(failed), run.messages)
+            kind = implausible_failure(run.messages, failed, attempt.bug_types)
+            if kind:
+                return attempt, f"implausible bug, {kind}"
+            groups = [sorted(failed)]
+            bugs = units(attempt.mutations)
+            if len(bugs) > 1:
+                # each bug of the combination must break a required test on its own, or the grade
+                # asks for a fix of something no report can describe
+                groups = []
+                for unit in bugs:
+                    box = worker()
+                    try:
+                        alone = box.run(mutate_files(files, unit), None if selected is None else tests,
+                                        timeout=run_timeout)
+                    finally:
+                        workers_pool.put(box)
+                    stats.count_run(selected is None, len(tests), alone.duration)
+                    own = sorted(set(alone.failed_among(tests)) & set(failed))
+                    if not own:
+                        return attempt, "quality check failed, a bug of the combination breaks no required test alone"
+                    groups.append(own)
+            record = _make_record(attempt, files, mutated, sorted(failed), run.messages, groups)
             if isinstance(record, str):
                 return attempt, record
             if sandbox_check:
@@ -316,23 +340,29 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                                               cache_dir=ws_cache)
                 if problem:
                     return attempt, problem
+                if repro_check(record, backend=project_env.backend, cache_dir=ws_cache):
+                    return attempt, "quality check failed, repro shows the difference"
             return attempt, record
 
-        def _make_record(attempt, files, mutated, target_tests, messages) -> TaskRecord | str:
+        def _make_record(attempt, files, mutated, target_tests, messages, groups) -> TaskRecord | str:
             originals = {p: files[p] for p in mutated}
             bug_patch = make_patch(originals, mutated)
             fix_patch = make_patch(mutated, originals)
             try:
                 if writer is not None:
                     statement = write_report_llm(writer, target_tests, messages, bug_patch, repo=pristine,
-                                                 seed=seed)
+                                                 seed=seed, groups=groups, source_dirs=source_dirs)
                 else:
-                    statement = write_report(target_tests, messages, bug_patch, repo=pristine, seed=seed)
+                    statement = write_report(target_tests, messages, bug_patch, repo=pristine, seed=seed,
+                                             groups=groups, source_dirs=source_dirs)
             except ValueError as exc:  # ReportError: no wording of any failing test passed check_report
                 return f"no clean bug report: {exc}"
             problems = check_report(statement, target_tests=target_tests, patch=bug_patch, repo=pristine)
             if problems:
                 return "no clean bug report: " + "; ".join(problems)
+            failed_check = report_quality(statement, groups, messages, pristine, source_dirs)
+            if failed_check:
+                return f"quality check failed, {failed_check}"
             task_id = f"{name}-{hashlib.sha256(bug_patch.encode()).hexdigest()[:10]}"
             mutations = [_mutation_summary(m) for m in attempt.mutations]
             signals = task_signals(bug_patch=bug_patch, target_tests=target_tests, messages=messages,

@@ -58,6 +58,7 @@ from termgym.factory.swesynth.bugs.source import (  # noqa: F401  (re-exported f
     check_unit,
     units,
 )
+from termgym.factory.swesynth.plausible import is_fixed_order_call, is_string_like
 
 # The mutation machinery lives in bugs.source; its names stay importable from here.
 from termgym.tasks.swesynth import pyparse
@@ -251,6 +252,8 @@ def find_wrong_operator(index: ModuleIndex) -> list[Mutation]:
                 isinstance(node.left, (ast.Constant, ast.JoinedStr)) and isinstance(node.left.value, str)
                 if isinstance(node.left, ast.Constant) else isinstance(node.left, ast.JoinedStr)):
             continue  # string concatenation / %-formatting: not arithmetic
+        if isinstance(node.op, (ast.Add, ast.Mod, ast.Mult)) and (is_string_like(left) or is_string_like(right)):
+            continue  # 'a' - 'b', [x] / 2: an operation the operands' types refuse is no person's slip
         symbol = _BINOP_SYMBOLS[type(node.op)] + ("=" if isinstance(node, ast.AugAssign) else "")
         gap_start, gap_end = src.span(left)[1], src.span(right)[0]
         pattern = _binop_pattern(symbol) if isinstance(node, ast.BinOp) else re.escape(symbol)
@@ -453,7 +456,8 @@ def find_order_dependency(index: ModuleIndex) -> list[Mutation]:
     for site in index.nodes(ast.Call):
         node = site.node
         if len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and isinstance(node.args[1], ast.Name) \
-                and node.args[0].id != node.args[1].id:
+                and node.args[0].id != node.args[1].id and not is_fixed_order_call(node):
+            # isinstance(Duration, other): nobody writes a built-in's arguments the wrong way round
             a0, a1 = node.args[0], node.args[1]
             s0, e0 = src.span(a0)
             s1, e1 = src.span(a1)

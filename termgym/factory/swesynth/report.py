@@ -115,7 +115,7 @@ def _expected(f: Failure, style: int) -> str:
 
 
 def _lines(f: Failure) -> list[str]:
-    return [*f.setup, f.call or ""]
+    return [*f.imports, *f.setup, f.call or ""]
 
 
 def _session_lines(f: Failure) -> list[str]:
@@ -153,13 +153,22 @@ def _second(g: Failure, style: int) -> str:
     return f"The same happens with `{g.call}`: {_observed(g, style)}, where I expected {_expected_np(g)}."
 
 
+def _also(g: Failure, style: int) -> str:
+    """Another bug's symptom, in one sentence (its call shown in full)."""
+    if _kind(g) == "wrong":
+        return f"`{g.behaviour}`: `{g.call}` gives `{g.observed}`, where I expected {_expected_np(g)}."
+    return f"`{g.behaviour}`: with `{g.call}`, {_observed(g, style)}, where I expected {_expected_np(g)}."
+
+
 def render(f: Failure, *, structure: str, opening: int, closing: int, style: int,
-           second: Failure | None = None) -> str:
-    """One wording of a report about ``f`` (and one more example ``second``)."""
+           second: Failure | None = None, more: Sequence[Failure] = ()) -> str:
+    """One wording of a report about ``f`` (and one more example ``second``; ``more``: the symptoms
+    of the task's other bugs, one sentence each)."""
     kind = _kind(f)
     opens = {"wrong": _OPEN_WRONG, "error": _OPEN_ERROR, "no-raise": _OPEN_NO_RAISE}[kind]
     first = opens[opening % len(opens)].format(b=f.behaviour, e=f.error[0] if f.error else "")
-    inline = not f.setup and len(f.call or "") <= 80
+    # a repro that needs imports is shown as code, imports included, so it runs as written
+    inline = not f.setup and not f.imports and len(f.call or "") <= 80
     parts = [first]
     if structure == "paragraph":
         if inline:
@@ -187,6 +196,9 @@ def render(f: Failure, *, structure: str, opening: int, closing: int, style: int
             parts.append(f"{head}\n\n{_repro(f)}\n\n- Actual: {result}\n- Expected: {_expected_np(f)}")
     if second is not None:
         parts.append(_second(second, style))
+    for g in more:
+        lead = ["There is a second problem, too.", "Something else also looks wrong."][style % 2]
+        parts.append(f"{lead} {_capital(_also(g, style))}")
     if _CLOSINGS[closing % len(_CLOSINGS)]:
         parts.append(_CLOSINGS[closing % len(_CLOSINGS)])
     return "\n\n".join(p.strip() for p in parts) + "\n"
@@ -201,7 +213,7 @@ def _rng(patch: str, seed: int | str | None) -> random.Random:
 
 
 def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo: str | Path | None,
-                    limit: int = 40) -> list[Failure]:
+                    limit: int = 40, source_dirs: Sequence[str] = ()) -> list[Failure]:
     """The failing tests that give a report its facts (call, behaviour, outcome), best first:
     one-liners before repros with setup; one per distinct call and outcome. A test whose call needs
     something a user would not have (a fixture, ``self``, a loop variable) is left out."""
@@ -211,26 +223,57 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
         key = (f.call, f.observed, f.error)
         uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""]
                         if not line.startswith(("class ", "def ")))  # a helper class may use self
-        if f.usable and f.self_contained and not uses_self and key not in seen:
+        # an expected "value" that is a variable of the test (``expected``) tells a reader nothing
+        leftover = bool(f.expected and re.fullmatch(r"[a-z_]\w*", f.expected) and f.expected not in ("inf", "nan"))
+        if f.usable and f.self_contained and not uses_self and not leftover and key not in seen:
+            if repo is not None and not _add_imports(f, Path(repo), source_dirs):
+                continue  # the repro needs a name that exists only in the test suite
             seen.add(key)
             found.append(f)
     return sorted(found, key=lambda f: (len(f.setup), len(f.call or "")))
 
 
+def _add_imports(f: Failure, repo: Path, source_dirs: Sequence[str]) -> bool:
+    """Give ``f`` the import lines its repro needs, as its test module imports the names; ``False``
+    when a name cannot be imported by a user (a test-suite helper, fixture or constant)."""
+    from termgym.factory.swesynth.quality import import_lines, project_packages, read_test_module
+
+    code = "\n".join([*f.setup, f.call or ""])
+    try:
+        lines = import_lines(code, read_test_module(f.test, repo), project_packages(repo, source_dirs))
+    except SyntaxError:
+        return False
+    if lines is None:
+        return False
+    f.imports = lines
+    return True
+
+
 def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
-                 repo: str | Path | None = None, seed: int | str | None = None, tries: int = 24) -> str:
+                 repo: str | Path | None = None, seed: int | str | None = None, tries: int = 24,
+                 groups: Sequence[Sequence[str]] | None = None, source_dirs: Sequence[str] = ()) -> str:
     """A user-style bug report for a bug whose patch is ``patch``, passing :func:`check_report`.
 
     ``target_tests`` are the broken tests' ids, ``messages`` their failure texts (from the junit
     report), ``repo`` the repository root (to read the tests' source) and ``seed`` picks the wording
     (with the patch). Drafts are tried over failing tests and wordings, at most ``tries`` of them;
-    :class:`ReportError` (a ``ValueError``) when none passes.
+    :class:`ReportError` (a ``ValueError``) when none passes. ``groups`` (a multi-bug task: the
+    tests each bug breaks on its own) makes the report name one symptom of every bug; the primary
+    example comes from the first bug, one sentence each from the others.
     """
     if not target_tests:
         raise ValueError("write_report needs at least one failing test")
-    failures = usable_failures(target_tests, messages, repo)
+    failures = usable_failures(target_tests, messages, repo, source_dirs=source_dirs)
     if not failures:
         raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
+    more: list[Failure] = []
+    if groups is not None and len(groups) > 1:
+        by_test = {f.test: f for f in failures}
+        firsts = [next((by_test[t] for t in group if t in by_test), None) for group in groups]
+        if any(f is None for f in firsts):
+            raise ReportError("a bug of the combination breaks no test whose call a report can show")
+        failures = [f for f in failures if f.test in set(groups[0])]
+        more = [f for f in firsts[1:] if f is not None]
     rng = _rng(patch, seed)
     primaries = failures[:4]
     last: list[str] = []
@@ -240,7 +283,7 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
                   and len(g.call or "") <= 80]
         second = others[0] if others and rng.random() < 0.5 else None
         draft = render(f, structure=rng.choice(_STRUCTURES), opening=rng.randrange(60), closing=rng.randrange(60),
-                       style=rng.randrange(60), second=second)
+                       style=rng.randrange(60), second=None if more else second, more=more)
         problems = check_report(draft, target_tests=target_tests, patch=patch, repo=repo)
         if not problems:
             return draft
@@ -253,7 +296,8 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
 _LLM_SYSTEM = (
     "You write bug reports the way a user of a Python library would file them. You only know what the "
     "user saw, given below. Name the function or method in backticks, show the call with its input in "
-    "backticks or a ```python block, say what came back and what you expected (values in backticks). "
+    "a ```python block that starts with the given imports, say what came back and what you expected "
+    "(values in backticks). "
     "Write it in your own words, a few sentences. Never mention tests, test files, test names, pytest, "
     "file names, line numbers or tracebacks, and never guess at the cause or the fix."
 )
@@ -263,16 +307,22 @@ def _facts(f: Failure) -> str:
     what = (f"raises {f.error[0]}" + (f": {f.error[1]}" if f.error[1] else "") if f.error
             else "returns normally, no error" if f.relation == "raises" else f"returns {f.observed}")
     setup = "; ".join(f.setup)
-    return (f"- function or method: {f.behaviour}\n  call: {f.call}" + (f"\n  after: {setup}" if setup else "")
+    imports = "; ".join(f.imports)
+    return (f"- function or method: {f.behaviour}\n  call: {f.call}" + (f"\n  imports: {imports}" if imports else "")
+            + (f"\n  after: {setup}" if setup else "")
             + f"\n  observed: {what}\n  expected: {_expected_np(f).replace('`', '')}")
 
 
 def write_report_llm(client, target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
-                     repo: str | Path | None = None, seed: int | str | None = None, attempts: int = 2) -> str:
+                     repo: str | Path | None = None, seed: int | str | None = None, attempts: int = 2,
+                     groups: Sequence[Sequence[str]] | None = None, source_dirs: Sequence[str] = ()) -> str:
     """Ask an OpenAI-compatible model (``client``: :class:`~termgym.factory.swesynth.llm.ChatClient`)
     for the report; an answer failing :func:`check_report` is retried with the problems spelled out,
     and after ``attempts`` failing answers the procedural report is returned instead."""
-    failures = usable_failures(target_tests, messages, repo)
+    if groups is not None and len(groups) > 1:  # the writer that names every bug's symptom
+        return write_report(target_tests, messages, patch, repo=repo, seed=seed, groups=groups,
+                            source_dirs=source_dirs)
+    failures = usable_failures(target_tests, messages, repo, source_dirs=source_dirs)
     if not failures:
         raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
     shown = failures[:2]
@@ -290,4 +340,4 @@ def write_report_llm(client, target_tests: Sequence[str], messages: dict[str, st
             return answer + "\n"
         chat += [{"role": "assistant", "content": answer},
                  {"role": "user", "content": "Rewrite it. Problems: " + "; ".join(problems) + "."}]
-    return write_report(target_tests, messages, patch, repo=repo, seed=seed)
+    return write_report(target_tests, messages, patch, repo=repo, seed=seed, groups=groups, source_dirs=source_dirs)

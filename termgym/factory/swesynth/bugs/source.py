@@ -290,10 +290,22 @@ def _function_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, i
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
         if arg is not None:
             names.setdefault(arg.arg, func.lineno)
-    for node in ast.walk(func):
+    # Names bound in a nested scope (a comprehension's variable, a lambda's or inner function's
+    # parameters and locals) are not bound where the function reads its own: using one raises
+    # NameError, a slip no person makes.
+    nested = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.FunctionDef,
+              ast.AsyncFunctionDef, ast.ClassDef)
+    stack: list[ast.AST] = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, nested):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.setdefault(node.name, node.lineno)  # the inner definition's own name is local
+            continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.setdefault(node.id, node.lineno)
             names[node.id] = min(names[node.id], node.lineno)
+        stack.extend(ast.iter_child_nodes(node))
     names.pop("self", None)
     names.pop("cls", None)
     return names
@@ -338,7 +350,8 @@ def _mutate_string(body: str, salt: int) -> str | None:
     if len(body) > 40 or "\n" in body:
         return None
     options = []
-    if body[:1].isalpha():
+    if len(body) >= 4 and body.replace(" ", "").isalpha():
+        # a word's case ('Error' for 'error'); never a code such as a file mode ('Rb+' for 'rb+')
         options.append(body[0].swapcase() + body[1:])
     if len(body) > 1:
         options.append(body[:-1])

@@ -1,0 +1,92 @@
+"""The suite card and the audit's command line (termgym.factory.swesynth.card, ``termgym swesynth
+card`` / ``audit``): numbers read from the bundled records, a card written into a document twice
+stays one card, and bad input is named."""
+
+from __future__ import annotations
+
+import json
+
+from termgym.cli import main
+from termgym.factory.swesynth.card import END, START, fix_size, measure, render, symptom, write_into
+from termgym.tasks.swesynth import SUITE_DIR
+
+PATCH = """diff --git a/p/a.py b/p/a.py
+--- a/p/a.py
++++ b/p/a.py
+@@ -1,3 +1,3 @@
+ x = 1
+-y = 2
++y = 3
+ z = 4
+@@ -10,3 +10,4 @@
+ a = 1
+-b = 2
++b = 3
++c = 5
+diff --git a/p/b.py b/p/b.py
+--- a/p/b.py
++++ b/p/b.py
+@@ -1,2 +1,2 @@
+-q = 1
++q = 2
+"""
+
+
+def test_fix_size_counts_lines_sites_and_files():
+    assert fix_size(PATCH) == {"lines": 1 + 2 + 1, "sites": 3, "files": 2}
+
+
+def test_symptom_reads_the_report():
+    assert symptom("`f()` crashes with `ValueError` on input that looks valid to me.\n\nMore.") == "raises"
+    assert symptom("`f()` silently accepts bad input.\n\nWith `f(1)`, it goes through.") == "accepts bad input"
+    assert symptom("I think `f()` is broken.\n\nWhen I call `f(1)`, I get `2`. I expected `3`.") == "wrong value"
+
+
+def test_the_card_of_the_bundled_suite_adds_up():
+    card = measure(SUITE_DIR)
+    total = card["tasks"]
+    assert total == sum(c["tasks"] for c in card["per_project"].values()) == sum(card["splits"].values())
+    assert sum(card["symptoms"].values()) == total == sum(card["difficulty"].values())
+    assert all(len(v) == total for v in card["sizes"].values())
+    assert set(card["projects"]) == set(card["per_project"])
+    assert all(p["license"] != "?" for p in card["projects"].values())
+    text = render(card)
+    assert text.startswith(START) and text.rstrip().endswith(END) and f"**{total} tasks**" in text
+
+
+def test_writing_the_card_twice_keeps_one_card(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Title\n\nText.\n")
+    card = measure(SUITE_DIR)
+    write_into(doc, render(card))
+    write_into(doc, render(card))
+    text = doc.read_text()
+    assert text.count(START) == 1 and text.count(END) == 1 and text.startswith("# Title\n\nText.\n")
+
+
+def test_the_card_command_writes_the_section_and_takes_an_audit(tmp_path, capsys):
+    audit = tmp_path / "audit.json"
+    assert main(["swesynth", "audit", "--suite", "projects", "--sample", "3", "--seed", "1", "--static",
+                 "--json", str(audit)]) == 0
+    out = capsys.readouterr().out
+    assert "| **all** | 3 |" in out
+    result = json.loads(audit.read_text())
+    assert result["tasks"] == 3 and result["run"] is False
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Doc\n")
+    assert main(["swesynth", "card", "--audit", str(audit), "--write", str(doc)]) == 0
+    assert "**Report checks passed** (`termgym swesynth audit`, a sample of 3 tasks drawn with seed 1, " \
+           "static checks only)" in doc.read_text()
+
+
+def test_bad_input_is_named(tmp_path, capsys):
+    assert main(["swesynth", "card", "--suite", str(tmp_path / "nowhere")]) == 2
+    assert "holds no suite.json" in capsys.readouterr().err
+    assert main(["swesynth", "card", "--suite", "toy"]) == 2
+    assert "is not a compact suite" in capsys.readouterr().err
+    assert main(["swesynth", "card", "--audit", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read the audit" in capsys.readouterr().err
+    assert main(["swesynth", "audit", "--suite", str(tmp_path / "nowhere")]) == 2
+    assert "neither a suite directory nor a suite name" in capsys.readouterr().err
+    assert main(["swesynth", "audit", "--sample", "0"]) == 2
+    assert "--sample must be at least 1" in capsys.readouterr().err

@@ -1,0 +1,62 @@
+"""The quality checks inside generation, on the mini project with real sandboxes: kept tasks pass
+them (their repro ran on the clean and the buggy tree), and a sabotaged report writer gets every
+candidate rejected with the failed check named in the rejection counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from termgym.factory.swesynth import generate as generate_module
+from termgym.factory.swesynth.generate import generate
+from termgym.factory.swesynth.quality import CHECKS, static_checks
+
+PYTEST = "python3 -m pytest -q tests"
+
+
+def test_kept_tasks_pass_every_check_and_ran_their_repro(mini_repo, tmp_path):
+    result = generate(mini_repo, PYTEST, n=2, seed=1, out=tmp_path / "out", workers=1)
+    assert result.records, result.stats.rejected
+    for record in result.records:
+        found = static_checks(record.problem_statement, record.target_tests, mini_repo, ["minilib"])
+        assert all(why == "" for why in found.values()), (record.problem_statement, found)
+        assert "```python\nfrom minilib" in record.problem_statement or ">>> from minilib" in record.problem_statement
+        repro = record.validation["repro"]
+        assert repro["clean"] != repro["buggy"]
+
+
+def test_two_bug_tasks_name_each_bugs_symptom(mini_repo, tmp_path):
+    result = generate(mini_repo, PYTEST, n=2, seed=5, out=tmp_path / "out", max_bugs=2, workers=1,
+                      sandbox_check=False, max_attempts=120)
+    multi = [r for r in result.records if len(r.mutations) >= 2]
+    for record in multi:
+        assert "There is a second problem" in record.problem_statement or \
+            "Something else also looks wrong" in record.problem_statement
+    rejected = result.stats.rejected
+    assert result.records or rejected, "generation judged nothing"
+    # the per-bug run is counted whenever a combination had a bug no required test sees
+    assert all(key.startswith(("quality check failed", "implausible bug")) or "quality" not in key for key in rejected)
+
+
+def test_sabotage_a_writer_that_drops_the_imports_gets_every_candidate_rejected(mini_repo, tmp_path, monkeypatch):
+    real = generate_module.write_report
+
+    def without_imports(*args, **kwargs):
+        text = real(*args, **kwargs)
+        return "\n".join(line for line in text.splitlines() if not line.lstrip(">. ").startswith(("from ", "import ")))
+
+    monkeypatch.setattr(generate_module, "write_report", without_imports)
+    result = generate(mini_repo, PYTEST, n=1, seed=1, out=tmp_path / "out", workers=1, sandbox_check=False,
+                      max_attempts=30)
+    assert result.records == []
+    assert result.stats.rejected.get("quality check failed, repro has its imports", 0) >= 1, result.stats.rejected
+    assert "repro has its imports" in CHECKS
+
+
+def test_the_check_names_are_the_rejection_keys():
+    from termgym.factory.swesynth.generate import Stats
+
+    stats = Stats(wanted=1)
+    for check in CHECKS:
+        stats.reject(f"quality check failed, {check}")
+    assert set(stats.rejected) == {f"quality check failed, {c}" for c in CHECKS}
+    assert Path(generate_module.__file__).name == "generate.py"
