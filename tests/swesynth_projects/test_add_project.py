@@ -79,6 +79,7 @@ def test_layout_is_found_in_flat_and_src_trees(tmp_path):
     assert (src.source_dirs, src.python_path, src.licence, src.test_style) == (
         ["src/demo"], ["src"], "BSD-3-Clause", "unittest")
     (tmp_path / "a" / "demo-1.0" / "LICENSE").rename(tmp_path / "a" / "demo-1.0" / "apache-2.0.LICENSE")
+    (tmp_path / "a" / "demo-1.0" / "license-demo.ABOUT").write_text("license_expression: mit\n")
     assert detect_layout(tmp_path / "a" / "demo-1.0").licence_files == ["apache-2.0.LICENSE"]
     assert count_lines(tmp_path / "a" / "demo-1.0", ["demo"], ["tests"]) == 4
     assert test_style(tmp_path / "a" / "demo-1.0", ["tests"]) == "pytest"

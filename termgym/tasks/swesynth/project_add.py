@@ -185,7 +185,10 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
     licence_files = sorted(p.name for p in top.iterdir() if p.is_file() and _LICENCE_FILE.match(p.name))
     if not licence_files:
         raise AddProjectError(f"{where}: no licence file (LICENSE, LICENCE, COPYING) at the top of the sdist")
-    texts = "\n".join((top / f).read_text(encoding="utf-8", errors="replace") for f in licence_files)
+    read = {f: (top / f).read_text(encoding="utf-8", errors="replace") for f in licence_files}
+    recognised = [f for f in licence_files if licence_from_text(read[f])]
+    licence_files = recognised or licence_files  # LICENSE.ABOUT and such beside the licence text stay out
+    texts = "\n".join(read[f] for f in licence_files)
     found = licence or licence_from_text(texts) or licence_from_metadata(top)
     if found is None:
         raise AddProjectError(f"{where}: the licence is none that can be recognised; pass --license with its SPDX id "
@@ -342,7 +345,8 @@ def write_manifest(folder: Path, *, name: str, version: str, sdist: Path, layout
         f"test_style = {_toml_string(layout.test_style)}",
     ]
     if measured:
-        lines += ["# Measured on a 2-core shared Debian box (run_clean_suite, local sandbox, under the grader):",
+        lines += [f"# Measured by add-project on {time.strftime('%Y-%m-%d', time.gmtime())} (run_clean_suite, local "
+                  "sandbox, under the grader):",
                   f"lines = {measured['lines']}", f"tests = {measured['tests']}",
                   f"suite_seconds = {measured['suite_seconds']}"]
     lines += ["# The full lock of the test environment (installed with --no-deps --require-hashes),",
