@@ -431,7 +431,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
 
 def cmd_add_project(args: argparse.Namespace) -> int:
-    from termgym.tasks.swesynth.project_add import AddProjectError, add_project, parse_deselect
+    from termgym.factory.swesynth.project_add import AddProjectError, add_project, parse_deselect
 
     try:
         result = add_project(args.requirement, sdist=args.sdist, domain=args.domain, description=args.description,

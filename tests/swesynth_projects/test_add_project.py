@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from termgym.cli import main
-from termgym.tasks.swesynth import projects as P
-from termgym.tasks.swesynth.project_add import (
+from termgym.factory.swesynth.project_add import (
     BASE_LOCK,
     AddProjectError,
     add_project,
@@ -28,6 +27,7 @@ from termgym.tasks.swesynth.project_add import (
     test_command,
     test_style,
 )
+from termgym.tasks.swesynth import projects as P
 from termgym_data import SWESYNTH_DIR
 
 MIT = ("Copyright (c) 2026 Someone\n\nPermission is hereby granted, free of charge, to any person obtaining a copy "

@@ -11,7 +11,8 @@
 * :mod:`.generate` — the pipeline (``termgym swesynth generate``); :mod:`.bundle` — the bundled
   suite, resumable (``termgym swesynth bundle``); :mod:`.corpus` — the corpus projects;
 * :mod:`.behaviour_record` — recording the behaviour check; :mod:`.selection_build` — the
-  per-project coverage maps the fast grades read; :mod:`.adapters`, :mod:`.patches` — patch helpers.
+  per-project coverage maps the fast grades read; :mod:`.adapters`, :mod:`.patches` — patch helpers;
+* :mod:`.project_add` — a PyPI sdist made into a checked project folder (``termgym swesynth add-project``).
 
 The runtime it feeds is :mod:`termgym.tasks.swesynth` (records, suite, task, grading); what both
 need (which paths are source, the tree copy, the test-command selection, the Python parser) lives
