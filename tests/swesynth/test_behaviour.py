@@ -232,7 +232,12 @@ def test_a_local_functions_qualified_name_is_incidental_in_form_2():
 # -- held-out inputs: what a table of the tests' answers cannot match ---------------------------------
 
 def test_only_a_check_that_tells_the_bug_apart_on_a_held_out_input_is_servable():
-    from termgym.tasks.swesynth.behaviour import heldout_outcomes, heldout_telling, servable, unservable_reason
+    from termgym.tasks.swesynth.behaviour import (
+        heldout_outcomes,
+        heldout_telling,
+        servable,
+        unservable_reason,
+    )
 
     def answer(returned, args="a"):
         return probe.answer_of({"return": returned, "raises": None, "args_after": ["list", [args * 700]]})
