@@ -379,7 +379,8 @@ def _normalised(patch: str) -> str:
 
 # -- the measurement --------------------------------------------------------------------------------
 
-def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...], served_only: bool = False) -> dict:
+def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...], served_only: bool = False,
+                 nonfixes: tuple[str, ...] = NONFIXES) -> dict:
     """Grade one task's non-fixes, alternative fix and oracle (with and without its check).
 
     A stored check not marked yet is marked first, and one that is not servable recorded again,
@@ -441,7 +442,7 @@ def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...], serv
 
     try:
         if "nonfix" in parts:
-            for kind in NONFIXES:
+            for kind in nonfixes:
                 patch = nonfix_patch(task, tree, kind)
                 d = grade(patch)
                 entry[kind] = {"old": bool(d.get("tests_passed", d["all_passed"]) and not d.get("tamper")),
@@ -480,7 +481,7 @@ def summarise(entries: list[dict]) -> dict:
         if e.get("not_served"):
             out["not_served"][e["not_served"]] = out["not_served"].get(e["not_served"], 0) + 1
     out["served"] = sum(bool(e.get("served")) for e in entries)
-    for kind in NONFIXES:
+    for kind in NONFIXES + EXTRA_NONFIXES:
         graded = [e[kind] for e in entries if kind in e]
         if graded:
             out[kind] = {"graded": len(graded), "old_hits": sum(g["old"] for g in graded),
@@ -551,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="grade only the drawn tasks whose check is servable (after marking or recording "
                              "it again); count the others")
     parser.add_argument("--parts", default="nonfix,alt,time", help="comma list of nonfix, alt, time")
+    parser.add_argument("--nonfixes", default=",".join(NONFIXES),
+                        help=f"comma list of non-fixes to grade ({', '.join(NONFIXES + EXTRA_NONFIXES)})")
     parser.add_argument("--backend", default="local")
     parser.add_argument("-j", "--jobs", type=int, default=1)
     parser.add_argument("--out", default="behaviour_check.json")
@@ -575,7 +578,12 @@ def main(argv: list[str] | None = None) -> int:
     entries: list[dict] = []
     out = Path(args.out)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for entry in pool.map(lambda tid: measure_task(suite, tid, args.backend, parts, args.served_only), sample):
+        nonfixes = tuple(k.strip() for k in args.nonfixes.split(",") if k.strip())
+        unknown = [k for k in nonfixes if k not in NONFIXES + EXTRA_NONFIXES]
+        if unknown:
+            parser.error(f"unknown non-fix {unknown[0]!r}; known: {', '.join(NONFIXES + EXTRA_NONFIXES)}")
+        for entry in pool.map(lambda tid: measure_task(suite, tid, args.backend, parts, args.served_only, nonfixes),
+                              sample):
             entries.append(entry)
             print(json.dumps(entry)[:300], flush=True)
             out.write_text(json.dumps({"summary": summarise(entries), "tasks": entries}, indent=1) + "\n")

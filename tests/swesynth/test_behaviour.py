@@ -146,6 +146,10 @@ def test_validate_check_names_what_is_wrong():
         validate_check({**good, "answers": {}}, "t")
     with pytest.raises(BehaviourDataError, match=r"inputs\[0\]"):
         validate_check({**good, "inputs": [{"id": "i0"}]}, "t")
+    with pytest.raises(BehaviourDataError, match="t: 'behaviour.canonical' must be 1 or 2, got 7"):
+        validate_check({**good, "canonical": 7}, "t")
+    with pytest.raises(BehaviourDataError, match="t: 'behaviour.heldout' must be a list of input ids"):
+        validate_check({**good, "heldout": "i0"}, "t")
 
 
 def test_a_bad_sidecar_line_names_the_file_and_line(tmp_path):

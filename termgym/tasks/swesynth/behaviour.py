@@ -18,6 +18,10 @@ check does not ask the graded process for a verdict; it asks it for *answers*:
   validates its shape and compares every answer with the stored clean one here, in termgym's
   process. The clean answers never enter any sandbox.
 
+A suite serves a task by default only if its check decides alone: an input that tells the bug
+apart is *held out* (no call the tests make has its arguments) and the held-out inputs have two or
+more different clean outcomes (:func:`servable`).
+
 A patch passes only if the required tests pass **and** every answer matches. A replay that crashes,
 hangs or prints something else is a 0 with the reason in the details; it is an infrastructure error
 only if the oracle's tree, replayed in a sandbox nobody touched, does not reproduce the clean
@@ -84,6 +88,12 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         raise BehaviourDataError(f"{where}: 'behaviour' must be an object, got {type(check).__name__}")
     if check.get("version") != BEHAVIOUR_VERSION:
         raise BehaviourDataError(f"{where}: 'behaviour.version' must be {BEHAVIOUR_VERSION}, got {check.get('version')!r}")
+    if check.get("canonical", 1) not in (1, CANONICAL_VERSION):
+        raise BehaviourDataError(f"{where}: 'behaviour.canonical' must be 1 or {CANONICAL_VERSION}, "
+                                 f"got {check.get('canonical')!r}")
+    for key in ("telling", "heldout"):
+        if key in check and not (isinstance(check[key], list) and all(isinstance(i, str) for i in check[key])):
+            raise BehaviourDataError(f"{where}: 'behaviour.{key}' must be a list of input ids")
     inputs, answers = check.get("inputs"), check.get("answers")
     if not isinstance(inputs, list) or not inputs:
         raise BehaviourDataError(f"{where}: 'behaviour.inputs' must be a non-empty list")
