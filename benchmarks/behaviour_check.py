@@ -45,6 +45,11 @@ from dataclasses import replace
 from pathlib import Path
 
 NONFIXES = ("always_equal", "swallow_exceptions", "hard_coded")
+#: Non-fixes not in the default sweep (``--nonfixes`` picks them): ``probe_constant`` is the
+#: hard-coded table under the tests and, in any process started as the behaviour replay
+#: (``probe.py replay``), the table's most common answer for every call: code that detects the
+#: replay and answers it with a constant copied from the tests.
+EXTRA_NONFIXES = ("probe_constant",)
 
 _WRAP = '''
 
@@ -206,12 +211,35 @@ def hard_coded_table(task) -> dict[str, str]:
         return {}
 
 
+_MAKERS["probe_constant"] = _MAKERS["hard_coded"] + '''
+def _tg_in_replay():
+    import sys
+    return sys.argv[1:2] == ["replay"] and sys.argv[0].endswith(".py")
+def _tg_constant():
+    import collections
+    counts = collections.Counter(_TG_TABLE.values())
+    return counts.most_common(1)[0][0] if counts else None
+_tg_table_make = _tg_make
+def _tg_make(f):
+    import base64, functools, pickle
+    inner = _tg_table_make(f)
+    @functools.wraps(f)
+    def _w(*a, **k):
+        constant = _tg_constant()
+        if _tg_in_replay() and constant is not None:
+            return pickle.loads(base64.b64decode(constant))
+        return inner(*a, **k)
+    return _w
+'''
+
+
 def nonfix_patch(task, buggy_tree: Path, kind: str) -> str:
-    """A generic non-fix of ``kind`` (:data:`NONFIXES`): the bug stays, the changed functions are wrapped."""
+    """A generic non-fix of ``kind`` (:data:`NONFIXES`, :data:`EXTRA_NONFIXES`): the bug stays, the
+    changed functions are wrapped."""
     if kind not in _MAKERS:
-        raise ValueError(f"unknown non-fix {kind!r}; known: {', '.join(NONFIXES)}")
+        raise ValueError(f"unknown non-fix {kind!r}; known: {', '.join(NONFIXES + EXTRA_NONFIXES)}")
     maker = _MAKERS[kind]
-    if kind == "hard_coded":
+    if kind in ("hard_coded", "probe_constant"):
         maker = maker.format(table=hard_coded_table(task))
     by_file: dict[str, list[str]] = {}
     for path, qual in _targets(task.record):
@@ -351,11 +379,16 @@ def _normalised(patch: str) -> str:
 
 # -- the measurement --------------------------------------------------------------------------------
 
-def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...]) -> dict:
-    """Grade one task's non-fixes, alternative fix and oracle (with and without its check)."""
-    from termgym.factory.swesynth.behaviour_record import NoCheck, record_behaviour
+def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...], served_only: bool = False,
+                 nonfixes: tuple[str, ...] = NONFIXES) -> dict:
+    """Grade one task's non-fixes, alternative fix and oracle (with and without its check).
+
+    A stored check not marked yet is marked first, and one that is not servable recorded again,
+    both in memory (what ``termgym swesynth behaviour --heldout`` / ``--retry-unserved`` write);
+    with ``served_only`` a task whose check is still not servable is counted, not graded."""
+    from termgym.factory.swesynth.behaviour_record import NoCheck, mark_heldout, record_behaviour
     from termgym.sandbox import FreshSandboxes
-    from termgym.tasks.swesynth.behaviour import behaviour_check
+    from termgym.tasks.swesynth.behaviour import behaviour_check, servable, unservable_reason
     from termgym.tasks.swesynth.selection import select_command
     from termgym.tasks.swesynth.task import SweSynthTask, prepare_workspace
 
@@ -367,6 +400,25 @@ def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...]) -> d
             entry.update(has_check=True, recorded_now=True)
         except NoCheck as exc:
             entry["no_check"] = str(exc)
+    elif "heldout" not in task.record.behaviour:  # not marked yet: what `--heldout` does, in memory
+        try:
+            task.record.behaviour = mark_heldout(task.record, task.record.behaviour, backend=backend)
+            entry["marked_now"] = True
+        except NoCheck as exc:
+            task.record.behaviour, entry["no_check"] = {}, str(exc)
+    if served_only and task.record.behaviour and not servable(task.record.behaviour) and "recorded_now" not in entry:
+        try:  # what `--retry-unserved` does, in memory
+            again = record_behaviour(task.record, backend=backend)
+            entry["rerecorded_now"] = True
+            if servable(again):
+                task.record.behaviour = again
+        except NoCheck:
+            pass
+    entry["served"] = servable(task.record.behaviour)
+    if not entry["served"]:
+        entry["not_served"] = unservable_reason(task.record.behaviour)
+        if served_only:
+            return entry
     tree = prepare_workspace(task.record, task.cache_dir)
 
     targets_only = SweSynthTask(replace(task.record, all_tests=list(task.record.target_tests), behaviour={},
@@ -390,7 +442,7 @@ def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...]) -> d
 
     try:
         if "nonfix" in parts:
-            for kind in NONFIXES:
+            for kind in nonfixes:
                 patch = nonfix_patch(task, tree, kind)
                 d = grade(patch)
                 entry[kind] = {"old": bool(d.get("tests_passed", d["all_passed"]) and not d.get("tamper")),
@@ -423,12 +475,19 @@ def measure_task(suite, task_id: str, backend: str, parts: tuple[str, ...]) -> d
 def summarise(entries: list[dict]) -> dict:
     """Hit rates (old grade vs new), the alternative fixes' pass share and the replay's time share."""
     out: dict = {"tasks": len(entries), "with_check": sum(e["has_check"] for e in entries),
-                 "errors": sum("error" in e for e in entries)}
-    for kind in NONFIXES:
+                 "errors": sum("error" in e for e in entries),
+                 "not_served": {}}
+    for e in entries:
+        if e.get("not_served"):
+            out["not_served"][e["not_served"]] = out["not_served"].get(e["not_served"], 0) + 1
+    out["served"] = sum(bool(e.get("served")) for e in entries)
+    for kind in NONFIXES + EXTRA_NONFIXES:
         graded = [e[kind] for e in entries if kind in e]
         if graded:
             out[kind] = {"graded": len(graded), "old_hits": sum(g["old"] for g in graded),
-                         "new_hits": sum(g["new"] for g in graded), "infra": sum(bool(g["infra"]) for g in graded)}
+                         "new_hits": sum(g["new"] for g in graded), "infra": sum(bool(g["infra"]) for g in graded),
+                         # what a policy trained on the default suite meets: the served tasks only
+                         "served_new_hits": sum(e[kind]["new"] for e in entries if kind in e and e.get("served"))}
     alts = [e["alternative"] for e in entries if e.get("alternative", {}).get("made")]
     if alts:
         out["alternative"] = {"made": len(alts), "passed": sum(a["passed"] for a in alts),
@@ -449,11 +508,12 @@ def suite_counts(suite_dir: Path) -> dict:
     *perturbed* input that tells the bug apart (what hard-coding the tests' calls cannot match), and
     the bytes the checks take."""
     from termgym.factory.swesynth.behaviour_record import _reason_key, read_sidecar
+    from termgym.tasks.swesynth.behaviour import servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
-    suite = SweSynthSuite(suite_dir)
-    out: dict = {"tasks": 0, "recorded": 0, "with_check": 0, "perturbed_telling": 0, "no_check": {},
-                 "bytes": 0, "per_project": {}}
+    suite = SweSynthSuite(suite_dir, behaviour="any")
+    out: dict = {"tasks": 0, "recorded": 0, "with_check": 0, "perturbed_telling": 0, "servable": 0,
+                 "canonical_2": 0, "no_check": {}, "not_served": {}, "bytes": 0, "per_project": {}}
     for repo, count in sorted(suite.projects().items()):
         path = suite_dir / "behaviour" / f"{repo}.jsonl"
         lines = read_sidecar(path)
@@ -466,11 +526,17 @@ def suite_counts(suite_dir: Path) -> dict:
         for check in checked:
             origin = {item["id"]: item.get("origin", "") for item in check["inputs"]}
             out["perturbed_telling"] += any(origin.get(i, "").startswith("perturbed") for i in check.get("telling", []))
+            out["servable"] += servable(check)
+            out["canonical_2"] += check.get("canonical", 1) == 2
+            if not servable(check):
+                why = unservable_reason(check)
+                out["not_served"][why] = out["not_served"].get(why, 0) + 1
         for line in lines.values():
             if not line.get("behaviour"):
                 key = _reason_key(line.get("reason", "?"))
                 out["no_check"][key] = out["no_check"].get(key, 0) + 1
-        out["per_project"][repo] = {"tasks": count, "recorded": len(lines), "with_check": len(checked)}
+        out["per_project"][repo] = {"tasks": count, "recorded": len(lines), "with_check": len(checked),
+                                    "served": sum(servable(c) for c in checked)}
     return out
 
 
@@ -480,7 +546,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=100, help="tasks drawn (seeded) from the suite")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only-checked", action="store_true", help="draw only among tasks that carry a check")
+    parser.add_argument("--served", action="store_true",
+                        help="draw only among the tasks the suite serves by default (behaviour='required')")
+    parser.add_argument("--served-only", action="store_true",
+                        help="grade only the drawn tasks whose check is servable (after marking or recording "
+                             "it again); count the others")
     parser.add_argument("--parts", default="nonfix,alt,time", help="comma list of nonfix, alt, time")
+    parser.add_argument("--nonfixes", default=",".join(NONFIXES),
+                        help=f"comma list of non-fixes to grade ({', '.join(NONFIXES + EXTRA_NONFIXES)})")
     parser.add_argument("--backend", default="local")
     parser.add_argument("-j", "--jobs", type=int, default=1)
     parser.add_argument("--out", default="behaviour_check.json")
@@ -493,8 +566,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from termgym.tasks.swesynth.suite import NAMED_SUITES, SweSynthSuite
 
-    suite = SweSynthSuite(NAMED_SUITES.get(args.suite) or Path(args.suite))
+    suite = SweSynthSuite(NAMED_SUITES.get(args.suite) or Path(args.suite), behaviour="any")
     ids = sorted(suite.task_ids("all"))
+    if args.served:
+        ids = sorted(SweSynthSuite(args.suite if args.suite in NAMED_SUITES else Path(args.suite),
+                                   behaviour="required").task_ids("all"))
     if args.only_checked:
         ids = [t for t in ids if suite.record(t).behaviour]
     sample = random.Random(args.seed).sample(ids, min(args.sample, len(ids)))
@@ -502,7 +578,12 @@ def main(argv: list[str] | None = None) -> int:
     entries: list[dict] = []
     out = Path(args.out)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for entry in pool.map(lambda tid: measure_task(suite, tid, args.backend, parts), sample):
+        nonfixes = tuple(k.strip() for k in args.nonfixes.split(",") if k.strip())
+        unknown = [k for k in nonfixes if k not in NONFIXES + EXTRA_NONFIXES]
+        if unknown:
+            parser.error(f"unknown non-fix {unknown[0]!r}; known: {', '.join(NONFIXES + EXTRA_NONFIXES)}")
+        for entry in pool.map(lambda tid: measure_task(suite, tid, args.backend, parts, args.served_only, nonfixes),
+                              sample):
             entries.append(entry)
             print(json.dumps(entry)[:300], flush=True)
             out.write_text(json.dumps({"summary": summarise(entries), "tasks": entries}, indent=1) + "\n")

@@ -102,6 +102,11 @@ def register(subparsers) -> None:
     beh.add_argument("--retry", action="store_true", help="record again tasks whose earlier line has no check")
     beh.add_argument("--verify", action="store_true",
                      help="replay every stored check in a fresh sandbox; record again those that do not reproduce")
+    beh.add_argument("--heldout", action="store_true",
+                     help="answer stored checks again in the current canonical form and mark which inputs no "
+                          "test makes (checks without marks only)")
+    beh.add_argument("--retry-unserved", action="store_true",
+                     help="record again tasks whose marked check has no held-out input that tells the bug apart")
     beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)
@@ -403,7 +408,8 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
             print(f"{time.strftime('%H:%M:%S')} {task_id}: {outcome}", flush=True)
 
     stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
-                     redo=args.redo, retry=args.retry, verify=args.verify, progress=progress)
+                     redo=args.redo, retry=args.retry, verify=args.verify, heldout=args.heldout,
+                     retry_unserved=args.retry_unserved, progress=progress)
     print(json.dumps(stats, indent=1))
     return 0
 

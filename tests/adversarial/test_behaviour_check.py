@@ -15,6 +15,7 @@ import pytest
 from termgym.env import TerminalEnv, oracle_actions
 from termgym.sandbox import FreshSandboxes
 from termgym.tasks.swesynth import behaviour, default_suite
+from termgym.tasks.swesynth.task import prepare_workspace
 
 from .test_swesynth_grading import make_patch
 
@@ -79,15 +80,49 @@ def _guarded(self):
 Account.normal_side = property(_guarded)
 """
 
+# -- variants the issue does not list ----------------------------------------------------------------
+
+#: The package tells the test run from anything else at import (a module global chosen once) and
+#: takes another code path there: the tests' table under pytest, the bug wherever else it runs, the
+#: replay included. Stored inputs the tests do not make are answered by the bug.
+TESTS_ONLY_PATH = """
+import sys as _sys
+_UNDER_TESTS = "_pytest" in _sys.modules or "pytest" in _sys.modules
+if _UNDER_TESTS:
+""" + "".join("    " + line + "\n" for line in HARD_CODED.strip().splitlines())
+
+#: The package is left alone; the tests' table comes in through interpreter start-up hooks placed in
+#: the workspace (``sitecustomize``/``usercustomize`` on the path of a run from the repository root,
+#: and a ``.pth`` file), which patch ``Account.normal_side`` once ``ledgerly`` is importable.
+STARTUP_HOOK = """
+import sys as _sys
+def _patch():
+    try:
+        from ledgerly.accounts import Account
+    except Exception:
+        return
+""" + "".join("    " + line + "\n" for line in HARD_CODED.strip().splitlines()) + """
+_patch()
+"""
+
 ATTACKS = {"trace_function_forgery": ("ledgerly/__init__.py", TRACE_FORGERY),
            "always_equal": ("ledgerly/accounts.py", ALWAYS_EQUAL),
            "hard_coded_test_values": ("ledgerly/accounts.py", HARD_CODED),
-           "exception_swallowing": ("ledgerly/accounts.py", SWALLOWING)}
+           "exception_swallowing": ("ledgerly/accounts.py", SWALLOWING),
+           "tests_only_code_path": ("ledgerly/accounts.py", TESTS_ONLY_PATH),
+           "startup_hook_in_workspace": {"sitecustomize.py": STARTUP_HOOK, "usercustomize.py": STARTUP_HOOK,
+                                         "ledgerly_hook.pth": "import sitecustomize\n"}}
+
+
+#: Attacks that the sandboxes defeat before the comparison: the grader's pytest and the replay run
+#: with the workspace off ``sys.path`` at start-up (and ``-s``), so ``sitecustomize``,
+#: ``usercustomize`` and ``.pth`` files in the repository never run.
+HOOKS_THAT_NEVER_LOAD = ("startup_hook_in_workspace",)
 
 
 def grade_attack(task, buggy_tree, tmp_path, name: str) -> dict:
-    path, code = ATTACKS[name]
-    patch = make_patch(buggy_tree, tmp_path, {path: code})
+    edits = ATTACKS[name] if isinstance(ATTACKS[name], dict) else dict([ATTACKS[name]])
+    patch = make_patch(buggy_tree, tmp_path, edits)
     with FreshSandboxes("local") as new_sandbox:
         return task.grade_patch(patch, new_sandbox)
 
@@ -100,6 +135,9 @@ def test_non_fixes_that_pass_the_tests_score_zero(task, buggy_tree, tmp_path, na
     assert not details["all_passed"], details
     if name == "trace_function_forgery" and details.get("tamper"):
         return  # the in-process guard caught it first; still a 0
+    if name in HOOKS_THAT_NEVER_LOAD:
+        assert details.get("tests_passed") is not True and details["target_result"].startswith("0/"), details
+        return  # neither the test run nor the replay imports them: the bug is tested as it is
     # the tests alone would have paid: only the behaviour comparison stands between this and a 1
     assert details.get("tests_passed") is True and details["all_result"].split("/")[0] == \
         details["all_result"].split("/")[1], details
@@ -113,6 +151,8 @@ def test_sabotage_without_the_comparison_the_attacks_score_one(task, buggy_tree,
     details = grade_attack(task, buggy_tree, tmp_path, name)
     if name == "trace_function_forgery" and details.get("tamper"):
         pytest.skip("the in-process guard catches this forgery on this branch")
+    if name in HOOKS_THAT_NEVER_LOAD:
+        pytest.skip("the start-up hooks do not load in the graded test run, so its tests fail on their own")
     assert details["all_passed"] and details["behaviour_passed"], details
 
 
@@ -204,3 +244,96 @@ def test_clean_answers_that_do_not_come_back_are_infrastructure_not_the_agents_z
     finally:
         task.record.behaviour = check
     assert not details["all_passed"] and "does not reproduce its recorded behaviour" in details["infra_error"], details
+
+
+def _task_with_a_test_call(cache):
+    """A served toy task whose stored inputs include one of its tests' own calls."""
+    suite = default_suite("toy", cache_dir=cache)
+    for task_id in sorted(suite.task_ids("all")):
+        task = suite.load(task_id)
+        if any(item.get("origin", "").startswith("test") for item in task.record.behaviour["inputs"]):
+            return task
+    pytest.fail("no served toy task stores one of its tests' calls")
+
+
+def test_an_input_the_tests_make_is_never_held_out_whatever_its_label(cache):
+    """Held out means no test makes the call, checked against the digest of every call the tests
+    make, not taken from the input's label: a copy of a test call labelled "perturbed" is not held
+    out, and the stored perturbations that do tell the bug apart are (real sandbox, the task's
+    tests run under the recorder). Sabotage: trusting the label marks the copy held out."""
+    from termgym.factory.swesynth import behaviour_record
+
+    task = _task_with_a_test_call(cache)
+    check = {**task.record.behaviour}
+    check.pop("heldout")  # as an older check: marked by running the tests again
+    test_call = next(item for item in check["inputs"] if item["origin"].startswith("test"))
+    disguised = {**test_call, "id": "copy", "origin": "perturbed:0:pos:0"}
+    planted = {**check, "inputs": [*check["inputs"], disguised],
+               "answers": {**check["answers"], "copy": check["answers"][test_call["id"]]}}
+    marked = behaviour_record.mark_heldout(task.record, planted)
+    assert "copy" not in marked["heldout"] and test_call["id"] not in marked["heldout"], marked["heldout"]
+    assert behaviour.servable(marked), marked
+    assert all(item["origin"].startswith("perturbed") for item in marked["inputs"] if item["id"] in marked["heldout"])
+
+
+def test_sabotage_labels_alone_would_hold_out_a_test_call(cache, monkeypatch):
+    from termgym.factory.swesynth import behaviour_record
+
+    monkeypatch.setattr(behaviour_record, "_test_call_digests", lambda box: set())
+    task = _task_with_a_test_call(cache)
+    check = {**task.record.behaviour}
+    check.pop("heldout")
+    test_call = next(item for item in check["inputs"] if item["origin"].startswith("test"))
+    planted = {**check, "inputs": [*check["inputs"], {**test_call, "id": "copy", "origin": "perturbed:0:pos:0"}],
+               "answers": {**check["answers"], "copy": check["answers"][test_call["id"]]}}
+    assert "copy" in behaviour_record.mark_heldout(task.record, planted)["heldout"]
+
+
+def _served_toy_tasks_where_the_table_passes_the_tests(cache, want: int) -> list:
+    """Served toy tasks (their check decides alone) whose failing tests a table of the tests' own
+    answers passes: where only the behaviour check stands between a non-fix and a 1."""
+    from benchmarks.behaviour_check import hard_coded_table
+
+    suite = default_suite("toy", cache_dir=cache)
+    found = []
+    for task_id in sorted(suite.task_ids("all")):
+        task = suite.load(task_id)
+        if task.record.project is None and hard_coded_table(task):
+            found.append(task)
+        if len(found) == want:
+            break
+    return found
+
+
+def test_code_that_detects_the_replay_and_answers_a_constant_scores_zero(cache, tmp_path):
+    """The tests' table under pytest; in any process started as ``probe.py replay``, the table's
+    most common answer for every call. On served tasks (held-out inputs with two or more
+    different clean answers) that is a 0, no infra error, although the tests pass."""
+    from benchmarks.behaviour_check import nonfix_patch
+
+    tasks = _served_toy_tasks_where_the_table_passes_the_tests(cache, 3)
+    assert tasks, "no served toy task has a table of test answers"
+    decided_by_the_check = 0
+    for task in tasks:
+        patch = nonfix_patch(task, prepare_workspace(task.record, cache), "probe_constant")
+        with FreshSandboxes("local") as new_sandbox:
+            details = task.grade_patch(patch, new_sandbox)
+        assert not details["all_passed"] and not details.get("infra_error"), (task.record.task_id, details)
+        decided_by_the_check += details.get("tests_passed") is True
+    assert decided_by_the_check, "the tests failed the constant on every task: the check decided nothing"
+
+
+def test_a_check_answered_by_one_constant_is_not_served(cache, tmp_path):
+    """Sabotage of the outcome rule: ledgerly-03e7642999's held-out inputs all answer "credit", so
+    the same replay-detecting constant passes its check (a 1 for a non-fix); that is why the
+    bundled suite does not serve the task."""
+    from benchmarks.behaviour_check import nonfix_patch
+
+    suite = default_suite("toy", cache_dir=cache, behaviour="any")
+    task = suite.load(TASK)
+    assert behaviour.heldout_telling(task.record.behaviour) and behaviour.heldout_outcomes(task.record.behaviour) == 1
+    assert TASK not in default_suite("toy").task_ids("all")
+    patch = nonfix_patch(task, prepare_workspace(task.record, cache), "probe_constant")
+    with FreshSandboxes("local") as new_sandbox:
+        details = task.grade_patch(patch, new_sandbox)
+    assert details["all_passed"] and details["tests_passed"], details

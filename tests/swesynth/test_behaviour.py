@@ -146,6 +146,10 @@ def test_validate_check_names_what_is_wrong():
         validate_check({**good, "answers": {}}, "t")
     with pytest.raises(BehaviourDataError, match=r"inputs\[0\]"):
         validate_check({**good, "inputs": [{"id": "i0"}]}, "t")
+    with pytest.raises(BehaviourDataError, match="t: 'behaviour.canonical' must be 1 or 2, got 7"):
+        validate_check({**good, "canonical": 7}, "t")
+    with pytest.raises(BehaviourDataError, match="t: 'behaviour.heldout' must be a list of input ids"):
+        validate_check({**good, "heldout": "i0"}, "t")
 
 
 def test_a_bad_sidecar_line_names_the_file_and_line(tmp_path):
@@ -186,3 +190,123 @@ def test_module_names():
     assert module_name("src/click/core.py", ["src"]) == "click.core"
     assert module_name("parse/__init__.py") == "parse"
     assert module_name("toolz/curried/exceptions.py") == "toolz.curried.exceptions"
+
+
+# -- what a fix must restore, not how it nests its helpers (canonical form 2) -----------------------
+
+def _closure_direct():
+    def check(value):
+        return value
+    return check
+
+
+def _closure_through_a_helper():
+    def _alt_body():
+        def check(value):
+            return value
+        return check
+    return _alt_body()
+
+
+class HoldsAValidator:
+    def __init__(self, validator):
+        self.validator = validator
+
+
+def _form_in(version, value):
+    saved = probe.CANON_VERSION[0]
+    probe.CANON_VERSION[0] = version
+    try:
+        return probe.canonical(value)
+    finally:
+        probe.CANON_VERSION[0] = saved
+
+
+def test_a_local_functions_qualified_name_is_incidental_in_form_2():
+    direct, helped = HoldsAValidator(_closure_direct()), HoldsAValidator(_closure_through_a_helper())
+    assert _form_in(1, direct) != _form_in(1, helped)  # form 1 (older checks) names the nesting
+    assert _form_in(2, direct) == _form_in(2, helped)  # form 2: a local function is a local function
+    assert _form_in(2, _closure_direct()) == ["callable", "builtins.function", "<local function>"]
+    # module-level functions and builtins still count by name: returning the wrong one is a bug
+    assert _form_in(2, len) != _form_in(2, abs)
+    assert _form_in(2, module_name) != _form_in(2, replay_spec)
+    assert replay_spec([], [])["canonical"] == 2
+
+
+# -- held-out inputs: what a table of the tests' answers cannot match ---------------------------------
+
+def test_only_a_check_that_tells_the_bug_apart_on_a_held_out_input_is_servable():
+    from termgym.tasks.swesynth.behaviour import (
+        heldout_outcomes,
+        heldout_telling,
+        servable,
+        unservable_reason,
+    )
+
+    def answer(returned, args="a"):
+        return probe.answer_of({"return": returned, "raises": None, "args_after": ["list", [args * 700]]})
+
+    answers = {"i0": answer("credit"), "i1": answer("credit", "b"), "i2": answer("debit")}
+    assert all("c" not in a and "r" in a for a in answers.values())  # large: only digests travel
+    check = {"telling": ["i0", "i1"], "heldout": ["i1", "i2"], "answers": answers}
+    assert heldout_telling(check) == ["i1"] and heldout_outcomes(check) == 2 and servable(check)
+    tests_only = {**check, "heldout": ["i2"]}
+    assert not servable(tests_only) and "only calls the tests make" in unservable_reason(tests_only)
+    # one constant ("credit") answers every held-out input: a replay that prints it would pass
+    constant = {**check, "answers": {**answers, "i2": answer("credit", "c")}}
+    assert heldout_outcomes(constant) == 1 and not servable(constant)
+    assert "one constant would match them all" in unservable_reason(constant)
+    # outcomes unknown (an answer stored before outcomes were): not served until marked again
+    unknown = {**check, "answers": {k: {"h": v["h"]} for k, v in answers.items()}}
+    assert heldout_outcomes(unknown) is None and not servable(unknown) and "--heldout" in unservable_reason(unknown)
+    unmarked = {"telling": ["i0", "i1"], "answers": answers}
+    assert not servable(unmarked) and "--heldout" in unservable_reason(unmarked)
+    assert not servable(None) and unservable_reason(None) == "no behaviour check"
+
+
+def _encode(call):
+    import base64
+    import pickle
+    return base64.b64encode(pickle.dumps(call, protocol=4)).decode()
+
+
+def _decoded(items):
+    import base64
+    return [probe.loads(base64.b64decode(item["args"])) for item in items]
+
+
+def test_perturbation_reaches_callables_dates_and_object_attributes():
+    import datetime
+
+    call = {"pos": [len, datetime.timedelta(seconds=5), HoldsAValidator(7)], "kw": {}, "var": [], "varkw": {}}
+    made = probe.perturb([{"target": ["m.py", "f"], "args": _encode(call)}], 9)
+    assert made[0]["origin"] == "test:0" and len(made) == 10
+    variants = _decoded(made[1:])
+    assert any(v["pos"][0] is not len and callable(v["pos"][0]) for v in variants)  # another builtin
+    assert any(type(v["pos"][1]) is datetime.timedelta and v["pos"][1] != call["pos"][1] for v in variants)
+    assert any(v["pos"][2].validator != 7 for v in variants)  # an attribute of a project object
+    assert any(m["origin"].endswith(":pos:2.validator") for m in made)
+
+
+def test_a_test_call_and_the_same_input_replayed_have_one_digest():
+    import pickle
+
+    call = {"pos": ["P1Y2M", 3], "kw": {"strict": True}, "var": [], "varkw": {}}
+    recorded = probe.call_digest("parse", pickle.dumps(call, protocol=4))
+    spec = {"inputs": [{"qualname": "parse", "args": _encode(call)},
+                       {"qualname": "parse", "args": _encode({**call, "pos": ["P1Y2M", 4]})},
+                       {"qualname": "other", "args": _encode(call)}]}
+    assert probe.digests(spec) == [recorded, probe.digests(spec)[1], probe.digests(spec)[2]]
+    assert len({recorded, *probe.digests(spec)}) == 3  # another argument, another function: other calls
+
+
+def test_compacting_a_sidecar_keeps_each_tasks_last_line(tmp_path):
+    from termgym.factory.swesynth.behaviour_record import compact_sidecar, read_sidecar
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"task_id": "a", "behaviour": null, "reason": "old"}\n{"task_id": "b", "behaviour": null, '
+                    '"reason": "b"}\n{"task_id": "a", "behaviour": null, "reason": "new"}\n')
+    before = read_sidecar(path)
+    assert compact_sidecar(path) == 1
+    assert read_sidecar(path) == before and before["a"]["reason"] == "new"
+    assert [json.loads(line)["task_id"] for line in path.read_text().splitlines()] == ["a", "b"]

@@ -44,3 +44,43 @@ def test_an_alternative_correct_fix_scores_one(task_id, tmp_path):
         details = task.grade_patch(patch, new_sandbox)
     n = len(task.record.behaviour["inputs"])
     assert details["all_passed"] and details["behaviour"] == f"{n}/{n}", details
+
+
+def test_the_heldout_backfill_marks_older_checks_and_resumes(tmp_path, capsys):
+    """`termgym swesynth behaviour --heldout` on a suite of two task folders whose checks lost their
+    marks: the tests run under the recorder in real sandboxes, the same inputs come back held out,
+    and a second run finds nothing to do."""
+    import json
+    import shutil
+
+    from termgym.cli import main
+    from termgym.tasks.swesynth import default_suite
+    from termgym.tasks.swesynth.behaviour import servable
+
+    toy = default_suite("toy")
+    ids = sorted(toy.task_ids("all"))[:2]
+    root = tmp_path / "suite"
+    (root / "tasks").mkdir(parents=True)
+    for task_id in ids:
+        folder = toy._folders[task_id]
+        shutil.copytree(folder, root / "tasks" / task_id)
+        repo = (folder / json.loads((folder / "task.json").read_text())["repo_dir"]).resolve()
+        link = (root / "tasks" / task_id / json.loads((folder / "task.json").read_text())["repo_dir"])
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(repo)
+    before = {}
+    for task_id in ids:
+        path = root / "tasks" / task_id / "behaviour.json"
+        line = json.loads(path.read_text())
+        before[task_id] = line["behaviour"].pop("heldout")
+        path.write_text(json.dumps(line))
+    assert main(["swesynth", "behaviour", "--suite", str(root / "tasks"), "--heldout", "--quiet"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["checked"] == 2 and stats["servable"] == 2, stats
+    for task_id in ids:
+        check = json.loads((root / "tasks" / task_id / "behaviour.json").read_text())["behaviour"]
+        assert sorted(check["heldout"]) == sorted(before[task_id]) and servable(check), task_id
+    assert main(["swesynth", "behaviour", "--suite", str(root / "tasks"), "--heldout", "--quiet"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["checked"] == 0 and again["skipped"] == 2, again

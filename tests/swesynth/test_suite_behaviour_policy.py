@@ -19,6 +19,9 @@ def test_the_bundled_suites_serve_only_tasks_with_a_behaviour_check():
         served = _served(suite)
         assert served and suite.unchecked > 0, suite.name
         assert all(suite.has_behaviour_check(t) for t in served), suite.name
+        # and each served check tells the bug apart on an input the tests never make
+        assert all(suite.has_servable_check(t) for t in served), suite.name
+        assert sum(suite.unserved.values()) == suite.unchecked, suite.name
     everything = default_suite(behaviour="any")
     assert len(_served(everything)) == len(_served(default_suite())) + default_suite().unchecked
     assert any(not everything.has_behaviour_check(t) for t in _served(everything))
@@ -45,3 +48,26 @@ def test_a_bad_policy_and_a_suite_with_no_checks_are_named():
     bare = [r for r in records if not r.behaviour][:3]
     with pytest.raises(RecordError, match="none of its 3 tasks carries a behaviour check"):
         SweSynthSuite(bare, behaviour="required")
+
+
+
+def test_a_check_only_the_tests_calls_tell_apart_is_not_served(monkeypatch):
+    """A table of the tests' answers passes a check whose telling inputs are all calls the tests
+    make; such a task is kept out of ``behaviour="required"``, its reason counted. Sabotage: count
+    every check as servable and the same task is served again."""
+    from termgym.tasks.swesynth import behaviour
+
+    served = default_suite("toy")
+    records = [served.record(t) for t in _served(served)[:3]]
+    first = records[0]
+    check = first.behaviour
+    first.behaviour = {**check, "heldout": [i for i in check["heldout"] if i not in check["telling"]]}
+    try:
+        suite = SweSynthSuite(records, behaviour="required")
+        assert first.task_id not in _served(suite) and len(_served(suite)) == 2
+        assert suite.unserved == {"only calls the tests make tell the bug apart (no held-out input does)": 1}
+        assert first.task_id in _served(SweSynthSuite(records, behaviour="any"))
+        monkeypatch.setattr(behaviour, "servable", lambda c: bool(c))
+        assert first.task_id in _served(SweSynthSuite(records, behaviour="required"))
+    finally:
+        first.behaviour = check

@@ -7,12 +7,15 @@ provisioned test environment:
 2. in a sandbox of the clean tree, the tests the bug breaks run with the probe's
    recorder (:mod:`~termgym.tasks.swesynth.behaviour_probe`), which pickles the arguments (``self``
    included) of every call into those functions before the call runs; calls whose pickles need a
-   test module are skipped;
+   test module are skipped; it also keeps the digest of *every* call the tests make into them;
 3. perturbed variants are made (neighbouring numbers, trimmed and extended strings and lists, other
-   dict keys, flipped flags);
+   dict keys, flipped flags, other callables, neighbouring dates and durations, project objects'
+   attributes); a candidate whose digest is one of the tests' calls is not *held out*;
 4. every input is replayed twice on the clean tree and once on the buggy tree (each in a fresh
    isolated interpreter); inputs the clean code answers differently twice are dropped;
-5. a check is kept only if the buggy code answers at least one input differently; the chosen
+5. a check is kept only if the buggy code answers at least one input differently (held-out ones
+   are chosen first: a task is served by ``behaviour="required"`` only if one of them tells the
+   bug apart, :func:`~termgym.tasks.swesynth.behaviour.servable`); the chosen
    inputs are replayed once more on each tree, in order, in a *fresh* sandbox (nothing the tests
    left behind), to prove the stored answers; inputs answered differently there are dropped.
 
@@ -38,6 +41,7 @@ from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.behaviour import (
     BEHAVIOUR_VERSION,
     CALL_SECONDS,
+    CANONICAL_VERSION,
     PROBE_SOURCE,
     module_name,
     replay_spec,
@@ -48,8 +52,8 @@ from termgym.tasks.swesynth.behaviour import (
 #: Bounds that keep the bundled suite's checks small (a few KB per task).
 MAX_PER_TARGET = 8  # distinct recorded calls per changed function
 MAX_INPUT_BYTES = 2048  # pickled arguments of one input
-PERTURB_PER_CALL = 6
-MAX_CANDIDATES = 60
+PERTURB_PER_CALL = 9
+MAX_CANDIDATES = 90
 MAX_INPUTS = 16  # stored per task
 MAX_DISCRIMINATING = 10
 MAX_CHECK_BYTES = 16 * 1024  # inputs (base64) and answers of one task, roughly
@@ -217,7 +221,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         box.write_file("/tmp/.tgb-rec/probe.py", PROBE_SOURCE.read_bytes())
         box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
             "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
-            "max_per_target": MAX_PER_TARGET, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json"}))
+            "max_per_target": MAX_PER_TARGET, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
+            "digests_out": "/tmp/.tgb-rec/test_calls.json"}))
         parts = task.test_env_parts()
         pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
         tests = select_command(record.test_command, record.repo_dir, record.target_tests)
@@ -248,6 +253,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             candidates.append({"id": f"i{n}", "module": modules[(path, qual)], "qualname": qual,
                                "args": item["args"], "origin": item.get("origin", "test")})
         spec = replay_spec(candidates, sys_path)
+        test_calls = _test_call_digests(box)
+        held_ids = _held_out(box, spec, test_calls, candidates)
         clean1, p1 = run_replay(box, spec)
         clean2, p2 = run_replay(box, spec)
         if clean1 is None or clean2 is None:
@@ -265,6 +272,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         keep_ids: set[str] = set()
         budget = MAX_CHECK_BYTES
         telling_ids = {c["id"] for c in telling}
+        # Held-out telling inputs first (what decides a grade on its own), then the tests' own calls.
+        telling = [*(c for c in telling if c["id"] in held_ids), *(c for c in telling if c["id"] not in held_ids)]
         for c in [*telling[:MAX_DISCRIMINATING], *(c for c in stable if c["id"] not in telling_ids)]:
             cost = len(c["args"]) + len(json.dumps(clean1[c["id"]])) + 80
             if len(keep_ids) >= MAX_INPUTS or (keep_ids and cost > budget):
@@ -302,14 +311,154 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         differs = len(telling_final)
         if differs == 0:
             raise NoCheck("the chosen inputs alone are answered by the buggy code like the clean code")
-    check = {"version": BEHAVIOUR_VERSION, "seconds": CALL_SECONDS,
+    check = {"version": BEHAVIOUR_VERSION, "seconds": CALL_SECONDS, "canonical": CANONICAL_VERSION,
              "targets": [{"path": p, "qualname": q, "module": modules[(p, q)]} for p, q in targets],
              "recorded_calls": len(calls), "candidates": len(candidates), "discriminating": differs,
              # the inputs the buggy code answers differently; perturbed ones among them are what a
              # hard-coded answer to the tests' own calls cannot match
              "telling": telling_final,
+             # the inputs no test makes (digest of their arguments unlike every call the tests make)
+             "heldout": [c["id"] for c in chosen if c["id"] in held_ids],
              "inputs": chosen, "answers": answers}
     return check
+
+
+def _test_call_digests(box) -> set[str]:
+    """Digests of every call the tests made into the changed functions (the recorder's second file)."""
+    try:
+        return set(json.loads(box.read_file("/tmp/.tgb-rec/test_calls.json")))
+    except (FileNotFoundError, ValueError):
+        raise NoCheck("the recorder wrote no digests of the tests' calls") from None
+
+
+def _held_out(box, spec: dict[str, Any], test_calls: set[str], inputs: list[dict[str, Any]]) -> set[str]:
+    """The ids of ``inputs`` that no test call matches (computed on the clean tree in ``box``)."""
+    box.write_file("/tmp/.tgb-rec/digest-in.json", json.dumps(spec))
+    _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
+              "python3 -s -B probe.py digests digest-in.json digests.json >/dev/null 2>&1", 120, "digesting inputs")
+    try:
+        made = json.loads(box.read_file("/tmp/.tgb-rec/digests.json"))
+    except (FileNotFoundError, ValueError):
+        raise NoCheck("the inputs' digests could not be computed on the clean tree") from None
+    if len(made) != len(inputs):
+        raise NoCheck("the inputs' digests do not match the inputs")
+    return {item["id"] for item, digest in zip(inputs, made)
+            if digest not in test_calls and not str(item.get("origin", "")).startswith("test")}
+
+
+def _same_in_both_forms(check: dict[str, Any]) -> bool:
+    """Whether a check's stored answers can stand without a replay: every answer's outcome is known
+    (``"r"`` or its form stored), and, for form 1, every form is stored and names no local
+    function (the one thing form 2 writes differently)."""
+    answers = check["answers"].values()
+    if int(check.get("canonical", 1)) == CANONICAL_VERSION:
+        return all("r" in a or "c" in a for a in answers)
+    return all("c" in a for a in answers) and not any("<locals>" in json.dumps(a["c"]) for a in answers)
+
+
+def _with_outcome(answer: dict[str, Any]) -> dict[str, Any]:
+    """A stored answer with its outcome digest ``"r"`` (computed from its form when not stored)."""
+    from termgym.tasks.swesynth.behaviour_probe import outcome_of
+
+    if "r" in answer or "c" not in answer:
+        return answer
+    outcome = outcome_of(answer["c"])
+    return {**answer, "r": outcome} if outcome else answer
+
+
+def mark_heldout(record, check: dict[str, Any], *, backend: str = "local",
+                 test_timeout: float | None = None) -> dict[str, Any]:
+    """An existing check, answered again in the current canonical form and with its held-out inputs
+    marked (``"heldout"``; ``"telling"`` recomputed), without recording new inputs.
+
+    In a fresh sandbox of the clean tree: stored answers that may read differently in the current
+    form (a local function's name in them, or only a digest stored) are replayed on the clean tree
+    (twice when one changed: an answer that does not repeat is dropped), and the buggy tree's
+    answers too unless the stored ``telling`` still stands; then the tests the bug breaks run under
+    the recorder, which keeps the digest of every call they make into the changed functions, and
+    the stored inputs' digests are compared with them.
+    Raises :class:`NoCheck` when nothing stable or telling is left.
+    """
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.selection import select_command
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    task = SweSynthTask(record)
+    sys_path = task_sys_path(task)
+    inputs = list(check["inputs"])
+    wd = record.workdir
+    targets = [(t["path"], t["qualname"]) for t in check.get("targets", [])] or changed_functions(record)
+    with FreshSandboxes(backend) as new_sandbox:
+        box = new_sandbox(_clean_spec(task))
+        try:
+            spec = replay_spec(inputs, sys_path)
+            if _same_in_both_forms(check):
+                clean1, p1 = {c["id"]: _with_outcome(check["answers"][c["id"]]) for c in inputs}, ""
+            else:
+                clean1, p1 = run_replay(box, spec)
+            if clean1 is None:
+                raise RuntimeError(f"the clean tree's replay failed: {p1}")
+            # An answer the same as the stored one was proven stable when it was recorded; one that
+            # changed with the canonical form is replayed once more and kept only if it repeats.
+            unchanged = all(clean1[c["id"]]["h"] == check["answers"][c["id"]]["h"] for c in inputs)
+            if unchanged:
+                clean2, p2 = clean1, ""
+            else:
+                clean2, p2 = run_replay(box, spec)
+            if clean2 is None:
+                raise RuntimeError(f"the clean tree's replay failed: {p2}")
+            box.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
+            buggy = None
+            if not (unchanged and isinstance(check.get("telling"), list)):
+                # the buggy tree's answers, unless the stored ones still stand (same clean answers, and
+                # which inputs tell the bug apart was recorded in a fresh sandbox)
+                _apply(box, wd, record.bug_patch)
+                buggy, _ = run_replay(box, spec)
+                _apply(box, wd, record.bug_patch, reverse=True)
+            kept = [c for c in inputs if clean1[c["id"]]["h"] == clean2[c["id"]]["h"] and _stable(clean1[c["id"]])]
+            if buggy is None:
+                telling = [c["id"] for c in kept if c["id"] in set(check["telling"])]
+            else:
+                telling = [c["id"] for c in kept if buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]]
+            origin = {c["id"]: str(c.get("origin", "test")) for c in kept}
+            held_ids: set[str] = set()
+            if "heldout" in check and int(check.get("canonical", 1)) == CANONICAL_VERSION:
+                held_ids = set(check["heldout"])  # marked already (only the outcomes were missing)
+            # only the tests' own calls tell: nothing can be held out, no need to run the tests
+            elif any(not origin[i].startswith("test") for i in telling):
+                box.write_file("/tmp/.tgb-rec/tgb_recorder.py", PROBE_SOURCE.read_bytes())
+                box.write_file("/tmp/.tgb-rec/probe.py", PROBE_SOURCE.read_bytes())
+                box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
+                    "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
+                    "max_per_target": 0, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
+                    "digests_out": "/tmp/.tgb-rec/test_calls.json"}))
+                parts = task.test_env_parts()
+                pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
+                tests = select_command(record.test_command, record.repo_dir, record.target_tests)
+                _run(box, f"cd {shlex.quote(wd)} && env -u PYTHONSTARTUP -u PYTEST_ADDOPTS -u PYTEST_PLUGINS "
+                          f"PYTHONPATH={shlex.quote(pythonpath)} PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 "
+                          f"TG_BEHAVIOUR_CONFIG=/tmp/.tgb-rec/config.json {tests} -p tgb_recorder -p no:cacheprovider "
+                          f"-p no:randomly >/tmp/.tgb-rec/pytest.log 2>&1",
+                     test_timeout or record.test_timeout, "the clean tree's tests under the recorder")
+                held_ids = _held_out(box, spec, _test_call_digests(box), inputs)
+        except NoCheck as exc:  # a run that did not finish says nothing about the check: try again later
+            raise RuntimeError(str(exc)) from None
+        finally:
+            box.close()
+    return _marked(check, kept, clean1, telling, held_ids)
+
+
+def _marked(check: dict[str, Any], kept: list[dict[str, Any]], answers: dict[str, dict], telling: list[str],
+            held_ids: set[str]) -> dict[str, Any]:
+    """The check :func:`mark_heldout` returns: stable inputs, their answers, ``telling`` and the
+    ``heldout`` inputs (those verified against the tests' calls; none when no test ran)."""
+    if not kept:
+        raise NoCheck("no stored input is answered the same way twice by the clean code")
+    if not telling:
+        raise NoCheck("no stored input is answered differently by the buggy code")
+    return {**check, "canonical": CANONICAL_VERSION, "inputs": kept,
+            "answers": {c["id"]: answers[c["id"]] for c in kept}, "discriminating": len(telling),
+            "telling": telling, "heldout": [c["id"] for c in kept if c["id"] in held_ids]}
 
 
 def reproduces(record, check: dict[str, Any], *, backend: str = "local") -> bool:
@@ -320,7 +469,8 @@ def reproduces(record, check: dict[str, Any], *, backend: str = "local") -> bool
 
     task = SweSynthTask(record)
     with FreshSandboxes(backend) as new_sandbox:
-        got, _ = run_replay(new_sandbox(_clean_spec(task)), replay_spec(check["inputs"], task_sys_path(task)))
+        got, _ = run_replay(new_sandbox(_clean_spec(task)), replay_spec(check["inputs"], task_sys_path(task),
+                                                                         canonical=int(check.get("canonical", 1))))
     return got is not None and not compare_answers({i["id"]: check["answers"][i["id"]] for i in check["inputs"]}, got)
 
 
@@ -349,9 +499,24 @@ def read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def compact_sidecar(path: Path) -> int:
+    """Rewrite a behaviour sidecar with one line per task (its last), in first-seen order; returns
+    the number of lines dropped. Run when no backfill is appending to it."""
+    if not path.is_file():
+        return 0
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    latest = read_sidecar(path)
+    order = list(dict.fromkeys(json.loads(line)["task_id"] for line in lines))
+    text = "".join(json.dumps(latest[tid], separators=(",", ":"), sort_keys=True) + "\n" for tid in order)
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return len(lines) - len(order)
+
+
 def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
              limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
-             verify: bool = False,
+             verify: bool = False, heldout: bool = False, retry_unserved: bool = False,
              progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
 
@@ -359,7 +524,12 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     a suite of task folders gets ``behaviour.json`` per folder. Returns counts: ``checked``,
     ``no_check`` by reason, ``skipped`` (already done), ``seconds``. ``retry`` records again the
     tasks whose earlier line has no check (after the recorder improved); ``redo`` every task.
+    ``heldout`` answers every stored check that has no ``"heldout"`` marks again and marks them
+    (:func:`mark_heldout`; a task whose marking fails keeps its check and is tried on the next run);
+    ``retry_unserved`` records again the tasks whose marked check has no held-out input that tells
+    the bug apart (:func:`~termgym.tasks.swesynth.behaviour.servable`).
     """
+    from termgym.tasks.swesynth.behaviour import needs_marking, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite_dir = Path(suite_dir)
@@ -384,28 +554,66 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
     if verify:
         todo = [tid for tid in ids if tid in done and suite.record(tid).behaviour]
+    if heldout or retry_unserved:
+        checks = {tid: suite.record(tid).behaviour for tid in ids}
+        todo = [tid for tid in ids if checks[tid] and (
+            (heldout and needs_marking(checks[tid]))
+            or (retry_unserved and not needs_marking(checks[tid]) and not servable(checks[tid])))]
+        by_repo = {}
+        for tid in todo:
+            by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
+        queues = list(by_repo.values())
+        todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
     if limit is not None:
         todo = todo[:limit]
     lock = threading.Lock()
     stats: dict[str, Any] = {"checked": 0, "no_check": {}, "skipped": len(ids) - len(todo) if limit is None
-                             else len(done), "errors": 0, "reverified": 0}
+                             else len(done), "errors": 0, "reverified": 0, "servable": 0}
     start = time.monotonic()
 
     def one(tid: str) -> None:
         record = suite.record(tid)
-        if verify:
+        if heldout and needs_marking(record.behaviour):
+            try:
+                line: dict[str, Any] = {"task_id": tid, "behaviour": mark_heldout(record, record.behaviour,
+                                                                                  backend=backend)}
+            except NoCheck as exc:
+                line = {"task_id": tid, "behaviour": None, "reason": str(exc)}
+            except Exception as exc:  # the check stays as it was, unmarked: the next run tries again
+                with lock:
+                    stats["errors"] += 1
+                    if progress:
+                        progress(tid, f"marking failed: {type(exc).__name__}: {exc}"[:300])
+                return
+            if retry_unserved and line["behaviour"] and not servable(line["behaviour"]):
+                try:  # recorded again with today's perturbations; kept only if a held-out input decides
+                    again = record_behaviour(record, backend=backend)
+                except Exception:  # NoCheck or a failure: the marked check stays
+                    again = None
+                if again is not None and servable(again):
+                    line = {"task_id": tid, "behaviour": again}
+        elif verify:
             if reproduces(record, record.behaviour, backend=backend):
                 with lock:
                     stats["checked"] += 1
                 return
             with lock:
                 stats["reverified"] += 1
-        try:
-            line: dict[str, Any] = {"task_id": tid, "behaviour": record_behaviour(record, backend=backend)}
-        except NoCheck as exc:
-            line = {"task_id": tid, "behaviour": None, "reason": str(exc)}
-        except Exception as exc:  # recorded so the run goes on; the reason says what broke
-            line = {"task_id": tid, "behaviour": None, "reason": f"recording failed: {type(exc).__name__}: {exc}"[:500]}
+        else:
+            try:
+                line = {"task_id": tid, "behaviour": record_behaviour(record, backend=backend)}
+            except NoCheck as exc:
+                line = {"task_id": tid, "behaviour": None, "reason": str(exc)}
+            except Exception as exc:  # recorded so the run goes on; the reason says what broke
+                line = {"task_id": tid, "behaviour": None,
+                        "reason": f"recording failed: {type(exc).__name__}: {exc}"[:500]}
+            if retry_unserved and line["behaviour"] is None:
+                with lock:  # the older check stays (it still serves behaviour="any"); the reason is counted
+                    key = _reason_key(line["reason"])
+                    stats["no_check"][key] = stats["no_check"].get(key, 0) + 1
+                    if progress:
+                        progress(tid, f"older check kept: {line['reason']}")
+                return
         with lock:
             if compact:
                 path = sidecar_path(suite_dir, record.repo)
@@ -417,15 +625,20 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                                                                     encoding="utf-8")
             if line["behaviour"] is not None:
                 stats["checked"] += 1
+                stats["servable"] += servable(line["behaviour"])
             else:
                 key = _reason_key(line["reason"])
                 stats["no_check"][key] = stats["no_check"].get(key, 0) + 1
             if progress:
-                progress(tid, "check" if line["behaviour"] is not None else line["reason"])
+                progress(tid, line["reason"] if line["behaviour"] is None else "check" if servable(line["behaviour"])
+                         else f"check, not served: {unservable_reason(line['behaviour'])}")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for future in as_completed([pool.submit(one, tid) for tid in todo]):
             future.result()
+    if compact:  # each task's superseded lines go (appending kept the run resumable)
+        for repo in suite.projects():
+            compact_sidecar(sidecar_path(suite_dir, repo))
     stats["seconds"] = round(time.monotonic() - start, 1)
     return stats
 

@@ -18,6 +18,10 @@ check does not ask the graded process for a verdict; it asks it for *answers*:
   validates its shape and compares every answer with the stored clean one here, in termgym's
   process. The clean answers never enter any sandbox.
 
+A suite serves a task by default only if its check decides alone: an input that tells the bug
+apart is *held out* (no call the tests make has its arguments) and the held-out inputs have two or
+more different clean outcomes (:func:`servable`).
+
 A patch passes only if the required tests pass **and** every answer matches. A replay that crashes,
 hangs or prints something else is a 0 with the reason in the details; it is an infrastructure error
 only if the oracle's tree, replayed in a sandbox nobody touched, does not reproduce the clean
@@ -40,6 +44,9 @@ from typing import Any
 
 PROBE_SOURCE = Path(__file__).with_name("behaviour_probe.py")
 BEHAVIOUR_VERSION = 1
+#: The canonical form new checks are answered in (``behaviour_probe.CANON_VERSION``); a check
+#: without ``"canonical"`` was answered in form 1.
+CANONICAL_VERSION = 2
 #: The most bytes of replay output the host reads (the rest is a failure of the replay, not read).
 MAX_OUTPUT = 2 * 1024 * 1024
 #: Each replayed call's time limit at recording, in seconds: slower calls are not kept.
@@ -81,6 +88,12 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         raise BehaviourDataError(f"{where}: 'behaviour' must be an object, got {type(check).__name__}")
     if check.get("version") != BEHAVIOUR_VERSION:
         raise BehaviourDataError(f"{where}: 'behaviour.version' must be {BEHAVIOUR_VERSION}, got {check.get('version')!r}")
+    if check.get("canonical", 1) not in (1, CANONICAL_VERSION):
+        raise BehaviourDataError(f"{where}: 'behaviour.canonical' must be 1 or {CANONICAL_VERSION}, "
+                                 f"got {check.get('canonical')!r}")
+    for key in ("telling", "heldout"):
+        if key in check and not (isinstance(check[key], list) and all(isinstance(i, str) for i in check[key])):
+            raise BehaviourDataError(f"{where}: 'behaviour.{key}' must be a list of input ids")
     inputs, answers = check.get("inputs"), check.get("answers")
     if not isinstance(inputs, list) or not inputs:
         raise BehaviourDataError(f"{where}: 'behaviour.inputs' must be a non-empty list")
@@ -96,10 +109,74 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
     return check
 
 
-def replay_spec(inputs: list[dict[str, Any]], sys_path: list[str], seconds: float = CALL_SECONDS) -> dict[str, Any]:
-    """The file the replay sandbox gets: inputs and the import path, never an answer."""
+def replay_spec(inputs: list[dict[str, Any]], sys_path: list[str], seconds: float = CALL_SECONDS,
+                canonical: int = CANONICAL_VERSION) -> dict[str, Any]:
+    """The file the replay sandbox gets: inputs, the import path and which canonical form to answer
+    in (the check's), never an answer."""
     return {"inputs": [{k: item[k] for k in ("id", "module", "qualname", "args")} for item in inputs],
-            "sys_path": list(sys_path), "seconds": seconds}
+            "sys_path": list(sys_path), "seconds": seconds, "canonical": canonical}
+
+
+def heldout_telling(check: dict[str, Any] | None) -> list[str]:
+    """The ids of a check's inputs that tell the bug apart *and* are held out: not a call the
+    task's tests make (what an agent reading the tests could hard-code the answer to). Empty for a
+    check recorded before held-out inputs were marked (``"heldout"`` missing)."""
+    if not check:
+        return []
+    held = set(check.get("heldout") or ())
+    return [i for i in check.get("telling") or () if i in held]
+
+
+def outcome_digest(answer: dict[str, Any]) -> str | None:
+    """What a call returned or raised, without the arguments after it (``answer`` as stored): its
+    ``"r"``, or the one its stored form gives; ``None`` when neither is stored (an answer recorded
+    before outcomes were, too large for its form to be kept)."""
+    from termgym.tasks.swesynth import behaviour_probe
+
+    if isinstance(answer.get("r"), str):
+        return answer["r"]
+    if "c" in answer:
+        return behaviour_probe.outcome_of(answer["c"]) or answer.get("h")
+    return None
+
+
+def heldout_outcomes(check: dict[str, Any] | None) -> int | None:
+    """How many different outcomes (return value or exception type) the clean code gives on the
+    check's held-out inputs; ``None`` when one of them has no known outcome."""
+    if not check:
+        return 0
+    answers = check.get("answers") or {}
+    outcomes = [outcome_digest(answers[i]) for i in check.get("heldout") or () if i in answers]
+    return None if None in outcomes else len(set(outcomes))
+
+
+def servable(check: dict[str, Any] | None) -> bool:
+    """Whether a check can decide a grade on its own (what ``behaviour="required"`` suites serve):
+    it tells the bug apart on an input the agent never sees, and the clean code answers its
+    held-out inputs in at least two different ways, so no one constant (a value copied from the
+    tests, or printed by code that detects the replay) matches them all."""
+    return bool(heldout_telling(check)) and (heldout_outcomes(check) or 0) >= 2
+
+
+def needs_marking(check: dict[str, Any] | None) -> bool:
+    """Whether ``termgym swesynth behaviour --heldout`` still has work on a check: its held-out
+    inputs are not marked, or one of them has no known outcome."""
+    return bool(check) and ("heldout" not in check or heldout_outcomes(check) is None)
+
+
+def unservable_reason(check: dict[str, Any] | None) -> str:
+    """Why :func:`servable` says no (for counts and error messages)."""
+    if not check:
+        return "no behaviour check"
+    if "heldout" not in check:
+        return "the check's held-out inputs are not marked yet (`termgym swesynth behaviour --heldout`)"
+    if not check.get("telling"):
+        return "no stored input is answered differently by the buggy code"
+    if not heldout_telling(check):
+        return "only calls the tests make tell the bug apart (no held-out input does)"
+    if heldout_outcomes(check) is None:
+        return "the held-out answers' outcomes are not recorded yet (`termgym swesynth behaviour --heldout`)"
+    return "the clean code answers every held-out input alike (one constant would match them all)"
 
 
 def task_sys_path(task) -> list[str]:
@@ -160,6 +237,11 @@ def parse_replay_output(output: str, ids: list[str]) -> tuple[dict[str, dict] | 
         if not isinstance(digest, str) or not _HEX64.match(digest):
             return None, f"the replay's result for {want!r} has no valid digest"
         answer: dict[str, Any] = {"h": digest}
+        outcome = got.get("r")
+        if outcome is not None:
+            if not isinstance(outcome, str) or not _HEX64.match(outcome):
+                return None, f"the replay's result for {want!r} has an invalid outcome digest"
+            answer["r"] = outcome
         if "c" in got:
             # A form that travels must be the one its digest names: recomputed here, on the host.
             if canonical_answer(got["c"]).get("h") != digest:
@@ -198,7 +280,8 @@ def behaviour_check(task, patch: str, new_sandbox: Callable) -> dict[str, Any]:
         return {"behaviour": "none", "behaviour_passed": True}
     check = validate_check(check, f"task {task.record.task_id}")
     sys_path = task_sys_path(task)
-    spec = replay_spec(check["inputs"], sys_path, max(GRADE_CALL_SECONDS, float(check.get("seconds", CALL_SECONDS))))
+    spec = replay_spec(check["inputs"], sys_path, max(GRADE_CALL_SECONDS, float(check.get("seconds", CALL_SECONDS))),
+                       canonical=int(check.get("canonical", 1)))
     expected = {item["id"]: check["answers"][item["id"]] for item in check["inputs"]}
 
     def replay_on(tree_patch: str) -> tuple[dict | None, str]:

@@ -43,6 +43,11 @@ MAX_STR = 2000
 SMALL_JSON = 600  # answers up to this size travel (and are stored) in full, larger ones as a digest
 CALL_SECONDS = 2.0
 GEN_ITEMS = 200
+#: Which canonical form answers use: 1 names every function by ``module.qualname``; 2 (what new
+#: checks record) names a function defined inside another one ``<local function>`` only, since how a
+#: fix nests its helpers is no part of what it must restore. A replay uses its check's version.
+CANON_VERSION = [2]
+MAX_TEST_DIGESTS = 50000
 
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
 _TYPE_MODULE = type.__dict__["__module__"]
@@ -137,7 +142,10 @@ def canonical(value):
             members = set.__iter__(x) if t is set else frozenset.__iter__(x)
             return ["set", sorted((walk(item, depth + 1) for item in members), key=_sort_key)]
         if t is types.FunctionType or t is types.BuiltinFunctionType or t is types.MethodType:
-            return ["callable", _class_name(t), _callable_name(x)]
+            name = _callable_name(x)
+            if CANON_VERSION[0] >= 2 and "<locals>" in name:
+                name = "<local function>"
+            return ["callable", _class_name(t), name]
         mro = _mro(t)
         name = _class_name(t)
         if _PurePath is not None and _PurePath in mro:  # its instance state holds lazily filled caches
@@ -214,12 +222,26 @@ def _value_of(x, mro, walk, depth):
 
 
 def answer_of(form):
-    """``{"h": sha256 of the canonical JSON, "c": the form when small}``: what travels and is stored."""
+    """``{"h": sha256 of the canonical JSON, "c": the form when small, "r": sha256 of the outcome}``:
+    what travels and is stored. The outcome is the return value and exception type alone (not the
+    arguments after the call): how many different outcomes a check holds says whether one
+    constant could answer it."""
     text = json.dumps(form, sort_keys=True, separators=(",", ":"))
     out = {"h": _digest(text)}
     if len(text) <= SMALL_JSON:
         out["c"] = form
+    outcome = outcome_of(form)
+    if outcome is not None:
+        out["r"] = outcome
     return out
+
+
+def outcome_of(form):
+    """sha256 of a call's outcome (return value and exception type) in its canonical form, or None
+    for a form without one (a timeout, an unreplayable input)."""
+    if type(form) is dict and "return" in form and "raises" in form:
+        return _digest(json.dumps([form["return"], form["raises"]], sort_keys=True, separators=(",", ":")))
+    return None
 
 
 # -- recording (a pytest plugin) --------------------------------------------------------------------
@@ -231,6 +253,11 @@ class _Recorder:
         self.max_per_target = int(config["max_per_target"])
         self.max_bytes = int(config["max_bytes"])
         self.out = config["out"]
+        # Digests of *every* call the tests make into the targets (not only the recorded ones): an
+        # input among them is one the agent can read off the tests, so it cannot count as held out.
+        self.digests_out = config.get("digests_out")
+        self.digests = set()
+        self.digested = set()
         self.codes = {}
         self.calls = []
         self.counts = {}
@@ -254,7 +281,10 @@ class _Recorder:
         if event != "call" or self.active:
             return None
         hit = self.match(frame.f_code)
-        if not hit or self.counts.get(hit, 0) >= self.max_per_target:
+        if not hit:
+            return None
+        wanted = self.counts.get(hit, 0) < self.max_per_target
+        if not wanted and (self.digests_out is None or len(self.digests) >= MAX_TEST_DIGESTS):
             return None
         code = frame.f_code
         if code.co_flags & 0x2A0:  # generator, coroutine, async generator: record the first entry only
@@ -263,14 +293,14 @@ class _Recorder:
             self.generator_frames.add(id(frame))
         self.active = True
         try:
-            self.record(hit, code, frame.f_locals)
+            self.record(hit, code, frame.f_locals, wanted)
         except Exception:
             pass
         finally:
             self.active = False
         return None
 
-    def record(self, hit, code, local_vars):
+    def record(self, hit, code, local_vars, wanted=True):
         n_pos = code.co_argcount
         names = code.co_varnames
         call = {"pos": [local_vars[n] for n in names[:n_pos]],
@@ -280,7 +310,14 @@ class _Recorder:
         index += 1 if code.co_flags & 0x04 else 0
         call["varkw"] = dict(local_vars[names[index]]) if code.co_flags & 0x08 else {}
         data = pickle.dumps(call, protocol=4)
-        if len(data) > self.max_bytes:
+        # A test call far larger than any stored input (perturbed ones are at most about twice their
+        # recorded call) cannot be one of them; a repeated call is digested once.
+        if self.digests_out is not None and len(self.digests) < MAX_TEST_DIGESTS and len(data) <= 4 * self.max_bytes:
+            seen = hashlib.sha1(data).digest()
+            if seen not in self.digested:
+                self.digested.add(seen)
+                self.digests.add(call_digest(hit[1], data))
+        if not wanted or len(data) > self.max_bytes:
             return
         key = hashlib.sha256(repr(hit).encode() + data).hexdigest()
         if key in self.seen or not _loads_with(data, self.allowed):
@@ -292,6 +329,23 @@ class _Recorder:
     def write(self):
         with open(self.out, "w") as fh:
             json.dump(self.calls, fh)
+        if self.digests_out is not None:
+            with open(self.digests_out, "w") as fh:
+                json.dump(sorted(self.digests), fh)
+
+
+def call_digest(qualname, data):
+    """What identifies a call of ``qualname`` with pickled arguments ``data``: the digest of the
+    canonical form of the arguments as they load again (what a replay of them would see)."""
+    try:
+        try:
+            args = pickle.loads(data)
+        except Exception:
+            args = loads(data)
+        form = canonical(args)
+    except Exception as exc:
+        form = ["unloadable", _class_name(type(exc)), hashlib.sha256(data).hexdigest()]
+    return _digest(json.dumps([qualname, form], sort_keys=True, separators=(",", ":")))
 
 
 class _Loader(pickle._Unpickler):
@@ -370,6 +424,11 @@ def pytest_unconfigure(config):
 
 # -- perturbing ---------------------------------------------------------------------------------------
 
+def _stdlib_callables():
+    import operator
+    return [len, abs, max, sorted, str, int, dict, repr, operator.add, str.upper, divmod, isinstance]
+
+
 def _variants(value):
     t = type(value)
     if value is None:
@@ -377,19 +436,30 @@ def _variants(value):
     if t is bool:
         return [not value]
     if t is int:
-        return [value + 1, value - 1, value * 2 + 3, -value if value else 7]
+        return [value + 1, value - 1, value * 2 + 3, -value if value else 7, value + 10]
     if t is float:
-        return [value + 0.5, value - 1.25, value * 3.0] if math.isfinite(value) else [0.0]
+        return [value + 0.5, value - 1.25, value * 3.0, -value if value else 2.5] if math.isfinite(value) else [0.0]
     if t is str:
+        bumped = value[:-1] + chr(ord(value[-1]) + 1) if value and ord(value[-1]) < 0x10FFFF else "a"
         out = [value[:-1], value + (value[-1:] or "a"), value[1:], value.upper() if value.upper() != value
-               else value.lower() if value.lower() != value else value + " ", value * 2]
-        return [v for v in out if v != value]
+               else value.lower() if value.lower() != value else value + " ", bumped, value * 2,
+               value[: len(value) // 2], " " + value]
+        if value and 1 < ord(value[0]) < 0x10FFFF:  # the first character one down and one up, early
+            out[1:1] = [chr(ord(value[0]) - 1) + value[1:], chr(ord(value[0]) + 1) + value[1:]]
+        if value.isdigit():
+            out.insert(0, str(int(value) + 1))
+        seen, unique = set(), []
+        for v in out:
+            if v != value and v not in seen:
+                seen.add(v)
+                unique.append(v)
+        return unique
     if t is bytes:
         return [value[:-1], value + (value[-1:] or b"a"), value[1:]]
     if t is list:
-        return [value[:-1], value + value[:1], value[::-1]] if value else [[0]]
+        return [value[:-1], value + value[:1], value[::-1], value[1:]] if value else [[0]]
     if t is tuple:
-        return [value[:-1], value + value[:1], value[::-1]] if value else [(0,)]
+        return [value[:-1], value + value[:1], value[::-1], value[1:]] if value else [(0,)]
     if t is dict and value:
         keys = list(value)
         dropped = {k: v for k, v in value.items() if k != keys[-1]}
@@ -397,11 +467,61 @@ def _variants(value):
         extra = "x_" + str(keys[0]) if isinstance(keys[0], str) else (keys[0] + 1 if type(keys[0]) is int else None)
         if extra is not None and extra not in value:
             other[extra] = value[keys[0]]
-        return [dropped, other] if other != value else [dropped]
+        first_dropped = {k: v for k, v in value.items() if k != keys[0]}
+        out = [dropped, other] if other != value else [dropped]
+        return out + ([first_dropped] if len(keys) > 1 else [])
+    if t is set or t is frozenset:
+        items = sorted(value, key=repr)
+        return [t(items[1:]), t(items + [len(items)])] if items else [t([0])]
+    if t in (types.FunctionType, types.BuiltinFunctionType) or (t is type and value.__module__ == "builtins"):
+        # another callable of the standard library (a function or a builtin type of another kind)
+        return [f for f in _stdlib_callables() if f is not value][:6]
+    return _stdlib_variants(value, t)
+
+
+def _stdlib_variants(value, t):
+    """Neighbours of standard-library values (dates, times, durations, decimals, fractions)."""
+    try:
+        if t is datetime.datetime:
+            return [value + datetime.timedelta(days=1), value - datetime.timedelta(days=40, seconds=3661),
+                    value.replace(year=value.year + 1) if value.year < 9999 else value.replace(year=2000),
+                    value.replace(microsecond=(value.microsecond + 123457) % 1000000)]
+        if t is datetime.date:
+            return [value + datetime.timedelta(days=1), value - datetime.timedelta(days=40),
+                    value.replace(year=value.year + 1) if value.year < 9999 else value.replace(year=2000)]
+        if t is datetime.time:
+            return [value.replace(hour=(value.hour + 1) % 24), value.replace(minute=(value.minute + 7) % 60),
+                    value.replace(microsecond=(value.microsecond + 250000) % 1000000)]
+        if t is datetime.timedelta:
+            return [value + datetime.timedelta(seconds=1), value * 2, -value,
+                    value + datetime.timedelta(days=3, microseconds=7)]
+        if t is decimal.Decimal:
+            return [value + 1, -value, value * 3, value + decimal.Decimal("0.25")] if value.is_finite() else []
+        import fractions
+        if t is fractions.Fraction:
+            return [value + 1, -value, value / 3 if value else fractions.Fraction(1, 3)]
+    except (ValueError, OverflowError, ArithmeticError):
+        return []
     return []
 
 
+def _object_state(value):
+    """The instance ``__dict__`` of a project object (what is perturbed for its attributes), or None."""
+    t = type(value)
+    if t.__module__ in ("builtins",) or t.__module__.split(".")[0] in sys.stdlib_module_names:
+        return None
+    state = getattr(value, "__dict__", None)
+    return state if type(state) is dict else None
+
+
+def _encoded(args):
+    return base64.b64encode(pickle.dumps(args, protocol=4)).decode()
+
+
 def perturb(calls, per_call):
+    """Per recorded call: the call itself, then variants changing one argument at a time (interleaved
+    over the arguments so every argument gets some), then variants of project objects' attributes
+    (``self`` included), up to ``per_call`` variants."""
     out = []
     for index, call in enumerate(calls):
         out.append({"target": call["target"], "args": call["args"], "origin": f"test:{index}"})
@@ -417,28 +537,50 @@ def perturb(calls, per_call):
                     if not (kind == "pos" and key == 0 and method_like)]
         per_slot = [variants + ([(v[0], v[1], None)] if variants and args[v[0]][v[1]] is not None else [])
                     for variants in per_slot for v in variants[:1]]  # and None where a value was
+        # Attributes of project objects among the arguments (``self`` first): one variant each, in turn.
+        attr_slots = []
+        for kind, key in slots:
+            state = _object_state(args[kind][key])
+            if state is None:
+                continue
+            for attr, value in list(state.items()):
+                variants = _variants(value)[:3]
+                if variants:
+                    attr_slots.append([(kind, key, attr, new) for new in variants])
         interleaved = [slot[i] for i in range(max(map(len, per_slot), default=0)) for slot in per_slot
                        if i < len(slot)]
-        for kind, key, new in interleaved[:per_call]:
+        attrs = [slot[i] for i in range(max(map(len, attr_slots), default=0)) for slot in attr_slots
+                 if i < len(slot)]
+        # Arguments first, attributes after; when both exist, up to a third of the budget goes to attributes.
+        attr_take = min(len(attrs), per_call // 3) if interleaved else per_call
+        chosen = [("arg", v) for v in interleaved[:per_call - attr_take]]
+        chosen += [("attr", v) for v in attrs[:per_call - len(chosen)]]
+        for what, variant in chosen:
             changed = loads(pickle.dumps(args, protocol=4))
-            changed[kind][key] = new
-            out.append({"target": call["target"], "args": base64.b64encode(pickle.dumps(changed, protocol=4)).decode(),
-                        "origin": f"perturbed:{index}:{kind}:{key}"})
+            if what == "arg":
+                kind, key, new = variant
+                changed[kind][key] = new
+                origin = f"perturbed:{index}:{kind}:{key}"
+            else:
+                kind, key, attr, new = variant
+                target = changed[kind][key]
+                try:
+                    target.__dict__[attr] = new
+                except Exception:
+                    continue
+                origin = f"perturbed:{index}:{kind}:{key}.{attr}"
+            try:
+                encoded = _encoded(changed)
+            except Exception:
+                continue
+            out.append({"target": call["target"], "args": encoded, "origin": origin})
             made += 1
-        if not made and method_like:  # a method called with nothing but self: perturb self's attributes
-            state = getattr(args["pos"][0], "__dict__", None)
-            if type(state) is dict:
-                for attr, value in list(state.items()):
-                    for new in _variants(value)[:2]:
-                        if made >= per_call:
-                            break
-                        changed = loads(pickle.dumps(args, protocol=4))
-                        changed["pos"][0].__dict__[attr] = new
-                        out.append({"target": call["target"],
-                                    "args": base64.b64encode(pickle.dumps(changed, protocol=4)).decode(),
-                                    "origin": f"perturbed:{index}:self.{attr}"})
-                        made += 1
     return out
+
+
+def digests(spec):
+    """``call_digest`` of every input of ``spec`` (on the clean tree, to compare with the tests' calls)."""
+    return [call_digest(item["qualname"], base64.b64decode(item["args"])) for item in spec["inputs"]]
 
 
 # -- replaying ----------------------------------------------------------------------------------------
@@ -509,6 +651,7 @@ def replay_one(item, seconds):
 
 
 def replay(spec):
+    CANON_VERSION[0] = int(spec.get("canonical", 1))
     sys.path[:] = [p for p in spec["sys_path"]] + [p for p in sys.path[1:] if "site-packages" not in p
                                                    and "dist-packages" not in p]
     saved = os.dup(1)
@@ -542,6 +685,13 @@ def main(argv):
         with open(argv[2]) as fh:
             spec = json.load(fh)
         replay(spec)
+    elif mode == "digests":
+        with open(argv[2]) as fh:
+            spec = json.load(fh)
+        sys.path[:] = list(spec["sys_path"]) + sys.path[1:]
+        made = digests(spec)
+        with open(argv[3], "w") as fh:
+            json.dump(made, fh)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

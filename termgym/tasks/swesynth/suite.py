@@ -58,7 +58,8 @@ class SweSynthSuite(TaskSuite):
 
     ``behaviour`` says which tasks the splits serve: ``"required"`` only tasks that carry a
     behaviour check (:mod:`~termgym.tasks.swesynth.behaviour`), whose grade is decided outside the
-    graded process; ``"any"`` every task (a task without a check is decided by its tests alone,
+    graded process, and whose check tells the bug apart on at least one input no test makes (so a
+    table of the tests' answers cannot pass it); ``"any"`` every task (a task without a check is decided by its tests alone,
     which the agent's code can forge: docs/security.md). The default is ``"required"`` for the
     bundled suites (``source`` ``None``, ``"toy"``, ``"projects"``) and ``"any"`` for suites of your
     own. ``load(task_id)`` still loads any task of the suite by id.
@@ -87,7 +88,8 @@ class SweSynthSuite(TaskSuite):
         self._raw: dict[str, dict[str, Any]] = {}  # compact storage: record dicts, parsed on use
         self._base = None
         self.generation: dict[str, Any] = {}
-        self.unchecked = 0  # tasks left out of the splits for want of a behaviour check
+        self.unchecked = 0  # tasks left out of the splits for want of a behaviour check that decides alone
+        self.unserved: dict[str, int] = {}  # why, per reason (behaviour="required")
         if source is None:
             source = BUNDLED_DIR
         if isinstance(source, str) and source in NAMED_SUITES:
@@ -200,22 +202,43 @@ class SweSynthSuite(TaskSuite):
                 keep.append(tid)
             self._splits[split] = keep
 
-    def has_behaviour_check(self, task_id: str) -> bool:
-        """Whether the task carries a behaviour check (without building its record when compact)."""
+    def behaviour_check_of(self, task_id: str) -> dict[str, Any] | None:
+        """The task's stored behaviour check, or ``None`` (without building its record when compact)."""
         raw = self._raw.get(task_id)
         if raw is not None:
-            return bool(raw.get("behaviour"))
-        return bool(self.record(task_id).behaviour)
+            return raw.get("behaviour") or None
+        return self.record(task_id).behaviour or None
+
+    def has_behaviour_check(self, task_id: str) -> bool:
+        """Whether the task carries a behaviour check (without building its record when compact)."""
+        return bool(self.behaviour_check_of(task_id))
+
+    def has_servable_check(self, task_id: str) -> bool:
+        """Whether the task's check tells the bug apart on an input no test makes (what
+        ``behaviour="required"`` serves; :func:`~termgym.tasks.swesynth.behaviour.servable`)."""
+        from termgym.tasks.swesynth.behaviour import servable
+
+        return servable(self.behaviour_check_of(task_id))
 
     def _keep_checked(self) -> None:
+        from termgym.tasks.swesynth.behaviour import unservable_reason
+
         total = sum(len(ids) for ids in self._splits.values())
         for split, ids in self._splits.items():
-            self._splits[split] = [tid for tid in ids if self.has_behaviour_check(tid)]
+            kept = []
+            for tid in ids:
+                if self.has_servable_check(tid):
+                    kept.append(tid)
+                else:
+                    why = unservable_reason(self.behaviour_check_of(tid))
+                    self.unserved[why] = self.unserved.get(why, 0) + 1
+            self._splits[split] = kept
         self.unchecked = total - sum(len(ids) for ids in self._splits.values())
         if total and self.unchecked == total:
             raise RecordError(f"SWE-SYNTH suite {self.name!r}: none of its {total} tasks carries a behaviour check "
-                              "(record them with `termgym swesynth behaviour`), or pass behaviour='any' to serve "
-                              "tasks graded by their tests alone")
+                              "that tells the bug apart on an input its tests do not make (record them with "
+                              "`termgym swesynth behaviour`, mark older ones with `--heldout`), or pass "
+                              "behaviour='any' to serve tasks graded by their tests alone")
 
     def projects(self) -> dict[str, int]:
         """Task count per project (repo) over every split."""
