@@ -101,6 +101,59 @@ def test_days_of_a_delta(delta):
     assert cart.days_of(delta) == 2
 '''
 
+#: unittest-style tests, as cachetools and many older suites write them: the class under test as a
+#: class attribute of a mixin in another module, a helper method that builds it, state made in
+#: ``setUp``, ``self.assertX`` checks, ``assertRaises`` as a context manager around a subscript
+MIXIN = '''\
+class CartMixin:
+    Cart = None
+
+    def cart(self, *items):
+        return self.Cart()
+
+    def test_count_of_a_fresh_cart(self):
+        cart = self.cart()
+        self.assertEqual(0, len(cart.items))
+        self.assertEqual(cart.count(), 0)
+'''
+
+TESTS_UNITTEST = '''\
+import unittest
+
+from shop.cart import Cart, is_free, parse_price
+
+from . import CartMixin
+
+
+class CartTest(unittest.TestCase, CartMixin):
+    Cart = Cart
+
+    def setUp(self):
+        self.full = self.Cart()
+        self.full.add("apple", 2)
+
+    def test_count_after_set_up(self):
+        self.assertEqual(self.full.count(), 2)
+
+    def test_zero_refused(self):
+        with self.assertRaises(ValueError):
+            self.Cart().add("apple", 0)
+
+    def test_names_in(self):
+        cart = self.cart()
+        cart.add("fig")
+        self.assertIn("fig", cart.names())
+
+    def test_free(self):
+        self.assertTrue(is_free(0))
+
+    def test_price_expected_first(self):
+        self.assertEqual(1.5, parse_price("$1.50"))
+
+    def test_item_of_a_cart(self):
+        self.assertEqual(self.full.names()[0], "apple")
+'''
+
 TESTS = '''\
 import pytest
 
@@ -201,6 +254,8 @@ def shop(tmp_path_factory):
     (root / "shop" / "__init__.py").write_text("")
     (root / "tests" / "test_cart.py").write_text(TESTS)
     (root / "tests" / "test_by_module.py").write_text(TESTS_BY_MODULE)
+    (root / "tests" / "__init__.py").write_text(MIXIN)
+    (root / "tests" / "test_unittest_style.py").write_text(TESTS_UNITTEST)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     broken = CART
     for old, new in BUGS:
@@ -222,11 +277,15 @@ def _failure(shop, name):
 def test_every_bug_shows_up_as_a_failing_test(shop):
     _, failed, _, _ = shop
     names = {t.split("::")[1].split("[")[0] for t in failed}
+    unittest_style = {t.split("::")[-1] for t in failed if "::CartTest::" in t}
+    assert unittest_style == {"test_count_of_a_fresh_cart", "test_count_after_set_up", "test_zero_refused",
+                              "test_names_in", "test_free", "test_price_expected_first", "test_item_of_a_cart"}
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
                      "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
-                     "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta"}
+                     "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta",
+                     "CartTest"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -322,9 +381,12 @@ def test_a_helper_of_the_test_module_goes_into_the_repro(shop):
 
 def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
-    failures = usable_failures(failed, messages, root)
+    pytest_style = [t for t in failed if "CartTest" not in t]
+    failures = usable_failures(pytest_style, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome)
     assert len(failures) == 13
+    failures += usable_failures([t for t in failed if "CartTest" in t], messages, root)
+    assert len(failures) == 13 + 7
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:
@@ -342,6 +404,58 @@ def test_the_wording_varies_with_the_seed_and_is_reproducible(shop):
     for r in reports:
         assert check_report(r, target_tests=failed, patch=patch, repo=root) == []
         assert "test_" not in r and "$1.50-1.5" not in r and "start0" not in r and "tests/" not in r
+
+
+# -- unittest-style failures ----------------------------------------------------------------------------
+
+
+def test_unittest_assert_equal_reads_setup_state_and_the_values(shop):
+    """``self.full`` made in ``setUp`` through the class attribute ``self.Cart``: the repro builds it."""
+    f = _failure(shop, "CartTest::test_count_after_set_up")
+    assert f.setup == ["full = Cart()", "full.add('apple', 2)"] and f.call == "full.count()"
+    assert (f.behaviour, f.relation, f.observed, f.expected) == ("Cart.count()", "==", "3", "2")
+    assert f.self_contained and f.usable
+
+
+def test_unittest_set_up_the_test_does_not_use_leaves_the_repro(shop):
+    f = _failure(shop, "CartTest::test_free")
+    assert f.setup == [] and f.call == "is_free(0)"
+    assert (f.relation, f.observed) == ("truthy", "False") and f.usable
+
+
+def test_unittest_expected_first_and_a_crash(shop):
+    f = _failure(shop, "CartTest::test_price_expected_first")
+    assert f.call == "parse_price('$1.50')" and f.expected == "1.5" and f.error[0] == "ValueError"
+
+
+def test_unittest_assert_raises_as_a_context_manager(shop):
+    f = _failure(shop, "CartTest::test_zero_refused")
+    assert f.call == "Cart().add('apple', 0)" and f.behaviour == "Cart.add()"
+    assert (f.relation, f.expected_error) == ("raises", "ValueError") and f.usable
+
+
+def test_unittest_assert_in_through_a_helper_method(shop):
+    """``self.cart()`` (a helper method returning ``self.Cart()``) is written ``Cart()``."""
+    f = _failure(shop, "CartTest::test_names_in")
+    assert f.setup == ["cart = Cart()", "cart.add('fig')"] and f.call == "cart.names()"
+    assert (f.behaviour, f.relation, f.observed, f.expected) == ("Cart.names()", "in", "[]", "'fig'")
+
+
+def test_a_mixin_test_in_another_module_is_read_there(shop):
+    """junit files a mixin's test under the mixin's module: the class is found in its sibling."""
+    f = _failure(shop, "CartTest::test_count_of_a_fresh_cart")
+    assert f.test.startswith("tests/__init__.py::")
+    assert f.setup == [] and f.call == "Cart().count()" and f.behaviour == "Cart.count()"
+    assert (f.observed, f.expected) == ("1", "0") and f.self_contained
+
+
+def test_unittest_reports_pass_the_checker(shop):
+    root, failed, messages, patch = shop
+    only = [t for t in failed if "CartTest" in t]
+    for seed in range(6):
+        report = write_report(only, messages, patch, repo=root, seed=seed)
+        assert "self" not in report and "assert" not in report and "CartTest" not in report
+        assert check_report(report, target_tests=only, patch=patch, repo=root) == []
 
 
 def test_no_usable_failure_means_no_report(shop):

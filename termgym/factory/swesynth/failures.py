@@ -46,6 +46,9 @@ class Failure:
     self_contained: bool = True        # every name in call/setup is importable or built in the repro
     names: set[str] = field(default_factory=set)  # identifiers a user sees in the repro
     imports: list[str] = field(default_factory=list)  # the import lines the repro needs (set by the writer)
+    #: the test's id as filed under the module that defines its class, when junit filed it elsewhere
+    #: (a mixin's test under ``tests/__init__.py``): that module's imports are the repro's
+    home: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -353,6 +356,9 @@ def _constructed(setup: list[ast.stmt]) -> dict[str, str]:
     return types
 
 
+#: Built-ins that call a protocol method of their argument (``len(cache)`` is ``LRUCache.__len__``).
+_PROTOCOL = {"len": "__len__", "iter": "__iter__", "repr": "__repr__", "str": "__str__", "bool": "__bool__",
+             "hash": "__hash__", "reversed": "__reversed__"}
 #: Helpers of test suites, not behaviour (``raises(TypeError, f)``, ``assert_equal(a, b)``).
 _TEST_HELPER = re.compile(r"^(?:assert|raises|check|verify|expect|eq_|ok_)", re.I)
 
@@ -376,6 +382,12 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
         return None
 
     def visit(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _PROTOCOL \
+                and len(node.args) == 1 and owner(node.args[0]):  # ``len(cache)`` on an LRUCache
+            return f"{owner(node.args[0])}.{_PROTOCOL[node.func.id]}()"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) \
+                and owner(node.comparators[0]):
+            return f"{owner(node.comparators[0])}.__contains__()"
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Call):  # merge_with(sum)(a, b): curried
@@ -413,7 +425,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                 return f"{node.value.id}.{node.attr}"  # ``inv.total`` on an object built in the setup
             return visit(node.value) or None
         if isinstance(node, ast.Subscript):
-            return visit(node.value)
+            cls = owner(node.value)
+            return f"{cls}.__getitem__()" if cls else visit(node.value)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             for gen in node.generators:  # what is iterated over is what is exercised, then the element
                 found = visit(gen.iter)
@@ -430,12 +443,13 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
 
 
 def _raises_name(stmt: ast.stmt) -> str | None:
-    """``E`` for ``with pytest.raises(E[, ...]):`` (or ``raises((E, F))``: the first)."""
+    """``E`` for ``with pytest.raises(E[, ...]):`` or ``with self.assertRaises(E):`` (or ``raises((E, F))``:
+    the first)."""
     if not isinstance(stmt, ast.With):
         return None
     for item in stmt.items:
         call = item.context_expr
-        if isinstance(call, ast.Call) and (getattr(call.func, "attr", None) == "raises"
+        if isinstance(call, ast.Call) and (getattr(call.func, "attr", None) in ("raises", *_UNITTEST_RAISES)
                                            or getattr(call.func, "id", None) == "raises") and call.args:
             target = call.args[0]
             if isinstance(target, ast.Tuple) and target.elts:
@@ -467,6 +481,11 @@ def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | No
         if not isinstance(test, (ast.BoolOp, ast.Compare)):
             return test, "truthy", None, False
         return None
+    unittest_subject = _unittest_subject(stmt)
+    if unittest_subject is not None:
+        return unittest_subject
+    if _unittest_check(stmt) is not None:
+        return None  # a check this reader cannot phrase (assertIsInstance, assertAlmostEqual...)
     if isinstance(stmt, ast.With) and _raises_name(stmt):
         for inner in reversed(stmt.body):
             value = getattr(inner, "value", None)
@@ -665,17 +684,49 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     tree = _parse_file(root / path)
     _, classes, test_func, _ = split_test_id(test)
     own = find_test_function(tree, classes, test_func) if tree is not None else None
-    loc = _location(message, path, (own.lineno, own.end_lineno) if own is not None else None)
-    if tree is None or loc is None:
+    chain = _class_chain(tree, root / path, root, classes) if tree is not None and classes else []
+    if tree is not None and classes and not chain:
+        # junit files an inherited test under the module defining the method (``tests/__init__.py``
+        # for a mixin's test): the class itself is in a sibling module
+        for sibling in sorted((root / path).parent.glob("*.py")):
+            other = _parse_file(sibling)
+            chain = _class_chain(other, sibling, root, classes) if other is not None else []
+            if chain:
+                tree = other
+                failure.home = "::".join([str(sibling.relative_to(root)), *classes, test_func])
+                break
+    func_tree, func_path = tree, path
+    if own is None and chain:  # a method a unittest mixin defines in another module of the suite
+        for cls, other, file in chain:
+            own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == test_func), None)
+            if own is not None:
+                func_tree, func_path = other, str(file.relative_to(root))
+                break
+    loc = _location(message, func_path, (own.lineno, own.end_lineno) if own is not None else None)
+    if tree is None or func_tree is None or loc is None:
         return failure
     line, loc_offset = loc
-    func = _innermost_function(tree, line)
+    func = _innermost_function(func_tree, line)
     stmt = _statement_at(func, line) if func else None
-    subject = _subject(stmt) if stmt else None
-    if func is None or stmt is None or subject is None:
+    if func is None or stmt is None:
+        return failure
+    is_unittest, stmt_line = _unittest_check(stmt) is not None, stmt.lineno
+    set_up: list[ast.stmt] = []
+    resolver = None
+    if chain and func.args.args and func.args.args[0].arg == "self":
+        found = _set_up(chain)
+        made = found[1] if found is not None else set()
+        resolver = _SelfResolver(chain, made)
+        set_up = [resolver.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in (found[0] if found else [])]
+        stmt = ast.increment_lineno(resolver.visit(pyparse.parse(ast.unparse(stmt)).body[0]), stmt_line - 1)
+    subject = _subject(stmt)
+    if subject is None:
         return failure
     expr, relation, expected_node, expected_first = subject
     modules, module_level = _module_names(tree, root)
+    if func_tree is not tree:
+        more_modules, more_names = _module_names(func_tree, root)
+        modules, module_level = modules | more_modules, module_level | more_names
     params = [a.arg for a in func.args.args + func.args.kwonlyargs if a.arg not in ("self", "cls")]
     values: dict[str, ast.expr] = {}
     for name, text in _frame_args(message, loc_offset, params).items():
@@ -685,10 +736,14 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
             # a constructor repr (``Money('1.00', 'USD')``) counts when the test module imports its class
             if _is_literal(node) or _free_names(node) <= module_level | _STDLIB:
                 values[name] = node
-    top = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), stmt)
+    top = next((s for s in func.body if s.lineno <= stmt_line <= s.end_lineno), stmt)
     # checks that passed before the failing one are not part of a repro (nor is a docstring)
     body = [s for s in func.body if s.end_lineno < top.lineno and not isinstance(s, ast.Assert)
-            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) and not _raises_name(s)]
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) and not _raises_name(s)
+            and _unittest_check(s) is None]
+    if resolver is not None:  # ``setUp`` first, then the test, ``self.X`` written as a user would
+        body = [resolver.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in body]
+        body = _needed(set_up, [*body, expr, *([expected_node] if expected_node is not None else [])]) + body
     # fixtures the test asks for are built as the fixture builds them, as a user would in their code
     fixtures, fixture_names = _fixture_setup([p for p in params if p not in values], root / path, root, tree)
     body = fixtures + body
@@ -745,7 +800,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     failure.self_contained = (all(n in defined or (n in module_level and n not in local) or n in dir(builtins)
                                   or n in _STDLIB
                                   for n in free)
-                              and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign))
+                              and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign, ast.Delete))
                                       or isinstance(s, ast.FunctionDef) and not s.decorator_list
                                       and s.end_lineno - s.lineno <= 5 for s in setup) and len(setup) <= 10)
     setup = [*defs, *setup]
@@ -761,7 +816,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
                 failure.names.add(n.id)
             elif isinstance(n, ast.Attribute):
                 failure.names.add(n.attr)
-    _read_values(failure, message, relation, expected_node, expected_first)
+    _read_values(failure, message, relation, expected_node, expected_first, unittest=is_unittest)
     return failure
 
 
@@ -772,7 +827,7 @@ def _first_line(message: str) -> str:
 def _read_outcome_kind(failure: Failure, message: str) -> None:
     """Errors and missing errors, read from the first line of the failure text."""
     first = _first_line(message)
-    if re.match(r"^(?:Failed: )?DID NOT RAISE\b", first):
+    if re.match(r"^(?:Failed: )?DID NOT RAISE\b", first) or re.match(r"^(?:AssertionError: )?\w+ not raised\b", first):
         failure.relation = "raises"
         return
     m = _EXC_LINE.match(first)
@@ -784,7 +839,7 @@ def _read_outcome_kind(failure: Failure, message: str) -> None:
 
 
 def _read_values(failure: Failure, message: str, relation: str, expected_node: ast.expr | None,
-                 expected_first: bool) -> None:
+                 expected_first: bool, unittest: bool = False) -> None:
     if failure.error is not None or relation == "raises":
         if expected_node is not None and relation == "==":
             failure.expected = _value_repr(ast.unparse(expected_node))
@@ -792,6 +847,8 @@ def _read_values(failure: Failure, message: str, relation: str, expected_node: a
     first = re.sub(r"^AssertionError: ", "", _first_line(message))
     m = re.match(r"^assert (.*)$", first)
     if not m:
+        if unittest:
+            _read_unittest_values(failure, first, relation, expected_node, expected_first)
         return
     summary = m.group(1)
     if relation in ("truthy", "falsy"):
@@ -844,3 +901,267 @@ def _read_first_difference(failure: Failure, message: str, expected_first: bool)
     failure.call = f"{base}[{key}]"
     failure.observed, failure.expected = observed, expected
 
+
+
+# -- unittest-style tests: ``self.X`` and ``self.assertX(...)`` ----------------------------------------
+
+#: ``self.assertX(a, b)`` comparisons and the operator they check (``a OP b``).
+_UNITTEST_COMPARE = {
+    "assertEqual": "==", "assertEquals": "==", "failUnlessEqual": "==", "assertListEqual": "==",
+    "assertTupleEqual": "==", "assertDictEqual": "==", "assertSetEqual": "==", "assertSequenceEqual": "==",
+    "assertMultiLineEqual": "==", "assertNotEqual": "!=", "assertNotEquals": "!=", "assertLess": "<",
+    "assertLessEqual": "<=", "assertGreater": ">", "assertGreaterEqual": ">=", "assertIs": "is",
+    "assertIsNot": "is not", "assertIn": "in", "assertNotIn": "not in",
+}
+_UNITTEST_TRUTH = {"assertTrue": "truthy", "assert_": "truthy", "failUnless": "truthy", "assertFalse": "falsy",
+                   "failIf": "falsy"}
+_UNITTEST_NONE = {"assertIsNone": "is", "assertIsNotNone": "is not"}
+_UNITTEST_RAISES = ("assertRaises", "assertRaisesRegex", "assertRaisesRegexp")
+#: How unittest words a failed check, by relation: the observed value is group ``obs``.
+_UNITTEST_MESSAGES = {
+    "truthy": re.compile(r"^(?P<obs>.+) is not true$"),
+    "falsy": re.compile(r"^(?P<obs>.+) is not false$"),
+    "in": re.compile(r"^(?P<exp>.+?) not found in (?P<obs>.+)$"),
+    "not in": re.compile(r"^(?P<exp>.+?) unexpectedly found in (?P<obs>.+)$"),
+}
+_UNITTEST_SIDES = {"==": "!=", "!=": "==", "<": "not less than", "<=": "not less than or equal to",
+                   ">": "not greater than", ">=": "not greater than or equal to", "is": "is not"}
+
+
+def _unittest_check(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
+    """(method name, call) of a ``self.assertX(...)`` statement."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                and (func.attr.startswith(("assert", "fail"))):
+            return func.attr, stmt.value
+    return None
+
+
+def _unittest_subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | None:
+    """:func:`_subject` for ``self.assertEqual(expected, f(x))`` and its kin (``assertRaises(E, f, x)``
+    is the call ``f(x)`` that should raise)."""
+    check = _unittest_check(stmt)
+    if check is None:
+        return None
+    name, call = check
+    args = call.args
+    if name in _UNITTEST_COMPARE and len(args) >= 2:
+        op, left, right = _UNITTEST_COMPARE[name], args[0], args[1]
+        if op in ("in", "not in"):
+            return right, op, left, True
+        displays = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant)
+        if (_has_call(left) or not _has_call(right)) and not (isinstance(left, displays)
+                                                             and not isinstance(right, displays)):
+            return left, op, right, False
+        return right, _SWAPPED[op], left, True
+    if name in _UNITTEST_TRUTH and args:
+        return args[0], _UNITTEST_TRUTH[name], None, False
+    if name in _UNITTEST_NONE and args:
+        return args[0], _UNITTEST_NONE[name], ast.Constant(value=None), False
+    if name in _UNITTEST_RAISES and len(args) >= 2 and not isinstance(args[1], ast.Starred):
+        target = ast.Call(func=args[1], args=list(args[2:]), keywords=list(call.keywords))
+        return ast.fix_missing_locations(ast.copy_location(target, call)), "raises", None, False
+    return None
+
+
+def _read_unittest_values(failure: Failure, first: str, relation: str, expected_node: ast.expr | None,
+                          expected_first: bool) -> None:
+    """Observed and expected values from unittest's wording of a failed check (``3 != 2``,
+    ``'fig' not found in []``, ``False is not true``), the ``: msg`` a test adds left aside."""
+    text = re.sub(r"^(?:Lists|Tuples|Sequences|Dicts?|Sets) differ: ", "", first)
+    known = _value_repr(ast.unparse(expected_node)) if expected_node is not None and _is_literal(expected_node) \
+        else None
+    pattern = _UNITTEST_MESSAGES.get(relation)
+    if pattern is not None:
+        for candidate in (text, re.sub(r" : .*$", "", text)):
+            m = pattern.match(candidate)
+            if m and _value_repr(m.group("obs")) is not None:
+                failure.observed = _value_repr(m.group("obs"))
+                if "exp" in m.groupdict():
+                    failure.expected = known or _value_repr(m.group("exp"))
+                return
+        return
+    sep = _UNITTEST_SIDES.get(relation if not expected_first else _SWAPPED.get(relation, relation))
+    if sep is None:
+        return
+    if relation in ("is", "is not") and expected_node is not None and ast.unparse(expected_node) == "None":
+        m = re.match(r"^(.+) is not None$", text)  # assertIsNone
+        if m and relation == "is":
+            failure.observed, failure.expected = _value_repr(m.group(1)), "None"
+        return
+    for candidate in (text, re.sub(r" : [^']*$", "", text)):
+        parts = _split_compare(candidate, sep, known, expected_first)
+        if parts is not None:
+            exp_text, obs_text = (parts[0], parts[1]) if expected_first else (parts[1], parts[0])
+            failure.observed, failure.expected = _value_repr(obs_text), known or _value_repr(exp_text)
+            if failure.observed is not None and failure.expected is not None:
+                return
+    failure.observed = failure.expected = None
+
+
+def _class_chain(tree: ast.Module, path: Path, root: Path, names: list[str],
+                 depth: int = 0) -> list[tuple[ast.ClassDef, ast.Module, Path]]:
+    """The test class ``names[-1]`` (nested in ``names[:-1]``) and its bases, nearest first, each with
+    its module and file: bases defined in the module or imported from a module of the test suite
+    (``from . import CacheTestMixin``)."""
+    body: list[ast.stmt] = tree.body
+    node = None
+    for name in names:
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if node is None:
+            return []
+        body = node.body
+    chain = [(node, tree, path)]
+    if depth > 3:
+        return chain
+    for base in node.bases:
+        if not isinstance(base, ast.Name) or base.id in ("object", "TestCase"):
+            continue
+        if any(isinstance(n, ast.ClassDef) and n.name == base.id for n in tree.body):
+            chain += _class_chain(tree, path, root, [base.id], depth + 1)
+            continue
+        for imp in tree.body:
+            if not isinstance(imp, ast.ImportFrom) or not any((a.asname or a.name) == base.id for a in imp.names):
+                continue
+            real = next(a.name for a in imp.names if (a.asname or a.name) == base.id)
+            folder = path.parent
+            for _ in range(max(imp.level - 1, 0)):
+                folder = folder.parent
+            parts = (imp.module or "").split(".") if imp.module else []
+            start = folder if imp.level else root
+            target = start.joinpath(*parts) if parts else start
+            for file in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
+                other = _parse_file(file) if file is not None else None
+                if other is not None:
+                    found = _class_chain(other, file, root, [real], depth + 1)
+                    if found:
+                        chain += found
+                        break
+    return chain
+
+
+def _chain_method(chain: list[tuple[ast.ClassDef, ast.Module, Path]], name: str) -> ast.FunctionDef | None:
+    for cls, _, _ in chain:
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return node
+    return None
+
+
+class _SelfResolver(ast.NodeTransformer):
+    """Rewrite ``self.X`` as a user would write it: a class attribute by its value (``self.Cache`` ->
+    ``LRUCache``), an attribute ``setUp`` made by its name (``self.cache`` -> ``cache``), and a small
+    helper method (``self.cache(maxsize=2)``, one ``return``) by what it returns, arguments filled in.
+    Anything else stays ``self.X`` (and makes the repro not self-contained)."""
+
+    def __init__(self, chain: list[tuple[ast.ClassDef, ast.Module, Path]], made: set[str], depth: int = 0) -> None:
+        self.chain, self.made, self.depth = chain, made, depth
+        self.attrs: dict[str, ast.expr] = {}
+        for cls, _, _ in reversed(chain):  # the nearest class's value wins
+            for node in cls.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                        self.attrs[node.targets[0].id] = node.value
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                and func.attr not in self.attrs and func.attr not in self.made and self.depth < 3:
+            method = _chain_method(self.chain, func.attr)
+            inlined = self._inline(method, node) if method is not None else None
+            if inlined is not None:
+                return inlined
+        self.generic_visit(node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            if node.attr in self.made:
+                return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
+            if node.attr in self.attrs and isinstance(node.ctx, ast.Load):
+                value = pyparse.parse(ast.unparse(self.attrs[node.attr]), mode="eval").body
+                return ast.copy_location(self.visit(value), node)
+            return node
+        self.generic_visit(node)
+        return node
+
+    def _inline(self, method: ast.FunctionDef, call: ast.Call) -> ast.expr | None:
+        body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None or method.decorator_list:
+            return None
+        a = method.args
+        names = [x.arg for x in [*a.posonlyargs, *a.args]][1:]  # without self
+        if any(isinstance(x, ast.Starred) for x in call.args) or (len(call.args) > len(names) and not a.vararg) \
+                or any(k.arg is None for k in call.keywords):
+            return None
+        values: dict[str, ast.expr] = dict(zip(names, (self.visit(x) for x in call.args)))
+        if a.vararg:  # ``def cart(self, *items)``: the extra arguments as a tuple, spread where passed on
+            values[a.vararg.arg] = ast.Tuple(elts=[self.visit(x) for x in call.args[len(names):]], ctx=ast.Load())
+        extra = []
+        for k in call.keywords:
+            if k.arg in names or k.arg in {x.arg for x in a.kwonlyargs}:
+                values[k.arg] = self.visit(k.value)
+            elif a.kwarg:
+                extra.append(ast.keyword(arg=k.arg, value=self.visit(k.value)))
+            else:
+                return None
+        defaults = dict(zip(names[len(names) - len(a.defaults):], a.defaults)) if a.defaults else {}
+        defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        for name in [*names, *(x.arg for x in a.kwonlyargs)]:
+            if name not in values:
+                if name not in defaults:
+                    return None
+                values[name] = defaults[name]
+        expr = pyparse.parse(ast.unparse(body[0].value), mode="eval").body
+        kwarg = a.kwarg.arg if a.kwarg else None
+        for sub in ast.walk(expr):  # ``f(**kwargs)``: the keywords the call passed on
+            if isinstance(sub, ast.Call) and kwarg:
+                spread = [k for k in sub.keywords if k.arg is None and isinstance(k.value, ast.Name)
+                          and k.value.id == kwarg]
+                if spread:
+                    sub.keywords = [k for k in sub.keywords if k not in spread] + extra
+        if kwarg and kwarg in _free_names(expr):
+            return None
+        expr = _Fill(values, set()).visit(expr)
+        inner = _SelfResolver(self.chain, self.made, self.depth + 1)
+        return ast.fix_missing_locations(ast.copy_location(inner.visit(expr), call))
+
+
+def _set_up(chain: list[tuple[ast.ClassDef, ast.Module, Path]]) -> tuple[list[ast.stmt], set[str]] | None:
+    """The statements of the nearest ``setUp`` (``self.x = ...`` written ``x = ...``) and the names it
+    makes; ``None`` when it does something a repro cannot (a loop, a patch, another ``self`` call)."""
+    method = _chain_method(chain, "setUp")
+    if method is None:
+        return [], set()
+    stmts, made = [], set()
+    for st in method.body:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            continue
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and "super" in ast.unparse(st.value.func):
+            continue
+        if not isinstance(st, (ast.Assign, ast.Expr)) or len(method.body) > 10:
+            return None
+        for t in getattr(st, "targets", []):
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                made.add(t.attr)
+        stmts.append(st)
+    return stmts, made
+
+
+def _needed(set_up: list[ast.stmt], after: list[ast.AST]) -> list[ast.stmt]:
+    """The ``setUp`` statements that make or change what ``after`` reads (``self.full = Cart()`` and
+    ``self.full.add(...)`` stay only when the test uses ``full``)."""
+    needed = set().union(*(_free_names(n) for n in after)) if after else set()
+    kept: list[ast.stmt] = []
+    for stmt in reversed(set_up):
+        touched = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(stmt, ast.Expr):
+            root = stmt.value.func if isinstance(stmt.value, ast.Call) else stmt.value
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            touched |= {root.id} if isinstance(root, ast.Name) else set()
+        if touched & needed:
+            kept.append(stmt)
+            needed |= _free_names(stmt)
+    return kept[::-1]

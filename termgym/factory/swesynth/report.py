@@ -240,7 +240,7 @@ def _add_imports(f: Failure, repo: Path, source_dirs: Sequence[str]) -> bool:
 
     code = "\n".join([*f.setup, f.call or ""])
     try:
-        lines = import_lines(code, read_test_module(f.test, repo), project_packages(repo, source_dirs))
+        lines = import_lines(code, read_test_module(f.home or f.test, repo), project_packages(repo, source_dirs))
     except SyntaxError:
         return False
     if lines is None:
