@@ -152,6 +152,15 @@ class CartTest(unittest.TestCase, CartMixin):
 
     def test_item_of_a_cart(self):
         self.assertEqual(self.full.names()[0], "apple")
+
+    def test_a_subclass_counts(self):
+        import copy
+
+        class Basket(Cart):
+            def label(self):
+                return "basket"
+
+        self.assertEqual(copy.copy(Basket()).count(), 0)
 '''
 
 TESTS = '''\
@@ -279,7 +288,8 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     names = {t.split("::")[1].split("[")[0] for t in failed}
     unittest_style = {t.split("::")[-1] for t in failed if "::CartTest::" in t}
     assert unittest_style == {"test_count_of_a_fresh_cart", "test_count_after_set_up", "test_zero_refused",
-                              "test_names_in", "test_free", "test_price_expected_first", "test_item_of_a_cart"}
+                              "test_names_in", "test_free", "test_price_expected_first", "test_item_of_a_cart",
+                              "test_a_subclass_counts"}
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
@@ -386,7 +396,7 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     # two parametrized cases of one test collapse into one (same call, same outcome)
     assert len(failures) == 13
     failures += usable_failures([t for t in failed if "CartTest" in t], messages, root)
-    assert len(failures) == 13 + 7
+    assert len(failures) == 13 + 8
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:
@@ -447,6 +457,15 @@ def test_a_mixin_test_in_another_module_is_read_there(shop):
     assert f.test.startswith("tests/__init__.py::")
     assert f.setup == [] and f.call == "Cart().count()" and f.behaviour == "Cart.count()"
     assert (f.observed, f.expected) == ("1", "0") and f.self_contained
+
+
+def test_a_small_subclass_and_a_standard_library_import_go_into_the_repro(shop):
+    """The test's own subclass is pasted (its project base is the API named); ``copy.copy`` is the
+    standard library, not the behaviour."""
+    f = _failure(shop, "CartTest::test_a_subclass_counts")
+    assert f.setup[0] == "import copy" and f.setup[1].startswith("class Basket(Cart):")
+    assert f.call == "copy.copy(Basket()).count()" and f.behaviour == "Cart.count()"
+    assert (f.observed, f.expected) == ("1", "0") and f.self_contained and f.usable
 
 
 def test_unittest_reports_pass_the_checker(shop):

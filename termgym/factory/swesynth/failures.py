@@ -377,6 +377,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
             # a test helper ``iv(a, b)`` that returns ``Interval(a, b)``: an Interval
             ret = next((s.value for s in helpers[node.func.id].body if isinstance(s, ast.Return)), None)
             return owner(ret) if ret is not None else None
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("copy.copy", "copy.deepcopy") and node.args:
+            return owner(node.args[0])  # a copy is of its original's class
         if isinstance(node, ast.Name):
             return types.get(node.id)
         return None
@@ -402,6 +404,9 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                 elif func.id not in _PLAIN_BUILTINS and not func.id.startswith("_") \
                         and not _TEST_HELPER.match(func.id) and func.id not in helpers:
                     return f"{func.id}()"
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id in imported_modules and func.value.id in _STDLIB:
+                pass  # ``pickle.loads(...)``: the standard library is not the behaviour; its arguments are
             elif isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
                 cls = owner(func.value)
                 inner = visit(func.value)
@@ -761,7 +766,13 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     origins = {s.targets[0].id: s.value for s in setup if isinstance(s, ast.Assign) and len(s.targets) == 1
                and isinstance(s.targets[0], ast.Name)}
     all_modules = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    all_modules |= {a.asname or a.name.split(".")[0] for s in setup if isinstance(s, ast.Import) for a in s.names}
     failure.behaviour = _behaviour(expr, types, origins, _module_helpers(tree)[0], all_modules | modules)
+    subclasses = {s.name: s.bases[0].id for s in setup if isinstance(s, ast.ClassDef) and len(s.bases) == 1
+                  and isinstance(s.bases[0], ast.Name)}
+    head = (failure.behaviour or "").split(".")[0]
+    if head in subclasses and subclasses[head] != head:  # a test's small subclass: its project base is named
+        failure.behaviour = subclasses[head] + failure.behaviour[len(head):]
     if relation == "raises":
         if failure.relation != "raises" and failure.error is None:
             return failure  # it raised, but not the message the test wanted: nothing a user would phrase
@@ -773,6 +784,10 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     defined = set()
     for s in setup:
         defined |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(s, (ast.ClassDef, ast.FunctionDef)):
+            defined.add(s.name)
+        elif isinstance(s, (ast.Import, ast.ImportFrom)):
+            defined |= {a.asname or a.name.split(".")[0] for a in s.names}
     free = set().union(_free_names(expr), *(_free_names(s) for s in setup)) - defined
     consts = {n: constants[n].value for n in free if n in constants and _is_literal(constants[n].value)
               and len(ast.unparse(constants[n].value)) <= 60}
@@ -802,7 +817,10 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
                                   for n in free)
                               and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign, ast.Delete))
                                       or isinstance(s, ast.FunctionDef) and not s.decorator_list
-                                      and s.end_lineno - s.lineno <= 5 for s in setup) and len(setup) <= 10)
+                                      and s.end_lineno - s.lineno <= 5
+                                      or isinstance(s, ast.ClassDef) and not s.decorator_list  # a small subclass
+                                      and s.end_lineno - s.lineno <= 8
+                                      or _stdlib_import(s) for s in setup) and len(setup) <= 10)
     setup = [*defs, *setup]
     failure.call = ast.unparse(expr)
     failure.setup = [ast.unparse(s) for s in setup]
@@ -1165,3 +1183,10 @@ def _needed(set_up: list[ast.stmt], after: list[ast.AST]) -> list[ast.stmt]:
             kept.append(stmt)
             needed |= _free_names(stmt)
     return kept[::-1]
+
+
+def _stdlib_import(stmt: ast.stmt) -> bool:
+    """``import pickle`` inside a test: a repro may import the standard library as the test does."""
+    if isinstance(stmt, ast.Import):
+        return all(a.name.split(".")[0] in _STDLIB for a in stmt.names)
+    return isinstance(stmt, ast.ImportFrom) and not stmt.level and (stmt.module or "").split(".")[0] in _STDLIB
