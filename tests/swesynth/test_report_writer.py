@@ -163,6 +163,15 @@ class CartTest(unittest.TestCase, CartMixin):
         self.assertEqual(copy.copy(Basket()).count(), 0)
 '''
 
+#: a module importing the project's names with ``*`` (funcy's suite does)
+TESTS_STAR = '''\
+from shop.cart import *
+
+
+def test_star_imported_names():
+    assert module_of("a/b.py") == "b"
+'''
+
 TESTS = '''\
 import pytest
 
@@ -264,6 +273,7 @@ def shop(tmp_path_factory):
     (root / "tests" / "test_cart.py").write_text(TESTS)
     (root / "tests" / "test_by_module.py").write_text(TESTS_BY_MODULE)
     (root / "tests" / "__init__.py").write_text(MIXIN)
+    (root / "tests" / "test_star.py").write_text(TESTS_STAR)
     (root / "tests" / "test_unittest_style.py").write_text(TESTS_UNITTEST)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     broken = CART
@@ -295,7 +305,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
                      "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
                      "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta",
-                     "CartTest"}
+                     "CartTest", "test_star_imported_names"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -325,6 +335,13 @@ def test_the_package_a_test_imports_from_may_be_named(shop):
     report = ("Hi! `shop.cart.days_of()` seems off by one.\n\n```python\n>>> from shop import cart\n"
               ">>> cart.days_of(datetime.timedelta(days=2))\n1\n```\n\nI expected `2`.")
     assert not [p for p in check_report(report, target_tests=[test], patch=patch, repo=root) if "leak" in p]
+
+
+def test_names_a_star_import_brings_are_importable(shop):
+    root, failed, messages, _ = shop
+    f = _failure(shop, "test_star_imported_names")
+    assert f.call == "module_of('a/b.py')" and f.self_contained and f.usable
+    assert usable_failures([f.test], messages, root)[0].imports == ["from shop.cart import module_of"]
 
 
 def test_a_value_built_over_several_lines_keeps_its_setup(shop):
@@ -391,7 +408,7 @@ def test_a_helper_of_the_test_module_goes_into_the_repro(shop):
 
 def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
-    pytest_style = [t for t in failed if "CartTest" not in t]
+    pytest_style = [t for t in failed if "CartTest" not in t and "star" not in t]
     failures = usable_failures(pytest_style, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome)
     assert len(failures) == 13

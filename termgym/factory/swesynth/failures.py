@@ -164,6 +164,9 @@ def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[st
         elif isinstance(node, ast.ImportFrom):
             base = (node.module or "").replace(".", "/")
             for alias in node.names:
+                if alias.name == "*" and repo is not None and base and not node.level:
+                    known |= _star_names(repo, base)  # ``from funcy.colls import *``
+                    continue
                 bound = alias.asname or alias.name
                 known.add(bound)
                 if repo is not None and base and ((repo / base / f"{alias.name}.py").is_file()
@@ -1190,3 +1193,29 @@ def _stdlib_import(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Import):
         return all(a.name.split(".")[0] in _STDLIB for a in stmt.names)
     return isinstance(stmt, ast.ImportFrom) and not stmt.level and (stmt.module or "").split(".")[0] in _STDLIB
+
+
+def _star_names(repo: Path, base: str) -> set[str]:
+    """The public names ``from base import *`` binds, read from the project's module (its ``__all__``
+    when that is a literal list, else its top-level public definitions and imports)."""
+    for folder in (repo, repo / "src"):
+        for file in (folder / f"{base}.py", folder / base / "__init__.py"):
+            tree = _parse_file(file)
+            if tree is None:
+                continue
+            names: set[str] = set()
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                        for t in node.targets):
+                    try:
+                        return {n for n in ast.literal_eval(node.value) if isinstance(n, str)}
+                    except (ValueError, TypeError, SyntaxError):
+                        pass
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Assign):
+                    names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+            return {n for n in names if not n.startswith("_")}
+    return set()
