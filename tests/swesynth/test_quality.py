@@ -11,6 +11,7 @@ import pytest
 
 from termgym.factory.swesynth.audit import apply_hunks, audit_task, split_patch, unit_files
 from termgym.factory.swesynth.quality import (
+    exports,
     import_lines,
     named_api,
     project_packages,
@@ -207,3 +208,16 @@ def test_imports_follow_the_test_module(tmp_path):
     assert import_lines("search('{}', dt.date(2000, 1, 1))", module, packages) == \
         ["from parse import search", "import datetime as dt"]
     assert import_lines("search('{}', HELPER)", module, packages) is None
+
+
+def test_names_a_package_star_imports_from_its_modules_are_its_exports(tmp_path):
+    """more-itertools' ``__init__`` is ``from .more import *``: ``mi.chunked`` is written
+    ``from more_itertools import chunked``; a private name of the module is not exported."""
+    (tmp_path / "mit").mkdir()
+    (tmp_path / "mit" / "__init__.py").write_text("from .more import *  # noqa\n")
+    (tmp_path / "mit" / "more.py").write_text("def chunked(xs, n):\n    return xs\n\n\ndef _hidden():\n    pass\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_m.py").write_text("import mit as mi\n\n\ndef test_it():\n    assert mi.chunked([], 1)\n")
+    assert "chunked" in exports(tmp_path, "mit") and "_hidden" not in exports(tmp_path, "mit")
+    module = read_test_module("tests/test_m.py::test_it", tmp_path)
+    assert import_lines("chunked([1], 1)", module, project_packages(tmp_path)) == ["from mit import chunked"]

@@ -196,6 +196,7 @@ def exports(repo: Path, module: str) -> frozenset[str]:
     """Names bound at the top of a project module (``pkg`` or ``pkg.mod``), read from its source."""
     key = (repo, module)
     if key not in _EXPORTS:
+        _EXPORTS[key] = frozenset()  # a module star-importing itself back ends here
         rel = module.replace(".", "/")
         names: set[str] = set()
         for base in (repo, repo / "src"):
@@ -208,6 +209,13 @@ def exports(repo: Path, module: str) -> frozenset[str]:
                     for node in tree.body:
                         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                             names.add(node.name)
+                        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                            # ``from .more import *`` (more-itertools): what that module exports publicly
+                            package = module.split(".") if file.name == "__init__.py" else module.split(".")[:-1]
+                            parent = package[:len(package) - node.level + 1] if node.level else []
+                            target = ".".join([*parent, *([node.module] if node.module else [])])
+                            if target and target != module:
+                                names |= {n for n in exports(repo, target) if not n.startswith("_")}
                         elif isinstance(node, (ast.Import, ast.ImportFrom)):
                             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
                         elif isinstance(node, ast.Assign):
