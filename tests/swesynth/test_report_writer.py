@@ -120,9 +120,16 @@ class CartMixin:
 TESTS_UNITTEST = '''\
 import unittest
 
-from shop.cart import Cart, is_free, parse_price
+from shop.cart import Cart, is_free, labels, parse_price
 
 from . import CartMixin
+
+
+class LabelTest(unittest.TestCase):
+    LABELS = staticmethod(labels)
+
+    def test_index_of_a_label(self):
+        self.assertEqual(self.LABELS(["ab"]).index("item: AB"), 0)
 
 
 class CartTest(unittest.TestCase, CartMixin):
@@ -305,7 +312,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
                      "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
                      "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta",
-                     "CartTest", "test_star_imported_names"}
+                     "CartTest", "LabelTest", "test_star_imported_names"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -408,7 +415,7 @@ def test_a_helper_of_the_test_module_goes_into_the_repro(shop):
 
 def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
-    pytest_style = [t for t in failed if "CartTest" not in t and "star" not in t]
+    pytest_style = [t for t in failed if "CartTest" not in t and "LabelTest" not in t and "star" not in t]
     failures = usable_failures(pytest_style, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome)
     assert len(failures) == 13
@@ -485,9 +492,19 @@ def test_a_small_subclass_and_a_standard_library_import_go_into_the_repro(shop):
     assert (f.observed, f.expected) == ("1", "0") and f.self_contained and f.usable
 
 
+def test_a_static_method_attribute_is_the_function_and_a_method_of_its_result_names_it(shop):
+    """``LABELS = staticmethod(labels)``: ``self.LABELS(...)`` is ``labels(...)``; ``.index`` of what
+    ``labels`` returned names ``labels()``, not ``index()``."""
+    root, failed, messages, _ = shop
+    test = next(t for t in failed if "LabelTest" in t)
+    f = read_failure(test, messages[test], root)
+    assert f.call == "labels(['ab']).index('item: AB')" and f.behaviour == "labels()"
+    assert f.error == ("ValueError", "'item: AB' is not in list") and f.expected == "0" and f.usable
+
+
 def test_unittest_reports_pass_the_checker(shop):
     root, failed, messages, patch = shop
-    only = [t for t in failed if "CartTest" in t]
+    only = [t for t in failed if "CartTest" in t or "LabelTest" in t]
     for seed in range(6):
         report = write_report(only, messages, patch, repo=root, seed=seed)
         assert "self" not in report and "assert" not in report and "CartTest" not in report

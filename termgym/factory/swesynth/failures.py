@@ -419,7 +419,9 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                     return f"{func.value.id}.{func.attr}()"
                 if inner and "(" not in inner:  # ``LRUCache.stats`` -> ``LRUCache.stats.hit_rate()``
                     return f"{inner}.{func.attr}()"
-                return f"{func.attr}()"  # the method called on what a function returned
+                if inner:  # a method of what a project function returned: that function is the API
+                    return inner
+                return f"{func.attr}()"
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 found = visit(arg)
                 if found:
@@ -1082,8 +1084,12 @@ class _SelfResolver(ast.NodeTransformer):
         for cls, _, _ in reversed(chain):  # the nearest class's value wins
             for node in cls.body:
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    if not (isinstance(node.value, ast.Constant) and node.value.value is None):
-                        self.attrs[node.targets[0].id] = node.value
+                    value = node.value
+                    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and len(value.args) == 1 \
+                            and value.func.id in ("staticmethod", "classmethod"):
+                        value = value.args[0]  # ``DECORATOR = staticmethod(lru_cache)``: the function itself
+                    if not (isinstance(value, ast.Constant) and value.value is None):
+                        self.attrs[node.targets[0].id] = value
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         func = node.func
