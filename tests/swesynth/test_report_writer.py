@@ -151,6 +151,12 @@ class CartTest(unittest.TestCase, CartMixin):
         cart.add("fig")
         self.assertIn("fig", cart.names())
 
+    def test_listed_names(self):
+        cart = self.cart()
+        cart.add("fig")
+        cart.add("kiwi")
+        self.assertEqual(sorted(cart.names()), ["fig", "kiwi"])
+
     def test_free(self):
         self.assertTrue(is_free(0))
 
@@ -306,7 +312,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     unittest_style = {t.split("::")[-1] for t in failed if "::CartTest::" in t}
     assert unittest_style == {"test_count_of_a_fresh_cart", "test_count_after_set_up", "test_zero_refused",
                               "test_names_in", "test_free", "test_price_expected_first", "test_item_of_a_cart",
-                              "test_a_subclass_counts"}
+                              "test_a_subclass_counts", "test_listed_names"}
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
@@ -420,7 +426,7 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     # two parametrized cases of one test collapse into one (same call, same outcome)
     assert len(failures) == 13
     failures += usable_failures([t for t in failed if "CartTest" in t], messages, root)
-    assert len(failures) == 13 + 8
+    assert len(failures) == 13 + 9
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:

@@ -361,7 +361,8 @@ def _constructed(setup: list[ast.stmt]) -> dict[str, str]:
 
 #: Built-ins that call a protocol method of their argument (``len(cache)`` is ``LRUCache.__len__``).
 _PROTOCOL = {"len": "__len__", "iter": "__iter__", "repr": "__repr__", "str": "__str__", "bool": "__bool__",
-             "hash": "__hash__", "reversed": "__reversed__"}
+             "hash": "__hash__", "reversed": "__reversed__", "list": "__iter__", "set": "__iter__",
+             "tuple": "__iter__", "sorted": "__iter__", "frozenset": "__iter__"}
 #: Helpers of test suites, not behaviour (``raises(TypeError, f)``, ``assert_equal(a, b)``).
 _TEST_HELPER = re.compile(r"^(?:assert|raises|check|verify|expect|eq_|ok_)", re.I)
 
@@ -773,6 +774,9 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     all_modules = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
     all_modules |= {a.asname or a.name.split(".")[0] for s in setup if isinstance(s, ast.Import) for a in s.names}
     failure.behaviour = _behaviour(expr, types, origins, _module_helpers(tree)[0], all_modules | modules)
+    if failure.behaviour is None and relation in ("in", "not in") and isinstance(expr, ast.Name) \
+            and expr.id in types:  # ``self.assertNotIn(1, cache)``: membership is the cache's behaviour
+        failure.behaviour = f"{types[expr.id]}.__contains__()"
     subclasses = {s.name: s.bases[0].id for s in setup if isinstance(s, ast.ClassDef) and len(s.bases) == 1
                   and isinstance(s.bases[0], ast.Name)}
     head = (failure.behaviour or "").split(".")[0]
