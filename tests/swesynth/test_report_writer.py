@@ -160,6 +160,9 @@ class CartTest(unittest.TestCase, CartMixin):
     def test_free(self):
         self.assertTrue(is_free(0))
 
+    def test_zero_refused_call_form(self):
+        self.assertRaises(ValueError, self.Cart().add, "pear", 0)
+
     def test_price_expected_first(self):
         self.assertEqual(1.5, parse_price("$1.50"))
 
@@ -312,7 +315,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
     unittest_style = {t.split("::")[-1] for t in failed if "::CartTest::" in t}
     assert unittest_style == {"test_count_of_a_fresh_cart", "test_count_after_set_up", "test_zero_refused",
                               "test_names_in", "test_free", "test_price_expected_first", "test_item_of_a_cart",
-                              "test_a_subclass_counts", "test_listed_names"}
+                              "test_a_subclass_counts", "test_listed_names", "test_zero_refused_call_form"}
     assert names == {"test_parse_price", "test_count_after_adding", "test_zero_quantity_is_refused",
                      "test_names_include_added", "test_zero_is_free", "test_fresh_cart_is_empty",
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
@@ -426,7 +429,7 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     # two parametrized cases of one test collapse into one (same call, same outcome)
     assert len(failures) == 13
     failures += usable_failures([t for t in failed if "CartTest" in t], messages, root)
-    assert len(failures) == 13 + 9
+    assert len(failures) == 13 + 10
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:
@@ -471,6 +474,12 @@ def test_unittest_expected_first_and_a_crash(shop):
 def test_unittest_assert_raises_as_a_context_manager(shop):
     f = _failure(shop, "CartTest::test_zero_refused")
     assert f.call == "Cart().add('apple', 0)" and f.behaviour == "Cart.add()"
+    assert (f.relation, f.expected_error) == ("raises", "ValueError") and f.usable
+
+
+def test_unittest_assert_raises_called_with_the_function_and_its_arguments(shop):
+    f = _failure(shop, "CartTest::test_zero_refused_call_form")
+    assert f.call == "Cart().add('pear', 0)" and f.behaviour == "Cart.add()"
     assert (f.relation, f.expected_error) == ("raises", "ValueError") and f.usable
 
 

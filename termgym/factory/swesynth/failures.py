@@ -456,6 +456,11 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
 def _raises_name(stmt: ast.stmt) -> str | None:
     """``E`` for ``with pytest.raises(E[, ...]):`` or ``with self.assertRaises(E):`` (or ``raises((E, F))``:
     the first)."""
+    check = _unittest_check(stmt)
+    if check is not None and check[0] in _UNITTEST_RAISES and check[1].args:  # ``self.assertRaises(E, f, x)``
+        target = check[1].args[0]
+        target = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+        return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
     if not isinstance(stmt, ast.With):
         return None
     for item in stmt.items:
