@@ -652,3 +652,16 @@ def test_a_helper_class_is_typed_at_the_interpreter_without_blank_lines():
     assert (">>> class Clock:\n...     def __call__(self):\n...         return 0.0\n...\n"
             ">>> bucket = Bucket(clock=Clock())\n>>> [bucket.take() for _ in range(2)]\n[False, False]") in text
     assert check_report(text, target_tests=["tests/test_b.py::test_take"]) == []
+
+
+def test_protocol_use_of_a_project_object_names_its_method():
+    """``len(cache)``, ``cache[1]``, ``sorted(cache)``, ``1 in cache`` on an LRUCache the repro built."""
+    import ast
+
+    from termgym.factory.swesynth.failures import _behaviour
+
+    types = {"cache": "LRUCache"}
+    for code, want in [("len(cache)", "LRUCache.__len__()"), ("cache[1]", "LRUCache.__getitem__()"),
+                       ("sorted(cache)", "LRUCache.__iter__()"), ("1 in cache", "LRUCache.__contains__()"),
+                       ("len([1, 2])", None)]:
+        assert _behaviour(ast.parse(code, mode="eval").body, types) == want, code
