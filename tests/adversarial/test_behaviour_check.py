@@ -145,14 +145,13 @@ def test_non_fixes_that_pass_the_tests_score_zero(task, buggy_tree, tmp_path, na
     assert "differ from the clean code" in details["behaviour_failure"], details
 
 
-@pytest.mark.parametrize("name", sorted(ATTACKS))
+# The start-up hooks never load in the graded run (asserted above), so there is no comparison to sabotage.
+@pytest.mark.parametrize("name", sorted(set(ATTACKS) - set(HOOKS_THAT_NEVER_LOAD)))
 def test_sabotage_without_the_comparison_the_attacks_score_one(task, buggy_tree, tmp_path, name, monkeypatch):
     monkeypatch.setattr(behaviour, "compare_answers", lambda expected, got: [])
     details = grade_attack(task, buggy_tree, tmp_path, name)
     if name == "trace_function_forgery" and details.get("tamper"):
         pytest.skip("the in-process guard catches this forgery on this branch")
-    if name in HOOKS_THAT_NEVER_LOAD:
-        pytest.skip("the start-up hooks do not load in the graded test run, so its tests fail on their own")
     assert details["all_passed"] and details["behaviour_passed"], details
 
 
