@@ -346,7 +346,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     folder = _suite_dir(args.suite)
-    if not (folder / "suite.json").is_file() and not folder.is_dir():
+    if not folder.is_dir():
         print(f"termgym swesynth audit: {args.suite!r} is neither a suite directory nor a suite name", file=sys.stderr)
         return 2
     if args.sample is not None and args.sample < 1:
@@ -389,12 +389,11 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_behaviour(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from termgym.factory.swesynth.behaviour_record import backfill
     from termgym.tasks.swesynth.suite import NAMED_SUITES
 
-    suite = NAMED_SUITES.get(args.suite) or Path(args.suite)
+    suite = _suite_dir(args.suite)
     if not suite.is_dir():
         print(f"termgym swesynth behaviour: {args.suite!r} is neither a suite directory nor a suite name "
               f"({', '.join(NAMED_SUITES)})", file=sys.stderr)

@@ -47,7 +47,7 @@ def test_manifest_is_complete_and_its_files_match(name):
         assert "Permission" in text or "Redistribution" in text or "Apache License" in text, licence
     assert project.pytest_version, "the lock pins pytest"
     assert all("==" in line for line in project.test_requirements)
-    assert {k for k, _ in project.test_hashes} == {P._norm(r.split("==")[0]) for r in project.test_requirements}
+    assert {k for k, _ in project.test_hashes} == {P.normalise_name(r.split("==")[0]) for r in project.test_requirements}
     assert project.test_command.startswith("python3 -m pytest ")
     # the test environment never holds the project under repair (an installed copy would show the fix)
     from termgym.sandbox.runtime import normalise, project_distributions

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# The mutation machinery lives in bugs.source; its names stay importable from here.
 from termgym.factory.swesynth.bugs.callgraph import RepoIndex
 from termgym.factory.swesynth.bugs.coordinated import REPO_DESCRIPTIONS, find_cross_module_helper
 from termgym.factory.swesynth.bugs.coordinated import REPO_FINDERS as _COORDINATED
@@ -59,8 +60,6 @@ from termgym.factory.swesynth.bugs.source import (  # noqa: F401  (re-exported f
     units,
 )
 from termgym.factory.swesynth.plausible import is_fixed_order_call, is_string_like
-
-# The mutation machinery lives in bugs.source; its names stay importable from here.
 from termgym.tasks.swesynth import pyparse
 
 #: Every bug type of the reference taxonomy, with the sentence the LLM breaker is given.
@@ -92,21 +91,26 @@ BUG_TYPE_DESCRIPTIONS: dict[str, str] = {
 # -- the finders, one per bug type -------------------------------------------------------------
 
 
-def find_off_by_one(index: ModuleIndex) -> list[Mutation]:
-    b = _Builder(index, "off-by-one")
+def _replace_comparisons(b: _Builder, index: ModuleIndex, replacements: dict[type, str]) -> None:
+    """Add a mutation per comparison operator in ``replacements``: the operator text becomes its value."""
     src = index.src
-    flips = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
     for site in index.nodes(ast.Compare):
         node = site.node
         operands = [node.left, *node.comparators]
         for i, op in enumerate(node.ops):
-            if type(op) not in flips:
+            if type(op) not in replacements:
                 continue
             gap_start, gap_end = src.span(operands[i])[1], src.span(operands[i + 1])[0]
             m = _find_operator(src.text[gap_start:gap_end], _CMP_PATTERNS[type(op)])
             if m:
-                b.add(gap_start + m.start(), gap_start + m.end(), flips[type(op)], site,
-                      f"comparison {m.group()} became {flips[type(op)]}")
+                b.add(gap_start + m.start(), gap_start + m.end(), replacements[type(op)], site,
+                      f"comparison {m.group()} became {replacements[type(op)]}")
+
+
+def find_off_by_one(index: ModuleIndex) -> list[Mutation]:
+    b = _Builder(index, "off-by-one")
+    src = index.src
+    _replace_comparisons(b, index, {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"})
     for site in index.nodes(ast.Call):
         node = site.node
         if isinstance(node.func, ast.Name) and node.func.id == "range" and node.args and not node.keywords:
@@ -142,17 +146,7 @@ def find_logic_inversion(index: ModuleIndex) -> list[Mutation]:
     src = index.src
     swaps = {ast.Eq: "!=", ast.NotEq: "==", ast.In: "not in", ast.NotIn: "in", ast.Is: "is not",
              ast.IsNot: "is"}
-    for site in index.nodes(ast.Compare):
-        node = site.node
-        operands = [node.left, *node.comparators]
-        for i, op in enumerate(node.ops):
-            if type(op) not in swaps:
-                continue
-            gap_start, gap_end = src.span(operands[i])[1], src.span(operands[i + 1])[0]
-            m = _find_operator(src.text[gap_start:gap_end], _CMP_PATTERNS[type(op)])
-            if m:
-                b.add(gap_start + m.start(), gap_start + m.end(), swaps[type(op)], site,
-                      f"comparison {m.group()} became {swaps[type(op)]}")
+    _replace_comparisons(b, index, swaps)
     for site in index.nodes(ast.BoolOp):
         node = site.node
         if len(node.values) != 2:

@@ -44,6 +44,7 @@ from termgym.tasks.swesynth.projects import (
     ProjectError,
     file_sha256,
     load_project,
+    normalise_name,
     project_tree,
     provision,
     run_clean_suite,
@@ -94,10 +95,6 @@ class AddResult:
     provision_seconds: float
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def parse_requirement(text: str, what: str = "requirement") -> tuple[str, str]:
     """``name==version`` -> ``(name, version)``; anything looser is refused (a lock pins exactly)."""
     match = _REQUIREMENT.match(text.strip())
@@ -118,7 +115,7 @@ def fetch_sdist(requirement: str, dest: Path) -> Path:
     proc = _pip("download", "--no-deps", "--no-binary", ":all:", f"{name}=={version}", "-d", str(dest))
     if proc.returncode != 0:
         raise AddProjectError(f"pip download {name}=={version} failed: {(proc.stdout + proc.stderr).strip()[-600:]}")
-    found = [p for p in dest.iterdir() if _norm(p.name).startswith(f"{_norm(name)}-{_norm(version)}")]
+    found = [p for p in dest.iterdir() if normalise_name(p.name).startswith(f"{normalise_name(name)}-{normalise_name(version)}")]
     if not found:
         raise AddProjectError(f"pip download {name}=={version} left no sdist in {dest}")
     return found[0]
@@ -274,9 +271,9 @@ def resolve_lock(extra: Sequence[str], work: Path, base: Sequence[str] = BASE_LO
     pip resolves every transitive dependency for CPython :data:`TARGET_PYTHON` on the runtime's
     platforms, binary wheels only; the digest is the wheel's, which ``--require-hashes`` checks.
     """
-    wanted = {_norm(parse_requirement(r)[0]): r for r in base}
+    wanted = {normalise_name(parse_requirement(r)[0]): r for r in base}
     for requirement in extra:
-        wanted[_norm(parse_requirement(requirement, "test requirement")[0])] = requirement
+        wanted[normalise_name(parse_requirement(requirement, "test requirement")[0])] = requirement
     wheels = work / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     cmd = ["download", "--only-binary", ":all:", "--python-version", TARGET_PYTHON, "--implementation", "cp",
@@ -291,7 +288,7 @@ def resolve_lock(extra: Sequence[str], work: Path, base: Sequence[str] = BASE_LO
     for wheel in sorted(wheels.glob("*.whl")):
         name, version = wheel.name.split("-")[:2]
         name = name.replace("_", "-")
-        lock[_norm(name)] = (name, version, file_sha256(wheel))
+        lock[normalise_name(name)] = (name, version, file_sha256(wheel))
     if "pytest" not in lock:
         raise AddProjectError("the resolved lock holds no pytest")
     return [lock["pytest"], *sorted(v for k, v in lock.items() if k != "pytest")]
@@ -410,7 +407,7 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
             if not sdist_path.is_file():
                 raise AddProjectError(f"--sdist {sdist_path}: no such file")
         name, version = _sdist_stem(sdist_path)
-        if requirement is not None and _norm(parse_requirement(requirement)[0]) != _norm(name):
+        if requirement is not None and normalise_name(parse_requirement(requirement)[0]) != normalise_name(name):
             raise AddProjectError(f"{requirement}: pip returned {sdist_path.name}, another project")
         target = root / name
         if target.exists() and not replace:

@@ -132,7 +132,7 @@ class Project:
         """The pytest the test environment pins."""
         for line in self.test_requirements:
             name, _, version = line.partition("==")
-            if _norm(name) == "pytest":
+            if normalise_name(name) == "pytest":
                 return version
         return ""
 
@@ -142,7 +142,8 @@ class Project:
                 "test_dirs": list(self.test_dirs)}
 
 
-def _norm(name: str) -> str:
+def normalise_name(name: str) -> str:
+    """A package name as the index compares it (PEP 503: runs of ``-_.`` are one ``-``, lower case)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -193,12 +194,12 @@ def load_project(folder: str | Path) -> Project:
         if not _PINNED.match(line):
             raise ProjectError(f"{where}: test requirement {line!r} is not pinned as 'pkg==version'")
     hashes = _need(data, "test_hashes", dict, where)
-    pinned = {_norm(line.split("==")[0]) for line in requirements}
+    pinned = {normalise_name(line.split("==")[0]) for line in requirements}
     for pkg in pinned:
-        digest = next((v for k, v in hashes.items() if _norm(k) == pkg), None)
+        digest = next((v for k, v in hashes.items() if normalise_name(k) == pkg), None)
         if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise ProjectError(f"{where}: test_hashes has no sha256 for test requirement {pkg!r}")
-    stray = sorted(k for k in hashes if _norm(k) not in pinned)
+    stray = sorted(k for k in hashes if normalise_name(k) not in pinned)
     if stray:
         raise ProjectError(f"{where}: test_hashes names packages not in test_requirements: {', '.join(stray)}")
     if "pytest" not in pinned:
@@ -224,7 +225,7 @@ def load_project(folder: str | Path) -> Project:
         license_files=license_files, domain=_need(data, "domain", str, where),
         description=_need(data, "description", str, where), source_dirs=_strings(data, "source_dirs", where),
         test_dirs=_strings(data, "test_dirs", where), test_command=_need(data, "test_command", str, where),
-        test_requirements=requirements, test_hashes=tuple(sorted((_norm(k), v) for k, v in hashes.items())),
+        test_requirements=requirements, test_hashes=tuple(sorted((normalise_name(k), v) for k, v in hashes.items())),
         folder=folder, python_path=_strings(data, "python_path", where, required=False),
         deselect=tuple(deselect), protected_files=_strings(data, "protected_files", where, required=False),
         lines=data.get("lines"), tests=data.get("tests"), suite_seconds=data.get("suite_seconds"),
@@ -444,7 +445,7 @@ def provision(names: Sequence[str | Project] | None = None, *, force: bool = Fal
         started = time.monotonic()
         try:
             lock = tmp / "requirements.txt"
-            lock.write_text("".join(f"{line} --hash=sha256:{dict(project.test_hashes)[_norm(line.split('==')[0])]}\n"
+            lock.write_text("".join(f"{line} --hash=sha256:{dict(project.test_hashes)[normalise_name(line.split('==')[0])]}\n"
                                     for line in project.test_requirements))
             env_dir = tmp / "env"
             proc = subprocess.run(_pip_command(env_dir, lock), capture_output=True, text=True)
