@@ -10,11 +10,17 @@ a ``grep`` grade: termgym's own overhead, as the throughput benchmark's *light* 
 ``$OUT``): the machine, the load, and per core count the episodes that passed, errors, episodes/s
 and the efficiency against one core (episodes/s ÷ (cores × the 1-core rate)).
 
+Beside each point, the same core count spawns bare bubblewrap sandboxes (``bwrap --unshare-all``
+over the host's ``/usr`` running ``true``; ``--raw-threads`` at a time per driver) for
+``--raw-seconds``: the kernel's own rate of making a namespaced sandbox on those cores, which
+bounds what any bubblewrap-based environment can reach. Where the episode curve flattens with the
+raw curve, the limit is the host kernel, not termgym.
+
 Made for a host without network or Docker (a GPU machine lent for a few minutes): it needs
 bubblewrap (``dpkg -i bubblewrap_*.deb``) and termgym's Python dependencies, nothing else. When
 termgym's pinned task runtime is not built there, the sandboxes run on the host's ``/usr``
 (``TERMGYM_RUNTIME=host``; the light task needs only bash and grep) and the JSON says so. With the
-defaults five core counts take about 3 minutes.
+defaults five core counts take about 4 minutes.
 """
 
 from __future__ import annotations
@@ -78,6 +84,52 @@ def _driver(cpus: list[int], concurrency: int, start_at: float, seconds: float) 
     return {**result, "started": started}
 
 
+#: A bare sandbox: every namespace unshared, the host's /usr read-only, /proc, /dev and a tmpfs /tmp.
+RAW_BWRAP = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+             "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"]
+
+
+def _raw_driver(cpus: list[int], threads: int, start_at: float, seconds: float) -> dict:
+    """One driving process spawning bare bubblewrap sandboxes, ``threads`` at a time, for ``seconds``."""
+    os.sched_setaffinity(0, cpus)
+    import threading
+
+    counts, failures = [0] * threads, [0] * threads
+    time.sleep(max(0.0, start_at - time.time()))
+    stop = start_at + seconds
+
+    def loop(t: int) -> None:
+        while time.time() < stop:
+            done = subprocess.run(RAW_BWRAP, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, check=False)
+            if done.returncode == 0:
+                counts[t] += 1
+            else:
+                failures[t] += 1
+
+    workers = [threading.Thread(target=loop, args=(t,)) for t in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return {"spawned": sum(counts), "failed": sum(failures), "ended": time.time()}
+
+
+def raw_point(cores: int, threads: int, seconds: float) -> dict:
+    """Bare bubblewrap sandboxes per second on the first ``cores`` CPUs, one driver per core."""
+    cpus = sorted(os.sched_getaffinity(0))[:cores]
+    ctx = multiprocessing.get_context("spawn")
+    start_at = time.time() + 2.0 + 0.2 * cores
+    with ctx.Pool(cores) as pool:
+        jobs = [pool.apply_async(_raw_driver, (cpus, threads, start_at, seconds)) for _ in range(cores)]
+        results = [job.get(timeout=seconds + 120) for job in jobs]
+    wall = max(r["ended"] for r in results) - start_at
+    spawned = sum(r["spawned"] for r in results)
+    return {"spawned": spawned, "failed": sum(r["failed"] for r in results),
+            "sandboxes_per_s": round(spawned / wall, 1) if wall > 0 else 0.0}
+
+
 def point(cores: int, concurrency: int, seconds: float) -> dict:
     """Episodes/s with the run on the first ``cores`` CPUs, one driver per core."""
     cpus = sorted(os.sched_getaffinity(0))[:cores]
@@ -127,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", default="1,2,4,8,16", help="core counts, comma-separated (capped at the CPUs here)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per core count")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent episodes per driving process")
+    parser.add_argument("--raw-seconds", type=float, default=8.0,
+                        help="seconds of bare bubblewrap spawns per core count (0: skip that baseline)")
+    parser.add_argument("--raw-threads", type=int, default=4, help="bare sandboxes spawned at a time per driver")
     args = parser.parse_args(argv)
     if not args.out:
         parser.error("--out is required when $OUT is not set")
@@ -134,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         wanted = sorted({int(c) for c in args.cores.split(",") if c.strip()})
     except ValueError:
         parser.error(f"--cores must be comma-separated integers, not {args.cores!r}")
-    if not wanted or wanted[0] < 1 or args.seconds <= 0 or args.concurrency < 1:
-        parser.error("--cores, --seconds and --concurrency must be positive")
+    if not wanted or wanted[0] < 1 or args.seconds <= 0 or args.concurrency < 1 or args.raw_threads < 1:
+        parser.error("--cores, --seconds, --concurrency and --raw-threads must be positive")
+    if args.raw_seconds < 0:
+        parser.error("--raw-seconds must not be negative")
     if shutil.which("bwrap") is None:
         print("bubblewrap is not installed: `dpkg -i bubblewrap_*.deb` (or apt-get install bubblewrap) first",
               file=sys.stderr)
@@ -148,13 +205,19 @@ def main(argv: list[str] | None = None) -> int:
               "runtime": runtime_mode(), "machine": machine(), "seconds_per_point": args.seconds,
               "skipped_core_counts": [c for c in wanted if c > available],
               "load_average_at_start": [round(x, 2) for x in os.getloadavg()], "points": []}
-    base = None
+    base = raw_base = None
     for cores in counts:
         print(f"{cores} core(s), {cores} driver(s) x {args.concurrency} concurrent ...", file=sys.stderr, flush=True)
         row = point(cores, args.concurrency, args.seconds)
         if base is None:
             base = row["episodes_per_s"] / cores
         row["efficiency_vs_1_core"] = round(row["episodes_per_s"] / (cores * base), 3) if base else None
+        if args.raw_seconds > 0:
+            raw = raw_point(cores, args.raw_threads, args.raw_seconds)
+            if raw_base is None:
+                raw_base = raw["sandboxes_per_s"] / cores
+            raw["efficiency_vs_1_core"] = round(raw["sandboxes_per_s"] / (cores * raw_base), 3) if raw_base else None
+            row["raw_bwrap"] = raw
         row["load_average"] = [round(x, 2) for x in os.getloadavg()]
         report["points"].append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
@@ -162,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     (out / "device_scaling.json").write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {out / 'device_scaling.json'}", file=sys.stderr)
-    return 0 if all(p["errors"] == 0 for p in report["points"]) else 1
+    failed = [p for p in report["points"] if p["errors"] or p.get("raw_bwrap", {}).get("failed")]
+    return 0 if not failed else 1
 
 
 if __name__ == "__main__":

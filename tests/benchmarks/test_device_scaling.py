@@ -14,12 +14,14 @@ REPO = Path(__file__).resolve().parents[2]
 def test_one_core_point_on_the_hosts_usr_writes_the_json(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "TERMGYM_RUNTIME": "host", "OUT": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-m", "benchmarks.device_scaling", "--cores", "1,64", "--seconds", "2",
-                           "--concurrency", "4"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                           "--concurrency", "4", "--raw-seconds", "1"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((tmp_path / "device_scaling.json").read_text())
     assert report["runtime"] == "host" and report["machine"]["cores"] >= 1
     (row,) = [p for p in report["points"] if p["cores"] == 1]
     assert row["drivers"] == 1 and row["passed"] > 0 and row["errors"] == 0 and row["efficiency_vs_1_core"] == 1.0
+    raw = row["raw_bwrap"]  # the bare-bubblewrap baseline beside the episodes
+    assert raw["spawned"] > 0 and raw["failed"] == 0 and raw["sandboxes_per_s"] > 0
     if report["machine"]["cores"] < 64:
         assert report["skipped_core_counts"] == [64]
 
