@@ -114,8 +114,11 @@ as_root "$venv/bin/termgym" runtime build
 
 # -- SWE-SYNTH's real projects: their test environments -----------------------------------------------
 # Pinned wheels (hash-checked) per project, beside the runtime (testenvs/); tasks then run offline.
-echo "==> termgym swesynth provision"
-as_root "$venv/bin/termgym" swesynth provision
+# The quick start needs the projects the default suite serves; --all (CI) also the factory's others.
+provision_args=()
+[ "$want_all" = 1 ] && provision_args+=(--all)
+echo "==> termgym swesynth provision ${provision_args[*]:-}"
+as_root "$venv/bin/termgym" swesynth provision "${provision_args[@]}"
 
 if [ "$want_docker" = 1 ]; then
   if ! docker info >/dev/null 2>&1; then

@@ -98,18 +98,25 @@ def check_testenvs() -> tuple[bool, str]:
         PROVISION_COMMAND,
         load_projects,
         missing_testenvs,
+        served_projects,
         testenv_root,
     )
 
     try:
         total = len(load_projects())
-        missing = missing_testenvs()
+        served = served_projects()
+        missing = missing_testenvs(served)
+        factory_only = missing_testenvs(sorted(set(load_projects()) - set(served)))
     except Exception as exc:
         return False, f"cannot read the bundled projects: {exc}"
     if missing:
-        return False, (f"{len(missing)} of {total} SWE-SYNTH project test environments missing "
-                       f"({', '.join(missing[:6])}{'...' if len(missing) > 6 else ''}): run `{PROVISION_COMMAND}`")
-    return True, f"all {total} SWE-SYNTH project test environments provisioned in {testenv_root()}"
+        return False, (f"{len(missing)} of the {len(served)} SWE-SYNTH projects the default suite serves have no "
+                       f"test environment ({', '.join(missing[:6])}{'...' if len(missing) > 6 else ''}): "
+                       f"run `{PROVISION_COMMAND}`")
+    rest = (f"; {len(factory_only)} of the {total - len(served)} factory-only projects are not "
+            f"(`{PROVISION_COMMAND} --all`)" if factory_only else f"; all {total} bundled projects are")
+    return True, (f"the test environments of the {len(served)} projects the default suite serves are provisioned "
+                  f"in {testenv_root()}{rest}")
 
 
 def run(args: argparse.Namespace) -> int:

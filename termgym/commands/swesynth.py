@@ -81,10 +81,13 @@ def register(subparsers) -> None:
     summary.add_argument("--docs", default=None, help="also rewrite the summary table in this Markdown file")
     summary.set_defaults(func=cmd_summary)
 
-    prov = sub.add_parser("provision", help="build the test environments of the bundled real projects "
-                                            "(needs the package index once; tasks then run offline)")
-    prov.add_argument("--project", action="append", default=None, metavar="NAME",
-                      help="only this project (repeatable; default: every bundled project)")
+    prov = sub.add_parser("provision", help="build the test environments of the real projects the default suite "
+                                            "serves (needs the package index once; tasks then run offline)")
+    which = prov.add_mutually_exclusive_group()
+    which.add_argument("--project", action="append", default=None, metavar="NAME",
+                       help="only this project (repeatable; default: the projects the default suite serves tasks from)")
+    which.add_argument("--all", action="store_true",
+                       help="every bundled project, also those that only feed the factory (generation, tests)")
     prov.add_argument("--force", action="store_true", help="rebuild environments that are already there")
     prov.add_argument("--check", action="store_true",
                       help="also run each project's clean suite in a sandbox under the grader (slow)")
@@ -414,10 +417,16 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
-    from termgym.tasks.swesynth.projects import ProjectError, load_projects, provision, run_clean_suite
+    from termgym.tasks.swesynth.projects import (
+        ProjectError,
+        load_projects,
+        provision,
+        run_clean_suite,
+        served_projects,
+    )
 
     try:
-        names = args.project or sorted(load_projects())
+        names = args.project or (sorted(load_projects()) if args.all else served_projects())
         provision(names, force=args.force)
     except (ProjectError, RuntimeError) as exc:
         print(f"termgym swesynth provision: {exc}", file=sys.stderr)

@@ -38,7 +38,7 @@ def test_projects_command_and_doctor_row(capsys, tmp_path, monkeypatch):
     assert ok, detail
     monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path))
     ok, detail = check_testenvs()
-    assert not ok and "run `termgym swesynth provision`" in detail
+    assert not ok and "run `termgym swesynth provision`" in detail and "the default suite serves" in detail
     assert main(["swesynth", "projects"]) == 0 and "NOT provisioned" in capsys.readouterr().out
 
 
@@ -51,3 +51,33 @@ def test_projects_markdown_table_has_a_row_per_manifest(capsys):
     p = projects["isodate"]
     assert f"| {p.version} | {p.license} | {p.domain} | pytest | {p.lines:,} | {p.tests:,} |" in isodate
     assert sum(" | unittest | " in row for row in rows) >= 5
+
+
+def test_provision_defaults_to_the_projects_the_default_suite_serves(monkeypatch):
+    from termgym.tasks.swesynth import projects as projects_mod
+    from termgym.tasks.swesynth.projects import served_projects
+
+    served = served_projects()
+    suite_repos = set(default_suite().projects())
+    assert served == sorted(suite_repos) and set(served) < set(load_projects())  # factory-only projects exist
+    asked: list[list[str]] = []
+    monkeypatch.setattr(projects_mod, "provision", lambda names, force=False: asked.append(list(names)))
+    assert main(["swesynth", "provision"]) == 0 and asked[-1] == served
+    assert main(["swesynth", "provision", "--all"]) == 0 and asked[-1] == sorted(load_projects())
+    assert main(["swesynth", "provision", "--project", "isodate"]) == 0 and asked[-1] == ["isodate"]
+
+
+def test_served_projects_of_a_broken_suite_file_names_the_file(tmp_path):
+    import pytest
+
+    from termgym.tasks.swesynth.projects import ProjectError, served_projects
+
+    assert served_projects(tmp_path) == []  # no suite.json: serves nothing
+    (tmp_path / "suite.json").write_text('{"repos": ["isodate"]}')
+    with pytest.raises(ProjectError, match=r"suite\.json: 'repos' must be a table"):
+        served_projects(tmp_path)
+    (tmp_path / "suite.json").write_text("{not json")
+    with pytest.raises(ProjectError, match=r"suite\.json: cannot read the suite's projects"):
+        served_projects(tmp_path)
+    (tmp_path / "suite.json").write_text('{"repos": {"isodate": {}, "not-a-bundled-project": {}}}')
+    assert served_projects(tmp_path) == ["isodate"]

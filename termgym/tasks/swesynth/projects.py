@@ -401,6 +401,26 @@ def require_testenv(project: str | Project) -> Path:
     return path
 
 
+def served_projects(suite_dir: str | Path | None = None) -> list[str]:
+    """The bundled projects the default suite serves tasks from (what an episode needs provisioned).
+
+    Read from the suite's ``suite.json`` (``repos``; default: the bundled real-project suite). The
+    other bundled projects only feed the factory (``termgym swesynth provision --all``). A suite
+    without ``suite.json`` serves none; a broken one raises :class:`ProjectError` naming the file.
+    """
+    path = Path(suite_dir if suite_dir is not None else SWESYNTH_DIR / "suite") / "suite.json"
+    if not path.is_file():
+        return []
+    try:
+        repos = json.loads(path.read_text()).get("repos", {})
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ProjectError(f"{path}: cannot read the suite's projects: {exc}") from exc
+    if not isinstance(repos, dict):
+        raise ProjectError(f"{path}: 'repos' must be a table of project name -> details, not {type(repos).__name__}")
+    known = load_projects()
+    return sorted(name for name in repos if name in known)
+
+
 def missing_testenvs(names: Iterable[str] | None = None) -> list[str]:
     """The projects (all by default) whose test environment is not provisioned here."""
     wanted = list(names) if names is not None else sorted(load_projects())
@@ -530,6 +550,7 @@ __all__ = [
     "MARKER", "PERMISSIVE", "PROJECTS_DIR", "PROVISION_COMMAND", "TESTENV_MOUNT", "Deselected", "Project",
     "CleanRun", "ProjectError", "SandboxParts", "TestEnvMissing", "cache_root", "get_project", "host_pythonpath", "load_project", "load_projects",
     "missing_testenvs", "project_sandbox_spec_parts", "project_tree", "provision", "require_testenv", "run_clean_suite",
+    "served_projects",
     "testenv_dir", "testenv_ready", "testenv_root", "verify_sdist",
 ]
 
