@@ -11,8 +11,8 @@ check does not ask the graded process for a verdict; it asks it for *answers*:
   arguments and ``self`` after the call, exception type; :func:`~termgym.tasks.swesynth.behaviour_probe.canonical`).
   Only inputs the clean code answers the same way twice are kept, and a task gets a check only
   when the buggy code answers at least one of them differently.
-* **Replayed at grading** (:func:`behaviour_check`): a fresh sandbox (not the agent's, not the test
-  run's) holds the patched tree and *only the inputs*; an isolated ``python3`` (empty environment,
+* **Replayed at grading** (:func:`behaviour_check`): the test run's sandbox (never the agent's),
+  its processes killed and its tree restored, holds the patched tree and *only the inputs*; an isolated ``python3`` (empty environment,
   no user site, its own ``sys.path``) imports the package and replays them, each call under a time
   limit, and prints one line of JSON. The host reads at most :data:`MAX_OUTPUT` bytes of it,
   validates its shape and compares every answer with the stored clean one here, in termgym's
