@@ -456,7 +456,18 @@ class BubblewrapSandbox(ShellSandbox):
         finally:
             os.close(info_r)
         if "child-pid" not in info:
-            output = self._proc.stdout.read1(4096).decode(errors="replace") if self._proc.stdout else ""
+            # bubblewrap did not say it started in time: stop it before reading what it printed. The
+            # sandbox's shell holds the pipe open, so a blocking read here waited for ever (seen at a
+            # load of 170, 256 concurrent SWE-SYNTH episodes on 2 cores).
+            with contextlib.suppress(OSError):
+                self._proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(5)
+            output = ""
+            if self._proc.stdout:
+                os.set_blocking(self._proc.stdout.fileno(), False)
+                with contextlib.suppress(OSError):
+                    output = (self._proc.stdout.read1(4096) or b"").decode(errors="replace")
             channel.close()
             raise SandboxError(f"bubblewrap failed to start the sandbox: {output.strip() or 'no output'}")
         self._init_pid = int(info["child-pid"])
@@ -770,7 +781,11 @@ class _PipeChannel(ShellChannel):
         self.eof = True
 
 
-def _read_info(fd: int, timeout: float = 10.0) -> dict:
+#: Seconds bubblewrap has to report its sandbox started (hundreds starting at once on 2 cores take long).
+INFO_TIMEOUT = 60.0
+
+
+def _read_info(fd: int, timeout: float = INFO_TIMEOUT) -> dict:
     """Read bubblewrap's --info-fd JSON (it closes the fd once the sandbox runs)."""
     data = b""
     deadline = time.monotonic() + timeout

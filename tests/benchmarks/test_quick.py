@@ -197,3 +197,13 @@ def test_out_and_update_results_together_is_an_error():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "not allowed with argument" in proc.stderr
+
+
+def test_a_throughput_level_gets_the_time_its_episodes_need_at_the_rate_below():
+    from benchmarks.throughput import MAX_BUDGET, level_budget
+
+    assert level_budget(180.0, 8, None) == 180.0  # the first level: the base budget
+    assert level_budget(180.0, 64, 2.0) == 180.0  # 64 episodes at 2/s fit the base budget
+    assert level_budget(180.0, 256, 1.0) == min(MAX_BUDGET, 384.0)
+    assert level_budget(180.0, 256, 1.6) == 240.0
+    assert level_budget(180.0, 256, 0.0) == 180.0  # nothing passed below: the level is not stretched

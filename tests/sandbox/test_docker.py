@@ -50,6 +50,8 @@ def test_container_is_labelled_limited_and_offline():
         assert host["PidsLimit"] == 77 and host["NanoCpus"] == 500_000_000
         assert host["Init"] is True
         assert "no-new-privileges" in host["SecurityOpt"]
+        assert host["LogConfig"]["Type"] == "none"  # no log file per container (its main process is sleep)
+        assert info["Config"]["Hostname"] == "sandbox"
         assert sb.exec("ulimit -t; ulimit -n").output == "600\n4096\n"
         container_id = sb.container_id
     # close() killed it; the engine notices the exit and removes the container in the background

@@ -235,3 +235,34 @@ def test_a_removal_that_fails_once_is_retried_in_the_background():
     assert not client.api.containers(all=True, filters={"id": container_id}), "the retry did not remove it"
     assert not [c for c in client.api.containers(all=True, filters={"label": f"{LABEL_SESSION}={SESSION_ID}"})
                 if c["Id"] == container_id]
+
+
+def test_descriptors_numbered_past_1024_neither_fail_a_close_nor_lose_the_waiting_shell():
+    """Hundreds of concurrent sandboxes hold thousands of descriptors: the init's pidfd and the exec
+    sockets are then numbered past ``select``'s 1024, and closing must still kill the container."""
+    from termgym.sandbox.docker.channel import wait_readable
+
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        sandbox = DockerSandbox(SandboxSpec(), pool_size=0)
+        try:
+            sandbox.start()
+            assert sandbox._init is not None and sandbox._init.fd >= 1024, sandbox._init
+            assert sandbox.exec("echo hi", timeout=60).output.strip() == "hi"
+        finally:
+            sandbox.close()  # the init's pidfd is polled here: select() raised ValueError past 1024
+        assert sandbox._init is None
+        import socket
+
+        left, right = socket.socketpair()
+        try:
+            assert left.fileno() >= 1024
+            assert not wait_readable(left.fileno(), 0)
+            right.send(b"x")
+            assert wait_readable(left.fileno(), 1.0)
+        finally:
+            left.close()
+            right.close()
+    finally:
+        for fd in filler:
+            os.close(fd)

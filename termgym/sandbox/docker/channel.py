@@ -12,6 +12,14 @@ import time
 from collections.abc import Mapping
 
 
+def wait_readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` is readable within ``timeout`` seconds (``poll``: unlike ``select``, any fd
+    number works, and hundreds of concurrent sandboxes hold descriptors past 1024)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(max(0, int(timeout * 1000))))
+
+
 class ExecChannel:
     """A ``docker exec`` whose stdin we write and whose (demultiplexed) output we read."""
 
@@ -58,8 +66,7 @@ class ExecChannel:
         if self.eof:
             return True
         try:
-            readable, _, _ = select.select([self._sock], [], [], 0)
-            if readable and not self._sock.recv(1, socket.MSG_PEEK):
+            if wait_readable(self._sock.fileno(), 0) and not self._sock.recv(1, socket.MSG_PEEK):
                 self.eof = True
         except (OSError, ValueError):
             self.eof = True

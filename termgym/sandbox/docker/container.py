@@ -166,53 +166,64 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False, tree: Hos
         ulimits.append(docker.types.Ulimit(name="fsize", soft=size, hard=size))
     if lim.open_files:
         ulimits.append(docker.types.Ulimit(name="nofile", soft=int(lim.open_files), hard=int(lim.open_files)))
-    kwargs: dict = dict(
-        command=["sleep", "infinity"],
+    host: dict = dict(
         init=True,
-        name=f"termgym-{SESSION_ID}-{secrets.token_hex(4)}",
-        hostname="sandbox",
-        labels=container_labels(pool=pool, tree=str(tree.path) if tree is not None else None),
         network_mode="bridge" if spec.network else "none",
         security_opt=["no-new-privileges"],
         ulimits=ulimits,
+        # The main process is `sleep infinity`: nothing to log, so no log file and copier per container.
+        log_config=docker.types.LogConfig(type="none"),
+    )
+    binds = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in read_only_binds(spec)}
+    if tree is not None:
+        binds.update(tree.binds())
+    if binds:
+        host["binds"] = binds
+    parent = cgroup_parent(client)
+    if parent:
+        host["cgroup_parent"] = parent
+    if lim.memory_mb:
+        host["mem_limit"] = f"{int(lim.memory_mb)}m"
+        host["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed
+    if lim.pids:
+        host["pids_limit"] = int(lim.pids)
+    if lim.cpus:
+        host["nano_cpus"] = int(lim.cpus * 1e9)
+    if lim.storage_mb:
+        host["storage_opt"] = {"size": f"{int(lim.storage_mb)}M"}
+    config: dict = dict(
+        command=["sleep", "infinity"],
+        name=f"termgym-{SESSION_ID}-{secrets.token_hex(4)}",
+        hostname="sandbox",
+        labels=container_labels(pool=pool, tree=str(tree.path) if tree is not None else None),
         stdin_open=False,
         environment=dict(COMMAND_ENV) if pool else {**COMMAND_ENV, **spec.env},
     )
     if not pool:
-        kwargs["working_dir"] = spec.workdir
-    volumes = {host_dir: {"bind": dest, "mode": "ro"} for host_dir, dest in read_only_binds(spec)}
-    if tree is not None:
-        volumes.update(tree.binds())
-    if volumes:
-        kwargs["volumes"] = volumes
-    parent = cgroup_parent(client)
-    if parent:
-        kwargs["cgroup_parent"] = parent
-    if lim.memory_mb:
-        kwargs["mem_limit"] = f"{int(lim.memory_mb)}m"
-        kwargs["memswap_limit"] = f"{int(lim.memory_mb)}m"  # no swap: a hog is OOM-killed, not slowed
-    if lim.pids:
-        kwargs["pids_limit"] = int(lim.pids)
-    if lim.cpus:
-        kwargs["nano_cpus"] = int(lim.cpus * 1e9)
-    if lim.storage_mb:
-        kwargs["storage_opt"] = {"size": f"{int(lim.storage_mb)}M"}
+        config["working_dir"] = spec.workdir
+    api = client.api
+
+    def create() -> str:
+        # The low-level API: the models' create() inspects the new container (one more round trip
+        # to the engine per sandbox) only to hand back an object this function does not need.
+        return api.create_container(image, host_config=api.create_host_config(**host), **config)["Id"]
+
     try:
         # create + start rather than run: run() would try to pull a missing image from a registry.
         try:
-            container = client.containers.create(image, **kwargs)
+            container_id = create()
         except docker.errors.APIError as exc:
             # storage_opt needs overlay2 on xfs with pquota; the limit is documented as best effort.
-            if "storage_opt" not in kwargs or "storage" not in str(exc).lower() or isinstance(
+            if "storage_opt" not in host or "storage" not in str(exc).lower() or isinstance(
                 exc, docker.errors.ImageNotFound
             ):
                 raise
-            kwargs.pop("storage_opt")
-            container = client.containers.create(image, **kwargs)
+            host.pop("storage_opt")
+            container_id = create()
         try:
-            container.start()
+            api.start(container_id)
         except BaseException:
-            remove_container(client, container.id)
+            remove_container(client, container_id)
             raise
         if parent:
             reweigh_parent(client)
@@ -224,7 +235,7 @@ def create_container(client, spec: SandboxSpec, *, pool: bool = False, tree: Hos
         ) from exc
     except docker.errors.APIError as exc:
         raise SandboxError(f"docker could not start a container from {image!r}: {exc.explanation or exc}") from exc
-    return container.id
+    return container_id
 
 
 _image_runtimes: dict[str, str] = {}

@@ -19,12 +19,12 @@ import atexit
 import contextlib
 import os
 import queue
-import select
 import signal
 import threading
 import time
 from dataclasses import dataclass
 
+from termgym.sandbox.docker.channel import wait_readable
 from termgym.sandbox.docker.hosttree import HostTree
 
 #: Seconds between removal attempts after a failure (then the container is left to ``termgym gc``).
@@ -52,8 +52,7 @@ class InitHandle:
             return False
         # A pidfd polls readable once the process has exited; the namespace's init exits only after
         # every other process in it has.
-        readable, _, _ = select.select([self.fd], [], [], wait)
-        return bool(readable)
+        return wait_readable(self.fd, wait)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -100,7 +99,10 @@ def dispose(client, container_id: str | None, *, init: InitHandle | None = None,
     """Kill a container now; remove it and its host directories in the background (see the module doc)."""
     killed = False
     if init is not None:
-        killed = init.kill()
+        try:
+            killed = init.kill()
+        except Exception:  # noqa: BLE001 - a close must not fail an episode: the engine kills instead
+            killed = False
         init.close()
     if container_id is not None and not killed:
         import docker.errors

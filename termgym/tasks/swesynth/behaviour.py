@@ -11,8 +11,8 @@ check does not ask the graded process for a verdict; it asks it for *answers*:
   arguments and ``self`` after the call, exception type; :func:`~termgym.tasks.swesynth.behaviour_probe.canonical`).
   Only inputs the clean code answers the same way twice are kept, and a task gets a check only
   when the buggy code answers at least one of them differently.
-* **Replayed at grading** (:func:`behaviour_check`): a fresh sandbox (not the agent's, not the test
-  run's) holds the patched tree and *only the inputs*; an isolated ``python3`` (empty environment,
+* **Replayed at grading** (:func:`behaviour_check`): the test run's sandbox (never the agent's),
+  its processes killed and its tree restored, holds the patched tree and *only the inputs*; an isolated ``python3`` (empty environment,
   no user site, its own ``sys.path``) imports the package and replays them, each call under a time
   limit, and prints one line of JSON. The host reads at most :data:`MAX_OUTPUT` bytes of it,
   validates its shape and compares every answer with the stored clean one here, in termgym's
@@ -55,6 +55,8 @@ CALL_SECONDS = 2.0
 #: not turn an honest call into a timeout (the whole replay gets this per input plus a margin).
 GRADE_CALL_SECONDS = 10.0
 MARKER = "TGBEHAVIOUR "
+#: Git options for restoring a graded tree: no hooks, no file-system monitor.
+_PLAIN_GIT = "-c core.hooksPath=/dev/null -c core.fsmonitor=false"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -189,24 +191,40 @@ def task_sys_path(task) -> list[str]:
     return [*inside, wd, *(p for p in paths if p not in inside)]
 
 
-def run_replay(sandbox, spec: dict[str, Any], timeout: float | None = None) -> tuple[dict[str, dict] | None, str]:
+#: What the replay's command prints when the tree could not be made ready (:func:`run_replay`'s ``prepare``).
+PREPARE_FAILED = "TGBEHAVIOUR-PREPARE-FAILED"
+
+
+def run_replay(sandbox, spec: dict[str, Any], timeout: float | None = None, *,
+               files: dict[str, str] | None = None, prepare: str = "") -> tuple[dict[str, dict] | None, str]:
     """Replay ``spec`` in ``sandbox`` (which already holds the tree); returns ``(answers by id, problem)``.
 
     The probe runs in ``/tmp`` under ``env -i`` (no ``PYTHONPATH``, no startup file; a fixed hash
     seed so set iteration is the same as at recording) with ``-s -B``. Whatever it prints is
     untrusted: :func:`parse_replay_output` reads it defensively. ``problem`` is ``""`` on success.
+
+    ``files`` (sandbox path -> text) are written with the probe and ``prepare`` (a shell command)
+    runs first in the same round trip: how a tree is readied for the replay (a patch applied, a
+    graded tree restored); when it fails the replay does not run and ``problem`` says so.
     """
     token = secrets.token_hex(8)
     folder = f"/tmp/.tgb-{token}"
     sandbox.write_file(f"{folder}/probe.py", PROBE_SOURCE.read_bytes(), mode=0o444)
     sandbox.write_file(f"{folder}/inputs.json", json.dumps(spec), mode=0o444)
+    for path, text in (files or {}).items():
+        sandbox.write_file(path, text)
     seconds = float(spec.get("seconds", CALL_SECONDS))
     limit = timeout if timeout is not None else 30.0 + seconds * len(spec["inputs"])
     command = (f"cd {shlex.quote(folder)} && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 "
                f"LANG=C.UTF-8 python3 -s -B probe.py replay inputs.json 2>/dev/null")
+    if prepare:
+        command = f"{{ {prepare} ; }} 2>&1 || {{ echo {PREPARE_FAILED}; (exit 97); }} && {command}"
     result = sandbox.exec(command, timeout=limit)
     if result.timed_out:
         return None, f"the replay did not finish within {limit:.0f} s"
+    if prepare and PREPARE_FAILED in result.output.splitlines():
+        before = result.output.split(PREPARE_FAILED, 1)[0].strip()[-200:]
+        return None, f"the tree could not be made ready for the replay (the patch does not apply?): {before}"
     answers, problem = parse_replay_output(result.output, [item["id"] for item in spec["inputs"]])
     if answers is None and result.exit_code != 0:
         problem = f"the replay exited with {result.exit_code}: {problem}"
@@ -267,8 +285,38 @@ def _short(value: Any, limit: int = 240) -> Any:
     return value if len(text) <= limit else text[:limit] + "..."
 
 
-def behaviour_check(task, patch: str, new_sandbox: Callable) -> dict[str, Any]:
-    """Replay ``task``'s recorded inputs on ``patch`` in a fresh sandbox and compare with the clean answers.
+def restore_graded_tree(sandbox, workdir: str, patch: str) -> tuple[str, dict[str, str]]:
+    """How the tree of a graded sandbox is made again what a fresh one holds: ``(shell command, files
+    to write first)``, ``("", {})`` where the test run could not change it.
+
+    A local sandbox's tree was locked on the host for the test run (``run_graded_tests``); anywhere
+    else (a container's root can write everything) the workdir goes back to the buggy commit
+    (``reset --hard``, untracked files removed) and ``patch`` is applied again from a new file.
+    """
+    if getattr(sandbox, "root", None) is not None:
+        return "", {}
+    wd = shlex.quote(workdir)
+    command = f"cd {wd} && git {_PLAIN_GIT} reset -q --hard && git {_PLAIN_GIT} clean -fdq"
+    if not patch.strip():
+        return command, {}
+    path = f"/tmp/.termgym-behaviour-{secrets.token_hex(8)}.patch"
+    return (f"{command} && git apply --whitespace=nowarn {path} && rm -f {path}"), {path: patch}
+
+
+def behaviour_check(task, patch: str, new_sandbox: Callable, graded_sandbox=None) -> dict[str, Any]:
+    """Replay ``task``'s recorded inputs on ``patch`` and compare with the clean answers.
+
+    The replay runs in ``graded_sandbox`` when given (the sandbox whose graded test run just
+    passed, holding the buggy tree with ``patch`` applied), else in a fresh sandbox. Reusing the
+    graded sandbox spares a sandbox per grade and is as sound as a fresh one: every process the
+    test run left is killed first (``abort``), a tree the test run could write (a container's root
+    may) is reset to the buggy commit and ``patch`` applied again, and the probe and its inputs go
+    into a new random folder only now. Whatever the test run could still have left behind (a
+    changed interpreter, say) is the agent's code acting on the replay, which the agent's code
+    imported by the probe can do anyway: the answers are the graded code's either way, and the
+    comparison with clean answers that never enter a sandbox happens here, on the host. The replay
+    of the oracle's tree that tells an infrastructure error from the agent's 0 always gets a fresh
+    sandbox nobody touched.
 
     Returns grade details: ``behaviour`` (``"k/n"`` matching, or ``"none"`` when the task carries no
     check), ``behaviour_passed``, ``behaviour_mismatches`` (the first few) and ``behaviour_failure``
@@ -284,20 +332,27 @@ def behaviour_check(task, patch: str, new_sandbox: Callable) -> dict[str, Any]:
                        canonical=int(check.get("canonical", 1)))
     expected = {item["id"]: check["answers"][item["id"]] for item in check["inputs"]}
 
+    wd = shlex.quote(task.workdir)
+
+    def apply_command(path: str) -> str:
+        return f"cd {wd} && git apply --whitespace=nowarn {path} && rm -f {path}"
+
     def replay_on(tree_patch: str) -> tuple[dict | None, str]:
         box = new_sandbox(task.sandbox_spec())
-        if tree_patch.strip():
-            box.write_file("/tmp/.termgym-behaviour.patch", tree_patch)
-            applied = box.exec(f"cd {shlex.quote(task.workdir)} && git apply --whitespace=nowarn "
-                               f"/tmp/.termgym-behaviour.patch && rm -f /tmp/.termgym-behaviour.patch", timeout=60)
-            if applied.exit_code != 0:
-                return None, f"the patch does not apply for the replay: {applied.output.strip()[-200:]}"
+        path = f"/tmp/.termgym-behaviour-{secrets.token_hex(8)}.patch"
         try:
-            return run_replay(box, spec)
+            if not tree_patch.strip():
+                return run_replay(box, spec)
+            return run_replay(box, spec, files={path: tree_patch}, prepare=apply_command(path))
         finally:
             box.close()
 
-    answers, problem = replay_on(patch)
+    def replay_in_graded() -> tuple[dict | None, str]:
+        graded_sandbox.abort()  # nothing the test run started survives into the replay
+        prepare, files = restore_graded_tree(graded_sandbox, task.workdir, patch)
+        return run_replay(graded_sandbox, spec, files=files, prepare=prepare)
+
+    answers, problem = replay_in_graded() if graded_sandbox is not None else replay_on(patch)
     mismatches = compare_answers(expected, answers) if answers is not None else []
     n = len(expected)
     if answers is not None and not mismatches:
@@ -319,18 +374,20 @@ def behaviour_check(task, patch: str, new_sandbox: Callable) -> dict[str, Any]:
     return details
 
 
-def apply_behaviour_check(task, patch: str, new_sandbox: Callable, details: dict[str, Any]) -> dict[str, Any]:
+def apply_behaviour_check(task, patch: str, new_sandbox: Callable, details: dict[str, Any],
+                          graded_sandbox=None) -> dict[str, Any]:
     """Add the behaviour check to ``details`` of a test run (what :meth:`SweSynthTask.grade_patch` calls).
 
     The replay runs only when the required tests all passed and the run was trusted; a mismatch
-    turns ``all_passed`` off.
+    turns ``all_passed`` off. ``graded_sandbox``: the test run's sandbox, reused for the replay
+    (see :func:`behaviour_check`).
     """
     if not details.get("all_passed") or details.get("tamper") or details.get("infra_error"):
         details.setdefault("behaviour", "not run (the required tests did not all pass)"
                            if task.record.behaviour else "none")
         return details
     details["tests_passed"] = True  # what the grade was before the behaviour check (benchmarks compare)
-    result = behaviour_check(task, patch, new_sandbox)
+    result = behaviour_check(task, patch, new_sandbox, graded_sandbox)
     details.update(result)
     if not result.get("behaviour_passed"):
         details["all_passed"] = False

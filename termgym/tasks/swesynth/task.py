@@ -313,10 +313,10 @@ class SweSynthTask(Task):
         wd = shlex.quote(self.workdir)
         if patch.strip():
             sandbox.write_file("/tmp/.termgym-grade.patch", patch)
-            applied = sandbox.exec(f"cd {wd} && git apply --whitespace=nowarn /tmp/.termgym-grade.patch", timeout=60)
+            applied = sandbox.exec(f"cd {wd} && git apply --whitespace=nowarn /tmp/.termgym-grade.patch; "
+                                   f"status=$?; rm -f /tmp/.termgym-grade.patch; (exit $status)", timeout=60)
             if applied.exit_code != 0:
                 raise ValueError(f"the agent's changes do not apply to a fresh copy: {applied.output.strip()[-300:]}")
-            sandbox.exec("rm -f /tmp/.termgym-grade.patch", timeout=30)
         parts = self.test_env_parts()
         paths = {"python_path": parts.python_path, "trusted_dirs": parts.trusted_dirs} if parts else {}
         graded, selection_note = self.tests_to_run(patch)
@@ -364,7 +364,8 @@ class SweSynthTask(Task):
         if infra:
             details["infra_error"] = infra
         # The decision outside the graded process: replay recorded inputs, compare with clean answers.
-        return apply_behaviour_check(self, patch, new_sandbox, details)
+        # The replay reuses this sandbox once the test run's processes are gone (see behaviour_check).
+        return apply_behaviour_check(self, patch, new_sandbox, details, graded_sandbox=sandbox)
 
     def tests_to_run(self, patch: str) -> tuple[list[str] | None, str]:
         """The required tests a grade of ``patch`` runs (``None``: all of them) and why.
