@@ -7,9 +7,14 @@ environment provides). It is loaded with ``-p termgym_screen`` from a directory 
 
 * ``out`` — where to write the result (JSON);
 * ``trace`` — record line coverage per test;
-* ``roots`` — absolute directories whose ``*.py`` files are traced (the project's source dirs).
+* ``roots`` — absolute directories whose ``*.py`` files are traced (the project's source dirs);
+* ``budgets`` (optional) — node id -> seconds a test may take (setup, call and teardown together);
+  a test still running past its budget ends the run at once: the result then holds ``overran``
+  (that node id) and the process exits with status 124, as a run killed by its timeout would.
+  A test without an entry has ``default_budget`` seconds (none when that is absent).
 
-The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
+Every result also holds ``durations`` (node id -> {phase: seconds} for ``setup``, ``call`` and
+``teardown``), so a clean run tells how long each test takes and what its fixtures cost. The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
 passes when its setup, call and teardown all pass), ``messages`` (node id -> failure text, for bug
 reports), and with ``trace``: ``lines`` (node id -> {file: [line, ...]}), ``import_lines``
 (lines executed outside any test: imports, class bodies, ``def`` lines, defaults, collection) and
@@ -23,6 +28,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -36,6 +42,12 @@ _import_lines = set()
 _state = {"current": _import_lines, "test": None}
 _wanted = {}
 _spawners = set()
+_durations = {}
+_BUDGETS = _CONFIG.get("budgets") or {}
+_DEFAULT_BUDGET = _CONFIG.get("default_budget")
+#: ``(node id, monotonic deadline)`` of the test now running, or ``None``; read by the watchdog.
+#: One tuple, replaced whole, so the watchdog never pairs one test's name with another's deadline.
+_running = [None]
 #: Audit events of a new process (or a fork of this one): the child's lines are not traced.
 _SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork",
                            "os.forkpty", "pty.spawn"})
@@ -74,10 +86,39 @@ if _CONFIG.get("trace"):
     sys.addaudithook(_audit)
 
 
+def _watchdog():
+    # A bug that makes a test loop would hold the run until the sandbox's timeout kills it: end the
+    # run as soon as a test outlives its budget. A daemon thread gets the interpreter lock every
+    # switch interval even while the test loops in Python code; a loop that never releases it (in C)
+    # still ends by the outer timeout.
+    while True:
+        time.sleep(0.05)
+        current = _running[0]
+        if current is not None and time.monotonic() > current[1] and _running[0] is current:
+            try:
+                with open(_CONFIG["out"], "w", encoding="utf-8") as fh:
+                    json.dump({"overran": current[0], "budget": _budget(current[0]), "outcomes": {}}, fh)
+            finally:
+                os._exit(124)
+
+
+def _budget(nodeid):
+    return _BUDGETS.get(nodeid, _DEFAULT_BUDGET)
+
+
+if _BUDGETS or _DEFAULT_BUDGET is not None:
+    threading.Thread(target=_watchdog, name="termgym-screen-watchdog", daemon=True).start()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    budget = _budget(item.nodeid)
+    _running[0] = None if budget is None else (item.nodeid, time.monotonic() + budget)
     if not _CONFIG.get("trace"):
-        yield
+        try:
+            yield
+        finally:
+            _running[0] = None
         return
     seen = set()
     _state["current"] = seen
@@ -87,6 +128,7 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         yield
     finally:
+        _running[0] = None
         _state["current"] = _import_lines
         _state["test"] = None
         _lines[item.nodeid] = seen
@@ -95,6 +137,7 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_runtest_logreport(report):
     entry = _phases.setdefault(report.nodeid, {})
     entry[report.when] = report.outcome
+    _durations.setdefault(report.nodeid, {})[report.when] = round(float(getattr(report, "duration", 0.0) or 0.0), 4)
     if report.failed and report.nodeid not in _messages:
         # The same text pytest's junit report gives a failure: the crash line, then the traceback.
         try:
@@ -130,6 +173,7 @@ def pytest_sessionfinish(session, exitstatus):
         else:
             outcomes[nodeid] = "failed"
     result = {"outcomes": outcomes, "messages": _messages, "exitstatus": int(exitstatus),
+              "durations": _durations,
               "python": sys.version.split()[0], "pytest": pytest.__version__}
     if _CONFIG.get("trace"):
         result["lines"] = {nodeid: _grouped(seen) for nodeid, seen in _lines.items()}
