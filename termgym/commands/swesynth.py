@@ -74,6 +74,9 @@ def register(subparsers) -> None:
     bundle.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
                         help="a project set beyond the bundled one (a folder `add-project --root DIR` wrote); "
                              "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
+    bundle.add_argument("--max-named-share", type=float, default=None, metavar="SHARE",
+                        help="largest share of tasks whose failing test file is named after the buggy module "
+                             "(default 0.5; 1 turns the cap off)")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
     bundle.add_argument("--resume", action="store_true",
                         help="continue each project's earlier run in the suite (same seed): its tasks stay, the "
@@ -340,6 +343,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         kwargs["per_project"] = args.per_project
     if args.seed is not None:
         kwargs["seed"] = args.seed
+    if args.max_named_share is not None:
+        kwargs["max_named_share"] = args.max_named_share
     out = args.out or str(bundle.SUITE_DIR)
     try:
         results = bundle.build_suite(out, **kwargs)

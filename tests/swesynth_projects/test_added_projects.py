@@ -46,6 +46,12 @@ def test_cli_refuses_a_projects_dir_that_does_not_exist(tmp_path, capsys):
     assert code == 2 and "--projects-dir" in err and "no such directory" in err
 
 
+def test_bundle_names_a_share_cap_out_of_range(tmp_path, capsys):
+    assert main(["swesynth", "bundle", "--project", "isodate", "--max-named-share", "0", "--out",
+                 str(tmp_path / "s")]) == 1
+    assert "max_named_share must be in (0, 1]" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def added(tmp_path_factory):
     """textkit, added from an sdist into a project set of its own (not the bundled one)."""
@@ -78,11 +84,13 @@ def test_generate_and_bundle_make_validated_tasks_from_an_added_project(added, c
     record = json.loads(lines[0])
     assert len(lines) == 1 and record["project"] == "textkit" and record["validation"]["nop"].startswith("0/")
     bundled = tmp / "bundled-suite"
+    # every textkit test file is named after its module: with the default share cap (0.5) a suite
+    # of textkit alone would be trimmed to nothing; --max-named-share 1 turns the cap off
     code = main(["swesynth", "bundle", "--project", "textkit", "--projects-dir", str(root), "--per-project", "2",
+                 "--max-named-share", "1",
                  "--seed", "5", "-j", "1", "--out", str(bundled)])
     assert code == 0, capsys.readouterr().err
     index = json.loads((bundled / "suite.json").read_text())
     gen = index["generation"]["textkit"]
-    # every textkit test file is named after its module: the suite-wide share cap may trim the
-    # validated task the bundle made; it is counted under that reason then
-    assert gen["kept"] + gen["rejected"].get("test file named after the module (suite share)", 0) >= 1
+    assert gen["kept"] >= 1 and not any("named after the module" in k for k in gen["rejected"])
+    assert index["named_share"]["named"] >= 1
