@@ -41,7 +41,7 @@ def generate_once(name: str, *, n: int, seed: int, budgets: bool, out: Path,
                       project_env=ProjectEnv.for_project(name), project=name, storage="compact",
                       max_named_share=MAX_NAMED_SHARE, max_bugs=2, import_time="skip",
                       exclude_tests=[d.test for d in project.deselect], stall_limit=60,
-                      time_budget=time_budget, test_budgets=budgets)
+                      time_budget=time_budget, early_stop=budgets)
     stats = result.stats.to_dict()
     stats["task_ids"] = [r.task_id for r in result.records]
     return stats

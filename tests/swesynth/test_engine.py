@@ -196,6 +196,25 @@ def test_a_looping_candidate_ends_at_its_tests_budget_not_the_run_timeout(shop, 
         worker.close()
 
 
+def test_a_run_stops_once_more_tests_fail_than_the_limit(shop, baseline):
+    """Past the limit a candidate is rejected whatever the other tests do, so its run stops there
+    (as --maxfail does); the tests not run count as failed. Sabotage: without the limit all run."""
+    from termgym.factory.swesynth.screen import ScreenWorker
+
+    text = (shop / "shop" / "helpers.py").read_text()
+    broken = {"shop/helpers.py": text.replace("return int(value * 100 + 0.5) / 100", "return 0")}
+    worker = ScreenWorker(shop, PYTEST, ["shop"], ProjectEnv())
+    try:
+        stopped = worker.run(broken, baseline.tests, timeout=120, stop_after_failures=1)
+        assert stopped.stopped_early and stopped.exit_code == 1
+        assert list(stopped.outcomes.values()).count("failed") == 2 and len(stopped.outcomes) < len(baseline.tests)
+        assert len(stopped.failed_among(baseline.tests)) > 2  # the tests not run count as failed
+        full = worker.run(broken, baseline.tests, timeout=120)
+        assert not full.stopped_early and len(full.outcomes) == len(baseline.tests)
+    finally:
+        worker.close()
+
+
 def test_baseline_is_cached_per_tree_hash(shop, baseline, tmp_path):
     again = project_baseline(shop, PYTEST, ["shop"], ProjectEnv())
     assert again.key == baseline.key and again.tests == baseline.tests

@@ -178,7 +178,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
              split: str | None = None, stall_limit: int | None = None, resume: bool = False,
-             test_budgets: bool = True) -> GenerationResult:
+             early_stop: bool = True) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -205,10 +205,12 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     tasks (by id hash) go to ``test``. ``stall_limit`` stops after that many candidates in a row
     that ran tests without giving a task.
 
-    ``test_budgets`` ends a candidate's run as soon as one test outlives its budget
-    (:meth:`~termgym.factory.swesynth.screen.Baseline.test_budgets`: a multiple of its clean
-    duration plus a margin), so a bug that makes a test loop costs seconds, not the whole run's
-    timeout; the run then counts as timed out, as it would have at the timeout.
+    ``early_stop`` ends a candidate's run as soon as its verdict is sealed: when one test outlives
+    its budget (:meth:`~termgym.factory.swesynth.screen.Baseline.test_budgets`: a multiple of its
+    clean duration plus a margin; the run counts as timed out, as it would have at the timeout), so
+    a bug that makes a test loop costs seconds, not the whole run's timeout; and once more tests
+    than the limit have failed (the candidate is rejected as breaking too many tests whatever the
+    others do).
 
     ``resume`` (compact storage only) continues this project's earlier run in ``out`` with the same
     seed: its tasks are kept as they are, the candidates it judged are not judged again (the plan is
@@ -306,11 +308,13 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 # The quota of tasks found through a test file named after the module is full, and
                 # every test this change can fail is such a file: not worth running.
                 return attempt, "test file named after the module (over the suite's share)"
-            budgets = base.test_budgets(tests) if test_budgets else None
+            budgets = base.test_budgets(tests) if early_stop else None
             box = worker()
             ran.add(attempt.index)
             try:
-                run = box.run(mutated, None if selected is None else tests, timeout=run_timeout, budgets=budgets)
+                # past ``limit`` failures the candidate is rejected whatever the other tests do
+                run = box.run(mutated, None if selected is None else tests, timeout=run_timeout, budgets=budgets,
+                              stop_after_failures=limit if early_stop else None)
             finally:
                 workers_pool.put(box)
             stats.count_run(selected is None, len(tests), run.duration, run.timed_out)
@@ -321,6 +325,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             failed = run.failed_among(tests)
             if not failed:
                 return attempt, "no required test fails"
+            if run.stopped_early:
+                ran_failed = [t for t in tests if run.outcomes.get(t) == "failed"]
+                return attempt, f"{len(ran_failed)} tests fail, more than the limit of {limit} (run stopped there)"
             if len(failed) > limit:
                 return attempt, f"{len(failed)} tests fail, more than the limit of {limit}"
             kind = implausible_failure(run.messages, failed, attempt.bug_types)

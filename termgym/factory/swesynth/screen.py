@@ -98,6 +98,7 @@ class ScreenRun(RunResult):
     spawners: list[str] = field(default_factory=list)  # tests that started a process (not traced there)
     durations: dict[str, dict[str, float]] = field(default_factory=dict)  # node id -> phase -> seconds
     overran: str = ""  # the test that outlived its budget (the run then counts as timed out)
+    stopped_early: bool = False  # more than ``stop_after_failures`` tests failed; the rest did not run
 
 
 def tree_hash(root: Path) -> str:
@@ -343,18 +344,22 @@ class ScreenWorker:
                           f"--invalidation-mode checked-hash {dirs} >/dev/null 2>&1", timeout=300)
 
     def run(self, files: Mapping[str, str], node_ids: Sequence[str] | None, *, trace: bool = False,
-            timeout: float = 600.0, budgets: Mapping[str, float] | None = None) -> ScreenRun:
+            timeout: float = 600.0, budgets: Mapping[str, float] | None = None,
+            stop_after_failures: int | None = None) -> ScreenRun:
         """Run ``node_ids`` (``None``: the whole suite) with ``files`` (path -> text) swapped in.
 
         ``budgets`` (node id -> seconds, from :meth:`Baseline.test_budgets`) ends the run as soon as
         a test outlives its budget: the result is then timed out, as if ``timeout`` had passed, with
-        ``overran`` naming the test."""
+        ``overran`` naming the test. ``stop_after_failures`` stops the session once more tests
+        than that have failed (``stopped_early``; the tests not run are missing from ``outcomes``,
+        which :meth:`~termgym.factory.swesynth.validate.RunResult.failed_among` counts as failed)."""
         originals = {p: (self.tree / p).read_text(encoding="utf-8") for p in files}
         token = uuid.uuid4().hex[:12]
         out, log, config = (f"{PLUGIN_DIR}/{token}.json", f"{PLUGIN_DIR}/{token}.log", f"{PLUGIN_DIR}/{token}.cfg")
         roots = [f"{self.workdir.rstrip('/')}/{d.strip('/')}" for d in self.source_dirs] or [self.workdir]
         self.box.write_file(config, json.dumps({"out": out, "trace": trace, "roots": roots,
-                                               "budgets": dict(budgets or {})}))
+                                               "budgets": dict(budgets or {}),
+                                               "stop_after_failures": stop_after_failures}))
         for path, text in files.items():
             self.box.write_file(f"{self.workdir}/{path}", text)
         command = select_command(self.test_command, self.tree, node_ids)
@@ -387,7 +392,8 @@ class ScreenWorker:
                          duration=duration, log_tail=tail,
                          versions={"python": data.get("python", ""), "pytest": data.get("pytest", "")},
                          lines=data.get("lines", {}), import_lines=data.get("import_lines", {}),
-                         spawners=list(data.get("spawners", [])), durations=data.get("durations", {}))
+                         spawners=list(data.get("spawners", [])), durations=data.get("durations", {}),
+                         stopped_early=bool(data.get("stopped_early")))
 
     def close(self) -> None:
         self.box.close()

@@ -11,7 +11,10 @@ environment provides). It is loaded with ``-p termgym_screen`` from a directory 
 * ``budgets`` (optional) — node id -> seconds a test may take (setup, call and teardown together);
   a test still running past its budget ends the run at once: the result then holds ``overran``
   (that node id) and the process exits with status 124, as a run killed by its timeout would.
-  A test without an entry has ``default_budget`` seconds (none when that is absent).
+  A test without an entry has ``default_budget`` seconds (none when that is absent);
+* ``stop_after_failures`` (optional) — once more tests than this have failed, the session stops
+  after the current test (as ``--maxfail`` does: exit status 1) and the result holds
+  ``stopped_early``: the candidate breaks too many tests whatever the rest do.
 
 Every result also holds ``durations`` (node id -> {phase: seconds} for ``setup``, ``call`` and
 ``teardown``), so a clean run tells how long each test takes and what its fixtures cost. The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
@@ -134,9 +137,22 @@ def pytest_runtest_protocol(item, nextitem):
         _lines[item.nodeid] = seen
 
 
+_STOP_AFTER = _CONFIG.get("stop_after_failures")
+_failed = set()
+_session = []
+
+
+def pytest_sessionstart(session):
+    _session.append(session)
+
+
 def pytest_runtest_logreport(report):
     entry = _phases.setdefault(report.nodeid, {})
     entry[report.when] = report.outcome
+    if report.failed and _STOP_AFTER is not None and report.nodeid not in _failed:
+        _failed.add(report.nodeid)
+        if len(_failed) > _STOP_AFTER and _session:
+            _session[0].shouldfail = f"more than {_STOP_AFTER} tests failed"
     _durations.setdefault(report.nodeid, {})[report.when] = round(float(getattr(report, "duration", 0.0) or 0.0), 4)
     if report.failed and report.nodeid not in _messages:
         # The same text pytest's junit report gives a failure: the crash line, then the traceback.
@@ -173,6 +189,7 @@ def pytest_sessionfinish(session, exitstatus):
         else:
             outcomes[nodeid] = "failed"
     result = {"outcomes": outcomes, "messages": _messages, "exitstatus": int(exitstatus),
+              "stopped_early": bool(_STOP_AFTER is not None and len(_failed) > _STOP_AFTER),
               "durations": _durations,
               "python": sys.version.split()[0], "pytest": pytest.__version__}
     if _CONFIG.get("trace"):
