@@ -196,6 +196,27 @@ def test_a_looping_candidate_ends_at_its_tests_budget_not_the_run_timeout(shop, 
         worker.close()
 
 
+def test_a_test_stuck_in_c_code_is_ended_by_faulthandler_past_its_budget(shop, baseline):
+    """A regular expression backtracking holds the interpreter lock, starving the watchdog thread;
+    faulthandler's timer thread ends the run a second after the budget. Sabotage: with no budget
+    the run waits for the whole timeout."""
+    from termgym.factory.swesynth.screen import ScreenWorker
+
+    text = (shop / "shop" / "helpers.py").read_text()
+    stuck = {"shop/helpers.py": text.replace(
+        "return int(value * 100 + 0.5) / 100",
+        "import re\n    re.match(r'(a+)+$', 'a' * 40 + 'b')\n    return int(value * 100 + 0.5) / 100")}
+    tests = [t for t in baseline.tests if t.endswith("test_with_tax")]
+    worker = ScreenWorker(shop, PYTEST, ["shop"], ProjectEnv())
+    try:
+        run = worker.run(stuck, tests, timeout=30, budgets={tests[0]: 1.0})
+        assert run.timed_out and run.overran == tests[0] and run.duration < 12, run
+        slow = worker.run(stuck, tests, timeout=6)
+        assert slow.timed_out and not slow.overran and slow.duration >= 5.5
+    finally:
+        worker.close()
+
+
 def test_a_run_stops_once_more_tests_fail_than_the_limit(shop, baseline):
     """Past the limit a candidate is rejected whatever the other tests do, so its run stops there
     (as --maxfail does); the tests not run count as failed. Sabotage: without the limit all run."""

@@ -356,10 +356,12 @@ class ScreenWorker:
         originals = {p: (self.tree / p).read_text(encoding="utf-8") for p in files}
         token = uuid.uuid4().hex[:12]
         out, log, config = (f"{PLUGIN_DIR}/{token}.json", f"{PLUGIN_DIR}/{token}.log", f"{PLUGIN_DIR}/{token}.cfg")
+        overrun = f"{PLUGIN_DIR}/{token}.overrun"
         roots = [f"{self.workdir.rstrip('/')}/{d.strip('/')}" for d in self.source_dirs] or [self.workdir]
         self.box.write_file(config, json.dumps({"out": out, "trace": trace, "roots": roots,
                                                "budgets": dict(budgets or {}),
-                                               "stop_after_failures": stop_after_failures}))
+                                               "stop_after_failures": stop_after_failures,
+                                               "overrun_file": overrun}))
         for path, text in files.items():
             self.box.write_file(f"{self.workdir}/{path}", text)
         command = select_command(self.test_command, self.tree, node_ids)
@@ -383,8 +385,12 @@ class ScreenWorker:
         try:
             data = json.loads(self.box.read_file(out))
         except (FileNotFoundError, OSError, ValueError):
+            stuck = self._overrun(overrun) if budgets else ""
+            self.box.exec(f"rm -f {out} {log} {config} {overrun}", timeout=30)
+            if stuck:  # faulthandler ended a test stuck in C code past its budget
+                return ScreenRun({}, timed_out=True, exit_code=124, duration=duration, log_tail=tail, overran=stuck)
             return ScreenRun({}, exit_code=result.exit_code, duration=duration, log_tail=tail)
-        self.box.exec(f"rm -f {out} {log} {config}", timeout=30)
+        self.box.exec(f"rm -f {out} {log} {config} {overrun}", timeout=30)
         if data.get("overran"):
             return ScreenRun({}, timed_out=True, exit_code=124, duration=duration, log_tail=tail,
                              overran=str(data["overran"]))
@@ -394,6 +400,15 @@ class ScreenWorker:
                          lines=data.get("lines", {}), import_lines=data.get("import_lines", {}),
                          spawners=list(data.get("spawners", [])), durations=data.get("durations", {}),
                          stopped_early=bool(data.get("stopped_early")))
+
+    def _overrun(self, path: str) -> str:
+        """The node id faulthandler's timer ended the run in, or ``""`` when it did not fire."""
+        try:
+            text = self.box.read_file(path).decode("utf-8", "replace")
+        except (FileNotFoundError, OSError):
+            return ""
+        first, _, rest = text.partition("\n")
+        return first.strip() if "Timeout (" in rest else ""
 
     def close(self) -> None:
         self.box.close()

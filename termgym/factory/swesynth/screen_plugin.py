@@ -11,7 +11,10 @@ environment provides). It is loaded with ``-p termgym_screen`` from a directory 
 * ``budgets`` (optional) — node id -> seconds a test may take (setup, call and teardown together);
   a test still running past its budget ends the run at once: the result then holds ``overran``
   (that node id) and the process exits with status 124, as a run killed by its timeout would.
-  A test without an entry has ``default_budget`` seconds (none when that is absent);
+  A test without an entry has ``default_budget`` seconds (none when that is absent). A loop in C
+  code that never releases the interpreter lock (a regular expression backtracking) starves that
+  watchdog; ``faulthandler``'s own thread, which needs no lock, then ends the process a second
+  later, after writing the test's node id and the stacks to ``overrun_file``;
 * ``stop_after_failures`` (optional) — once more tests than this have failed, the session stops
   after the current test (as ``--maxfail`` does: exit status 1) and the result holds
   ``stopped_early``: the candidate breaks too many tests whatever the rest do.
@@ -27,6 +30,7 @@ It is a generation tool, not a grader: nothing here is trusted for a grade. Grad
 grader's own plugin (:mod:`termgym.tasks.swesynth.grader_plugin`).
 """
 
+import faulthandler
 import json
 import os
 import sys
@@ -93,7 +97,7 @@ def _watchdog():
     # A bug that makes a test loop would hold the run until the sandbox's timeout kills it: end the
     # run as soon as a test outlives its budget. A daemon thread gets the interpreter lock every
     # switch interval even while the test loops in Python code; a loop that never releases it (in C)
-    # still ends by the outer timeout.
+    # is ended by faulthandler's thread (see ``_arm``).
     while True:
         time.sleep(0.05)
         current = _running[0]
@@ -109,19 +113,38 @@ def _budget(nodeid):
     return _BUDGETS.get(nodeid, _DEFAULT_BUDGET)
 
 
+_OVERRUN = None
 if _BUDGETS or _DEFAULT_BUDGET is not None:
     threading.Thread(target=_watchdog, name="termgym-screen-watchdog", daemon=True).start()
+    if _CONFIG.get("overrun_file"):
+        _OVERRUN = open(_CONFIG["overrun_file"], "w", encoding="utf-8")
+
+
+def _arm(nodeid, budget):
+    """Set the test's deadline for the watchdog and, a second later, for faulthandler's thread."""
+    _running[0] = None if budget is None else (nodeid, time.monotonic() + budget)
+    if _OVERRUN is not None and budget is not None:
+        _OVERRUN.seek(0)
+        _OVERRUN.truncate()
+        _OVERRUN.write(nodeid + "\n")
+        _OVERRUN.flush()
+        faulthandler.dump_traceback_later(budget + 1.0, exit=True, file=_OVERRUN)
+
+
+def _disarm():
+    _running[0] = None
+    if _OVERRUN is not None:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    budget = _budget(item.nodeid)
-    _running[0] = None if budget is None else (item.nodeid, time.monotonic() + budget)
+    _arm(item.nodeid, _budget(item.nodeid))
     if not _CONFIG.get("trace"):
         try:
             yield
         finally:
-            _running[0] = None
+            _disarm()
         return
     seen = set()
     _state["current"] = seen
@@ -131,7 +154,7 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         yield
     finally:
-        _running[0] = None
+        _disarm()
         _state["current"] = _import_lines
         _state["test"] = None
         _lines[item.nodeid] = seen
