@@ -42,6 +42,9 @@ def register(subparsers) -> None:
     gen.add_argument("--project", default=None,
                      help="a bundled project: its tree, test command and test environment (--repo/--test-cmd "
                           "then default to the project's)")
+    gen.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
+                     help="a project set beyond the bundled one (a folder `add-project --root DIR` wrote); "
+                          "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
     gen.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM breaker/writer")
     gen.add_argument("--llm-model", default=None)
     gen.add_argument("--llm-writer", action="store_true", help="let the model write the bug reports too")
@@ -68,6 +71,12 @@ def register(subparsers) -> None:
                         help="seconds for the whole build: each project gets an equal share of the time left")
     bundle.add_argument("--stall-limit", type=int, default=60,
                         help="stop a project after this many candidates in a row that ran tests without giving a task")
+    bundle.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
+                        help="a project set beyond the bundled one (a folder `add-project --root DIR` wrote); "
+                             "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
+    bundle.add_argument("--max-named-share", type=float, default=None, metavar="SHARE",
+                        help="largest share of tasks whose failing test file is named after the buggy module "
+                             "(default 0.5; 1 turns the cap off)")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
     bundle.add_argument("--resume", action="store_true",
                         help="continue each project's earlier run in the suite (same seed): its tasks stay, the "
@@ -85,9 +94,12 @@ def register(subparsers) -> None:
                                             "serves (needs the package index once; tasks then run offline)")
     which = prov.add_mutually_exclusive_group()
     which.add_argument("--project", action="append", default=None, metavar="NAME",
-                       help="only this project (repeatable; default: the projects the default suite serves tasks from)")
+                       help="only this project (repeatable; default: the projects the default suite serves tasks "
+                            "from, and every project of a --projects-dir)")
     which.add_argument("--all", action="store_true",
-                       help="every bundled project, also those that only feed the factory (generation, tests)")
+                       help="every project, also the bundled ones that only feed the factory (generation, tests)")
+    prov.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
+                      help="a project set beyond the bundled one; repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
     prov.add_argument("--force", action="store_true", help="rebuild environments that are already there")
     prov.add_argument("--check", action="store_true",
                       help="also run each project's clean suite in a sandbox under the grader (slow)")
@@ -161,6 +173,24 @@ def register(subparsers) -> None:
     projs.set_defaults(func=cmd_projects)
 
 
+def use_projects_dirs(dirs: list[str]) -> str | None:
+    """Add ``dirs`` (project sets beyond the bundled one) to ``$TERMGYM_SWESYNTH_PROJECTS`` for this
+    process and what it starts; returns why not (a folder that is missing), else ``None``."""
+    import os
+    from pathlib import Path
+
+    from termgym.tasks.swesynth.projects import PROJECTS_PATH_ENV
+
+    missing = [d for d in dirs if not Path(d).expanduser().is_dir()]
+    if missing:
+        return f"--projects-dir {missing[0]}: no such directory"
+    if dirs:
+        current = [e for e in os.environ.get(PROJECTS_PATH_ENV, "").split(os.pathsep) if e]
+        os.environ[PROJECTS_PATH_ENV] = os.pathsep.join(
+            [str(Path(d).expanduser().resolve()) for d in dirs] + current)
+    return None
+
+
 class ProgressBar:
     """A one-line progress bar on a terminal; periodic plain lines otherwise (logs, CI)."""
 
@@ -210,6 +240,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     bar = ProgressBar()
     extra = {}
     repo, test_cmd, source_dirs, test_dirs = args.repo, args.test_cmd, args.source_dir, args.test_dir
+    problem = use_projects_dirs(args.projects_dir)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.project:
             from termgym.factory.swesynth.screen import ProjectEnv
@@ -301,6 +335,10 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             print(f"{name}: {s.kept} tasks, {s.attempted} attempted, yield {100 * s.yield_rate:.0f}%, "
                   f"{s.tasks_per_minute:.1f} tasks/min")
         return 0
+    problem = use_projects_dirs(args.projects_dir)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     kwargs = {"jobs": args.workers, "projects": args.project, "progress": progress, "held_out": args.held_out,
               "time_budget": args.time_budget, "clean": args.clean, "resume": args.resume, "deadline": args.deadline,
               "stall_limit": args.stall_limit,
@@ -309,6 +347,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         kwargs["per_project"] = args.per_project
     if args.seed is not None:
         kwargs["seed"] = args.seed
+    if args.max_named_share is not None:
+        kwargs["max_named_share"] = args.max_named_share
     out = args.out or str(bundle.SUITE_DIR)
     try:
         results = bundle.build_suite(out, **kwargs)
@@ -417,6 +457,8 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from termgym.tasks.swesynth.projects import (
         ProjectError,
         load_projects,
@@ -425,8 +467,13 @@ def cmd_provision(args: argparse.Namespace) -> int:
         served_projects,
     )
 
+    problem = use_projects_dirs(args.projects_dir)
+    if problem:
+        print(f"termgym swesynth provision: {problem}", file=sys.stderr)
+        return 2
     try:
-        names = args.project or (sorted(load_projects()) if args.all else served_projects())
+        extra = sorted({n for d in args.projects_dir for n in load_projects(Path(d).expanduser().resolve())})
+        names = args.project or (sorted(load_projects()) if args.all else sorted({*served_projects(), *extra}))
         provision(names, force=args.force)
     except (ProjectError, RuntimeError) as exc:
         print(f"termgym swesynth provision: {exc}", file=sys.stderr)

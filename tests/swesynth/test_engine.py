@@ -162,6 +162,80 @@ def test_tests_for_change_picks_the_executing_tests(baseline, shop):
     assert baseline.tests_for_change("shop/helpers.py", text, text.replace("value * 3", "value * 4")) == []
 
 
+def test_baseline_records_each_tests_duration_and_the_budgets_follow_them(baseline):
+    assert len(baseline.durations) == len(baseline.tests) and all(d > 0 for d in baseline.durations)
+    assert baseline.fixture_seconds >= 0
+    budgets = baseline.test_budgets(baseline.tests[:2], factor=10, margin=2)
+    for test, budget in budgets.items():
+        clean = baseline.durations[baseline.tests.index(test)]
+        assert budget == pytest.approx(2 + baseline.fixture_seconds + 10 * clean, abs=1e-3)
+    assert list(budgets) == baseline.tests[:2]
+    assert baseline.test_budgets(["tests/test_checkout.py::not_a_test"]) == {}
+
+
+def test_a_looping_candidate_ends_at_its_tests_budget_not_the_run_timeout(shop, baseline):
+    """The speedup of generation: a bug that makes a test loop ends the run within seconds of the
+    test's budget, and the run reads as timed out (as a run killed by its timeout does). Sabotage:
+    without budgets the same run waits for the whole timeout."""
+    from termgym.factory.swesynth.screen import ScreenWorker
+
+    text = (shop / "shop" / "helpers.py").read_text()
+    looping = {"shop/helpers.py": text.replace("return int(value * 100 + 0.5) / 100",
+                                               "while True:\n        value += 0")}
+    tests = [t for t in baseline.tests if t.endswith("test_with_tax")]
+    worker = ScreenWorker(shop, PYTEST, ["shop"], ProjectEnv())
+    try:
+        run = worker.run(looping, tests, timeout=25, budgets={tests[0]: 1.0})
+        assert run.timed_out and run.overran == tests[0] and run.duration < 10, run
+        clean = worker.run({}, tests, timeout=25, budgets={tests[0]: 1.0})  # files restored
+        assert not clean.timed_out and clean.passed == set(tests)
+        assert set(clean.durations[tests[0]]) == {"setup", "call", "teardown"}
+        slow = worker.run(looping, tests, timeout=6)  # the sabotage: no budget, the timeout decides
+        assert slow.timed_out and not slow.overran and slow.duration >= 5.5
+    finally:
+        worker.close()
+
+
+def test_a_test_stuck_in_c_code_is_ended_by_faulthandler_past_its_budget(shop, baseline):
+    """A regular expression backtracking holds the interpreter lock, starving the watchdog thread;
+    faulthandler's timer thread ends the run a second after the budget. Sabotage: with no budget
+    the run waits for the whole timeout."""
+    from termgym.factory.swesynth.screen import ScreenWorker
+
+    text = (shop / "shop" / "helpers.py").read_text()
+    stuck = {"shop/helpers.py": text.replace(
+        "return int(value * 100 + 0.5) / 100",
+        "import re\n    re.match(r'(a+)+$', 'a' * 40 + 'b')\n    return int(value * 100 + 0.5) / 100")}
+    tests = [t for t in baseline.tests if t.endswith("test_with_tax")]
+    worker = ScreenWorker(shop, PYTEST, ["shop"], ProjectEnv())
+    try:
+        run = worker.run(stuck, tests, timeout=30, budgets={tests[0]: 1.0})
+        assert run.timed_out and run.overran == tests[0] and run.duration < 12, run
+        slow = worker.run(stuck, tests, timeout=6)
+        assert slow.timed_out and not slow.overran and slow.duration >= 5.5
+    finally:
+        worker.close()
+
+
+def test_a_run_stops_once_more_tests_fail_than_the_limit(shop, baseline):
+    """Past the limit a candidate is rejected whatever the other tests do, so its run stops there
+    (as --maxfail does); the tests not run count as failed. Sabotage: without the limit all run."""
+    from termgym.factory.swesynth.screen import ScreenWorker
+
+    text = (shop / "shop" / "helpers.py").read_text()
+    broken = {"shop/helpers.py": text.replace("return int(value * 100 + 0.5) / 100", "return 0")}
+    worker = ScreenWorker(shop, PYTEST, ["shop"], ProjectEnv())
+    try:
+        stopped = worker.run(broken, baseline.tests, timeout=120, stop_after_failures=1)
+        assert stopped.stopped_early and stopped.exit_code == 1
+        assert list(stopped.outcomes.values()).count("failed") == 2 and len(stopped.outcomes) < len(baseline.tests)
+        assert len(stopped.failed_among(baseline.tests)) > 2  # the tests not run count as failed
+        full = worker.run(broken, baseline.tests, timeout=120)
+        assert not full.stopped_early and len(full.outcomes) == len(baseline.tests)
+    finally:
+        worker.close()
+
+
 def test_baseline_is_cached_per_tree_hash(shop, baseline, tmp_path):
     again = project_baseline(shop, PYTEST, ["shop"], ProjectEnv())
     assert again.key == baseline.key and again.tests == baseline.tests

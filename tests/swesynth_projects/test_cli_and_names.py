@@ -81,3 +81,20 @@ def test_served_projects_of_a_broken_suite_file_names_the_file(tmp_path):
         served_projects(tmp_path)
     (tmp_path / "suite.json").write_text('{"repos": {"isodate": {}, "not-a-bundled-project": {}}}')
     assert served_projects(tmp_path) == ["isodate"]
+
+
+def test_provision_with_a_projects_dir_adds_that_sets_projects_to_the_served_ones(tmp_path, monkeypatch):
+    import shutil
+
+    from termgym.tasks.swesynth import projects as projects_mod
+    from termgym.tasks.swesynth.projects import PROJECTS_DIR, PROJECTS_PATH_ENV, served_projects
+
+    extra = tmp_path / "more"
+    shutil.copytree(PROJECTS_DIR / "isodate", extra / "isodate-copy")
+    manifest = extra / "isodate-copy" / "project.toml"
+    manifest.write_text(manifest.read_text().replace('name = "isodate"', 'name = "isodate-copy"', 1))
+    monkeypatch.delenv(PROJECTS_PATH_ENV, raising=False)
+    asked: list[list[str]] = []
+    monkeypatch.setattr(projects_mod, "provision", lambda names, force=False: asked.append(list(names)))
+    assert main(["swesynth", "provision", "--projects-dir", str(extra)]) == 0
+    assert asked[-1] == sorted([*served_projects(), "isodate-copy"])

@@ -60,7 +60,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
                 held_out: Sequence[str] | None = None, time_budget: float | None = None,
                 deadline: float | None = None, stall_limit: int | None = 60,
                 clean: bool = False, resume: bool = False, backend: str = "local", max_bugs: int = 2,
-                import_time: str = "skip",
+                import_time: str = "skip", max_named_share: float = MAX_NAMED_SHARE,
                 progress: Callable[[str, Stats], None] | None = None,
                 log: Callable[[str], None] | None = None) -> dict[str, GenerationResult | str]:
     """Generate up to ``per_project`` tasks from each bundled project into the compact suite ``out``.
@@ -73,13 +73,17 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     without a task — leaves its time to the later ones). ``import_time`` is
     :func:`generate`'s choice for changes to import-time code (default ``"skip"``: a full run per
     such candidate costs more than the tasks it adds). ``resume`` continues each project's earlier
-    run in ``out`` (same seed; ``per_project`` then counts the tasks of both runs). A project that fails
+    run in ``out`` (same seed; ``per_project`` then counts the tasks of both runs). ``max_named_share``
+    (0 < share <= 1; 1 turns the cap off) is the largest share of tasks whose failing test file is
+    named after the buggy module, per project run and over the suite. A project that fails
     (no provisioned test environment, no passing test) is reported by its error and skipped.
     Returns each project's result, or its error message.
     """
     from termgym.factory.swesynth.screen import ProjectEnv
     from termgym.tasks.swesynth.projects import load_projects, project_tree
 
+    if not 0 < max_named_share <= 1:
+        raise ValueError(f"max_named_share must be in (0, 1] (1 turns the cap off), got {max_named_share}")
     available = load_projects()
     chosen = list(projects or sorted(available))
     unknown = [p for p in chosen if p not in available]
@@ -119,7 +123,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
             result = generate(
                 tree, project.test_command, n=per_project, seed=seed, out=out, name=name, workers=1,
                 source_dirs=list(project.source_dirs), test_dirs=list(project.test_dirs), project_env=env,
-                project=name, storage="compact", max_named_share=MAX_NAMED_SHARE, max_bugs=max_bugs,
+                project=name, storage="compact", max_named_share=max_named_share, max_bugs=max_bugs,
                 exclude_tests=[d.test for d in project.deselect], time_budget=budget, split=splitter,
                 stall_limit=stall_limit, resume=resume,
                 suite_name=SUITE_NAME, backend=backend, import_time=import_time,
@@ -141,10 +145,10 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
 
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bundle") as pool:
         list(pool.map(one, chosen))
-    dropped = enforce_named_share(out, MAX_NAMED_SHARE)
+    dropped = enforce_named_share(out, max_named_share)
     if log and dropped:
         log(f"dropped {sum(dropped.values())} tasks to keep the named-module share at most "
-            f"{100 * MAX_NAMED_SHARE:.0f} %: {dropped}")
+            f"{100 * max_named_share:.0f} %: {dropped}")
     with locked_index(out) as index:
         # the projects built now and those an earlier build left in the suite (``--project``, ``--resume``)
         index["held_out_projects"] = sorted(test_projects & (set(chosen) | set(index.get("repos") or {})))

@@ -3,8 +3,9 @@
 :func:`measure` reads a compact suite's records (``records/<project>.jsonl``, ``suite.json``) and
 the projects' pins, and counts: tasks per project and split, difficulty, the bug-type mix, how bugs
 show (a wrong value, an exception, bad input accepted), the fix size (changed lines, changed tokens,
-sites = hunks of the fix, files), the cross-module share and the share of fixes touching at least
-two sites. :func:`render` writes it as the Markdown section that docs/swesynth.md carries between
+sites = hunks of the fix, files), the cross-module share, the share of fixes touching at least
+two sites and the near-duplicates (:func:`near_duplicates`: tasks sharing a (function, bug type)
+with another task of the project, tasks whose repro opens with another's first call). :func:`render` writes it as the Markdown section that docs/swesynth.md carries between
 :data:`START` and :data:`END`; an audit's result (``termgym swesynth audit --json``) adds the report
 checks passed. Nothing is typed in by hand: regenerate the section after every bundle.
 """
@@ -51,6 +52,53 @@ def fix_size(fix_patch: str) -> dict[str, int]:
             "files": sum(1 for line in fix_patch.splitlines() if line.startswith("+++ "))}
 
 
+def first_call(statement: str) -> str | None:
+    """The repro's first statement that is not an import, written the same way whatever the
+    spacing (``ast.unparse``), or ``None`` when the report has no repro."""
+    import ast
+
+    from termgym.factory.swesynth.quality import repro_code
+
+    code = repro_code(statement)
+    if code is None:
+        return None
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        lines = [x.strip() for x in code.splitlines() if x.strip() and not x.lstrip().startswith(("import ", "from "))]
+        return lines[0] if lines else None
+    for node in body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            return ast.unparse(node)
+    return None
+
+
+def near_duplicates(tasks: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Near-duplicate counts over ``(project, record data)`` pairs:
+
+    * ``function_bug_type`` — tasks with a bug whose (project, file, function, bug type) another
+      task's bug shares;
+    * ``first_call`` — tasks whose repro opens with the same call (:func:`first_call`) as another
+      task of the same project, and ``largest_first_call_group`` — the most tasks sharing one;
+    * ``either`` — tasks that are one or the other (the near-duplicate share's numerator).
+    """
+    keys: list[set[tuple]] = []
+    calls: list[tuple | None] = []
+    for project, data in tasks:
+        bug = _bug(data)
+        keys.append({(project, m.get("path"), m.get("function"), m.get("bug_type"))
+                     for m in bug.get("mutations") or []})
+        call = first_call(bug.get("problem_statement", ""))
+        calls.append((project, call) if call else None)
+    key_count = Counter(k for ks in keys for k in ks)
+    call_count = Counter(c for c in calls if c is not None)
+    by_function = [any(key_count[k] > 1 for k in ks) for ks in keys]
+    by_call = [c is not None and call_count[c] > 1 for c in calls]
+    return {"tasks": len(keys), "function_bug_type": sum(by_function), "first_call": sum(by_call),
+            "either": sum(a or b for a, b in zip(by_function, by_call)),
+            "largest_first_call_group": max(call_count.values(), default=0)}
+
+
 def _records(suite_dir: Path) -> Iterable[tuple[str, dict[str, Any]]]:
     index = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
     split_of = {tid: split for split, ids in (index.get("splits") or {}).items() for tid in ids}
@@ -87,7 +135,9 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
     sizes: dict[str, list[int]] = {"lines": [], "tokens": [], "sites": [], "files": []}
     cross = multi_site = multi_bug = total = 0
     functions: Counter = Counter()
+    seen: list[tuple[str, dict[str, Any]]] = []
     for project, data in _records(suite_dir):
+        seen.append((project, data))
         total += 1
         bug = _bug(data)
         counts = per_project.setdefault(project, Counter())
@@ -121,7 +171,8 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
             "difficulty": dict(difficulty), "bug_types": dict(types.most_common()), "symptoms": dict(symptoms),
             "sizes": sizes, "cross_module": cross, "multi_site": multi_site, "multi_bug": multi_bug,
             "largest_project_share": max((c["tasks"] for c in per_project.values()), default=0) / max(total, 1),
-            "max_tasks_per_function": max(functions.values(), default=0)}
+            "max_tasks_per_function": max(functions.values(), default=0),
+            "near_duplicates": near_duplicates(seen)}
 
 
 def _shown(suite_dir: Path) -> str:
@@ -189,6 +240,12 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
               f"* **Fix touches ≥ 2 sites**: {_share(card['multi_site'], total)}; **cross-module**: "
               f"{_share(card['cross_module'], total)}; **two or more bugs**: {_share(card['multi_bug'], total)}.",
               "* **Bug types**: " + ", ".join(f"{k} {v}" for k, v in card["bug_types"].items()) + "."]
+    dup = card.get("near_duplicates")
+    if dup:
+        lines.append(f"* **Near-duplicates**: {_share(dup['either'], total)} of tasks share a (function, bug type) "
+                     f"with another task ({_share(dup['function_bug_type'], total)}) or open their repro with the "
+                     f"same call as another task of the project ({_share(dup['first_call'], total)}; at most "
+                     f"{dup['largest_first_call_group']} tasks share one call).")
     if audit is not None:
         from termgym.factory.swesynth.audit import COLUMNS
 
@@ -218,4 +275,5 @@ def write_into(doc: str | Path, section: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-__all__ = ["END", "START", "fix_size", "measure", "render", "symptom", "write_into"]
+__all__ = ["END", "START", "first_call", "fix_size", "measure", "near_duplicates", "render", "symptom",
+           "write_into"]

@@ -82,6 +82,8 @@ class Stats:
     full_runs: int = 0  # of which ran the whole required set (import-time changes)
     tests_run: int = 0
     run_seconds: float = 0.0
+    timed_out_runs: int = 0  # runs ended by a timeout or a test's budget (looping bugs)
+    timed_out_seconds: float = 0.0
     stopped: str = ""
     finished: float | None = None
 
@@ -89,11 +91,13 @@ class Stats:
     def elapsed(self) -> float:
         return (self.finished or time.monotonic()) - self.started
 
-    def count_run(self, full: bool, tests: int, seconds: float) -> None:
+    def count_run(self, full: bool, tests: int, seconds: float, timed_out: bool = False) -> None:
         self.runs += 1
         self.full_runs += int(full)
         self.tests_run += tests
         self.run_seconds += seconds
+        self.timed_out_runs += int(timed_out)
+        self.timed_out_seconds += seconds if timed_out else 0.0
 
     @property
     def yield_rate(self) -> float:
@@ -114,7 +118,8 @@ class Stats:
                 "elapsed_seconds": round(self.elapsed, 1), "baseline_seconds": round(self.baseline_seconds, 2),
                 "setup_seconds": round(self.setup_seconds, 1), "candidates": self.candidates,
                 "required_tests": self.required_tests, "runs": self.runs, "full_runs": self.full_runs,
-                "tests_run": self.tests_run, "run_seconds": round(self.run_seconds, 1), "stopped": self.stopped,
+                "tests_run": self.tests_run, "run_seconds": round(self.run_seconds, 1), "timed_out_runs": self.timed_out_runs,
+                "timed_out_seconds": round(self.timed_out_seconds, 1), "stopped": self.stopped,
                 "rejected": dict(sorted(self.rejected.items(), key=lambda kv: -kv[1]))}
 
 
@@ -172,7 +177,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              sandbox_check: bool = True, backend: str = "local", project_env: ProjectEnv | None = None,
              project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
-             split: str | None = None, stall_limit: int | None = None, resume: bool = False) -> GenerationResult:
+             split: str | None = None, stall_limit: int | None = None, resume: bool = False,
+             early_stop: bool = True) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -198,6 +204,13 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     task of this project in one split (held out by project); otherwise ``test_fraction`` of the
     tasks (by id hash) go to ``test``. ``stall_limit`` stops after that many candidates in a row
     that ran tests without giving a task.
+
+    ``early_stop`` ends a candidate's run as soon as its verdict is sealed: when one test outlives
+    its budget (:meth:`~termgym.factory.swesynth.screen.Baseline.test_budgets`: a multiple of its
+    clean duration plus a margin; the run counts as timed out, as it would have at the timeout), so
+    a bug that makes a test loop costs seconds, not the whole run's timeout; and once more tests
+    than the limit have failed (the candidate is rejected as breaking too many tests whatever the
+    others do).
 
     ``resume`` (compact storage only) continues this project's earlier run in ``out`` with the same
     seed: its tasks are kept as they are, the candidates it judged are not judged again (the plan is
@@ -295,13 +308,16 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 # The quota of tasks found through a test file named after the module is full, and
                 # every test this change can fail is such a file: not worth running.
                 return attempt, "test file named after the module (over the suite's share)"
+            budgets = base.test_budgets(tests) if early_stop else None
             box = worker()
             ran.add(attempt.index)
             try:
-                run = box.run(mutated, None if selected is None else tests, timeout=run_timeout)
+                # past ``limit`` failures the candidate is rejected whatever the other tests do
+                run = box.run(mutated, None if selected is None else tests, timeout=run_timeout, budgets=budgets,
+                              stop_after_failures=limit if early_stop else None)
             finally:
                 workers_pool.put(box)
-            stats.count_run(selected is None, len(tests), run.duration)
+            stats.count_run(selected is None, len(tests), run.duration, run.timed_out)
             if run.timed_out:
                 return attempt, "the test run timed out"
             if run.exit_code not in (0, 1):
@@ -309,6 +325,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             failed = run.failed_among(tests)
             if not failed:
                 return attempt, "no required test fails"
+            if run.stopped_early:
+                ran_failed = [t for t in tests if run.outcomes.get(t) == "failed"]
+                return attempt, f"{len(ran_failed)} tests fail, more than the limit of {limit} (run stopped there)"
             if len(failed) > limit:
                 return attempt, f"{len(failed)} tests fail, more than the limit of {limit}"
             kind = implausible_failure(run.messages, failed, attempt.bug_types)
@@ -324,10 +343,10 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                     box = worker()
                     try:
                         alone = box.run(mutate_files(files, unit), None if selected is None else tests,
-                                        timeout=run_timeout)
+                                        timeout=run_timeout, budgets=budgets)
                     finally:
                         workers_pool.put(box)
-                    stats.count_run(selected is None, len(tests), alone.duration)
+                    stats.count_run(selected is None, len(tests), alone.duration, alone.timed_out)
                     own = sorted(set(alone.failed_among(tests)) & set(failed))
                     if not own:
                         return attempt, "quality check failed, a bug of the combination breaks no required test alone"
@@ -490,9 +509,10 @@ class _PreviousRun:
         g = self.generation
         stats.attempted, stats.kept = self.attempted, len(self.lines)
         stats.rejected = dict(g.get("rejected") or {})
-        for key in ("runs", "full_runs", "tests_run"):
+        for key in ("runs", "full_runs", "tests_run", "timed_out_runs"):
             setattr(stats, key, int(g.get(key, 0)))
         stats.run_seconds = float(g.get("run_seconds", 0.0))
+        stats.timed_out_seconds = float(g.get("timed_out_seconds", 0.0))
         stats.started -= float(g.get("elapsed_seconds", 0.0))
 
 

@@ -46,10 +46,14 @@ from termgym.tasks.swesynth.grading import run_graded_tests
 from termgym.tasks.swesynth.selection import select_command
 
 #: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
-SCREEN_VERSION = 2
+SCREEN_VERSION = 3
 PLUGIN_SOURCE = Path(__file__).with_name("screen_plugin.py")
 PLUGIN_MODULE = "termgym_screen"
 PLUGIN_DIR = "/tmp/.termgym-screen"
+#: A candidate's test may take this many times its clean (traced) duration, plus the margin and
+#: the baseline's costliest fixture work, before its run counts as timed out (a looping bug).
+TEST_BUDGET_FACTOR = 10.0
+TEST_BUDGET_MARGIN = 2.0
 
 @dataclass
 class ProjectEnv:
@@ -92,6 +96,9 @@ class ScreenRun(RunResult):
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     import_lines: dict[str, list[int]] = field(default_factory=dict)
     spawners: list[str] = field(default_factory=list)  # tests that started a process (not traced there)
+    durations: dict[str, dict[str, float]] = field(default_factory=dict)  # node id -> phase -> seconds
+    overran: str = ""  # the test that outlived its budget (the run then counts as timed out)
+    stopped_early: bool = False  # more than ``stop_after_failures`` tests failed; the rest did not run
 
 
 def tree_hash(root: Path) -> str:
@@ -177,19 +184,38 @@ class Baseline:
     trace_seconds: float
     runtime: dict[str, Any] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)  # why tests were left out of ``tests``
+    #: Seconds each required test took in the traced clean run (setup + call + teardown; tracing
+    #: makes them longer than an untraced run, never shorter), aligned with ``tests``.
+    durations: list[float] = field(default_factory=list)
+    #: The costliest fixture work one test paid in that run (largest setup plus largest teardown):
+    #: whichever test runs first in a candidate's run pays the session and module fixtures.
+    fixture_seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"version": SCREEN_VERSION, "key": self.key, "tree_hash": self.tree_hash, "tests": self.tests,
                 "coverage": {f: {str(k): v for k, v in m.items()} for f, m in self.coverage.items()},
                 "import_lines": self.import_lines, "seconds": self.seconds, "trace_seconds": self.trace_seconds,
-                "runtime": self.runtime, "dropped": self.dropped}
+                "runtime": self.runtime, "dropped": self.dropped, "durations": self.durations,
+                "fixture_seconds": self.fixture_seconds}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Baseline:
         return cls(key=data["key"], tree_hash=data["tree_hash"], tests=list(data["tests"]),
                    coverage={f: {int(k): v for k, v in m.items()} for f, m in data["coverage"].items()},
                    import_lines=data["import_lines"], seconds=data["seconds"], trace_seconds=data["trace_seconds"],
-                   runtime=data.get("runtime", {}), dropped=data.get("dropped", {}))
+                   runtime=data.get("runtime", {}), dropped=data.get("dropped", {}),
+                   durations=list(data.get("durations", [])), fixture_seconds=data.get("fixture_seconds", 0.0))
+
+    def test_budgets(self, tests: Sequence[str], *, factor: float = TEST_BUDGET_FACTOR,
+                     margin: float = TEST_BUDGET_MARGIN) -> dict[str, float]:
+        """Seconds each of ``tests`` may take in a candidate's run before the run counts as timed
+        out: ``margin`` + the costliest fixture work + ``factor`` x its clean duration. Empty when
+        the baseline has no durations (then only the whole run's timeout applies)."""
+        if len(self.durations) != len(self.tests):
+            return {}
+        index = {t: i for i, t in enumerate(self.tests)}
+        return {t: round(margin + self.fixture_seconds + factor * self.durations[index[t]], 3)
+                for t in tests if t in index}
 
     def tests_for_change(self, path: str, original: str, mutated: str,
                          statements: StatementMap | None = None) -> list[str] | None:
@@ -273,6 +299,10 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
             continue
         dropped[reason] = dropped.get(reason, 0) + 1
     index = {t: i for i, t in enumerate(tests)}
+    phases = [traced.durations.get(t, {}) for t in tests]
+    durations = [round(sum(p.values()), 4) for p in phases]
+    fixture_seconds = round(max((p.get("setup", 0.0) for p in phases), default=0.0)
+                            + max((p.get("teardown", 0.0) for p in phases), default=0.0), 4)
     coverage: dict[str, dict[int, list[int]]] = {}
     for tid, files in traced.lines.items():
         i = index.get(tid)
@@ -284,7 +314,7 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
                 per_file.setdefault(line, []).append(i)
     result = Baseline(key=key, tree_hash=digest, tests=tests, coverage=coverage, import_lines=traced.import_lines,
                       seconds=round(seconds, 2), trace_seconds=round(trace_seconds, 2), runtime=runtime,
-                      dropped=dropped)
+                      dropped=dropped, durations=durations, fixture_seconds=fixture_seconds)
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
@@ -314,13 +344,24 @@ class ScreenWorker:
                           f"--invalidation-mode checked-hash {dirs} >/dev/null 2>&1", timeout=300)
 
     def run(self, files: Mapping[str, str], node_ids: Sequence[str] | None, *, trace: bool = False,
-            timeout: float = 600.0) -> ScreenRun:
-        """Run ``node_ids`` (``None``: the whole suite) with ``files`` (path -> text) swapped in."""
+            timeout: float = 600.0, budgets: Mapping[str, float] | None = None,
+            stop_after_failures: int | None = None) -> ScreenRun:
+        """Run ``node_ids`` (``None``: the whole suite) with ``files`` (path -> text) swapped in.
+
+        ``budgets`` (node id -> seconds, from :meth:`Baseline.test_budgets`) ends the run as soon as
+        a test outlives its budget: the result is then timed out, as if ``timeout`` had passed, with
+        ``overran`` naming the test. ``stop_after_failures`` stops the session once more tests
+        than that have failed (``stopped_early``; the tests not run are missing from ``outcomes``,
+        which :meth:`~termgym.factory.swesynth.validate.RunResult.failed_among` counts as failed)."""
         originals = {p: (self.tree / p).read_text(encoding="utf-8") for p in files}
         token = uuid.uuid4().hex[:12]
         out, log, config = (f"{PLUGIN_DIR}/{token}.json", f"{PLUGIN_DIR}/{token}.log", f"{PLUGIN_DIR}/{token}.cfg")
+        overrun = f"{PLUGIN_DIR}/{token}.overrun"
         roots = [f"{self.workdir.rstrip('/')}/{d.strip('/')}" for d in self.source_dirs] or [self.workdir]
-        self.box.write_file(config, json.dumps({"out": out, "trace": trace, "roots": roots}))
+        self.box.write_file(config, json.dumps({"out": out, "trace": trace, "roots": roots,
+                                               "budgets": dict(budgets or {}),
+                                               "stop_after_failures": stop_after_failures,
+                                               "overrun_file": overrun}))
         for path, text in files.items():
             self.box.write_file(f"{self.workdir}/{path}", text)
         command = select_command(self.test_command, self.tree, node_ids)
@@ -344,13 +385,30 @@ class ScreenWorker:
         try:
             data = json.loads(self.box.read_file(out))
         except (FileNotFoundError, OSError, ValueError):
+            stuck = self._overrun(overrun) if budgets else ""
+            self.box.exec(f"rm -f {out} {log} {config} {overrun}", timeout=30)
+            if stuck:  # faulthandler ended a test stuck in C code past its budget
+                return ScreenRun({}, timed_out=True, exit_code=124, duration=duration, log_tail=tail, overran=stuck)
             return ScreenRun({}, exit_code=result.exit_code, duration=duration, log_tail=tail)
-        self.box.exec(f"rm -f {out} {log} {config}", timeout=30)
+        self.box.exec(f"rm -f {out} {log} {config} {overrun}", timeout=30)
+        if data.get("overran"):
+            return ScreenRun({}, timed_out=True, exit_code=124, duration=duration, log_tail=tail,
+                             overran=str(data["overran"]))
         return ScreenRun(outcomes=data["outcomes"], messages=data.get("messages", {}), exit_code=result.exit_code,
                          duration=duration, log_tail=tail,
                          versions={"python": data.get("python", ""), "pytest": data.get("pytest", "")},
                          lines=data.get("lines", {}), import_lines=data.get("import_lines", {}),
-                         spawners=list(data.get("spawners", [])))
+                         spawners=list(data.get("spawners", [])), durations=data.get("durations", {}),
+                         stopped_early=bool(data.get("stopped_early")))
+
+    def _overrun(self, path: str) -> str:
+        """The node id faulthandler's timer ended the run in, or ``""`` when it did not fire."""
+        try:
+            text = self.box.read_file(path).decode("utf-8", "replace")
+        except (FileNotFoundError, OSError):
+            return ""
+        first, _, rest = text.partition("\n")
+        return first.strip() if "Timeout (" in rest else ""
 
     def close(self) -> None:
         self.box.close()

@@ -7,9 +7,20 @@ environment provides). It is loaded with ``-p termgym_screen`` from a directory 
 
 * ``out`` — where to write the result (JSON);
 * ``trace`` — record line coverage per test;
-* ``roots`` — absolute directories whose ``*.py`` files are traced (the project's source dirs).
+* ``roots`` — absolute directories whose ``*.py`` files are traced (the project's source dirs);
+* ``budgets`` (optional) — node id -> seconds a test may take (setup, call and teardown together);
+  a test still running past its budget ends the run at once: the result then holds ``overran``
+  (that node id) and the process exits with status 124, as a run killed by its timeout would.
+  A test without an entry has ``default_budget`` seconds (none when that is absent). A loop in C
+  code that never releases the interpreter lock (a regular expression backtracking) starves that
+  watchdog; ``faulthandler``'s own thread, which needs no lock, then ends the process a second
+  later, after writing the test's node id and the stacks to ``overrun_file``;
+* ``stop_after_failures`` (optional) — once more tests than this have failed, the session stops
+  after the current test (as ``--maxfail`` does: exit status 1) and the result holds
+  ``stopped_early``: the candidate breaks too many tests whatever the rest do.
 
-The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
+Every result also holds ``durations`` (node id -> {phase: seconds} for ``setup``, ``call`` and
+``teardown``), so a clean run tells how long each test takes and what its fixtures cost. The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
 passes when its setup, call and teardown all pass), ``messages`` (node id -> failure text, for bug
 reports), and with ``trace``: ``lines`` (node id -> {file: [line, ...]}), ``import_lines``
 (lines executed outside any test: imports, class bodies, ``def`` lines, defaults, collection) and
@@ -19,10 +30,12 @@ It is a generation tool, not a grader: nothing here is trusted for a grade. Grad
 grader's own plugin (:mod:`termgym.tasks.swesynth.grader_plugin`).
 """
 
+import faulthandler
 import json
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -36,6 +49,12 @@ _import_lines = set()
 _state = {"current": _import_lines, "test": None}
 _wanted = {}
 _spawners = set()
+_durations = {}
+_BUDGETS = _CONFIG.get("budgets") or {}
+_DEFAULT_BUDGET = _CONFIG.get("default_budget")
+#: ``(node id, monotonic deadline)`` of the test now running, or ``None``; read by the watchdog.
+#: One tuple, replaced whole, so the watchdog never pairs one test's name with another's deadline.
+_running = [None]
 #: Audit events of a new process (or a fork of this one): the child's lines are not traced.
 _SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork",
                            "os.forkpty", "pty.spawn"})
@@ -74,10 +93,58 @@ if _CONFIG.get("trace"):
     sys.addaudithook(_audit)
 
 
+def _watchdog():
+    # A bug that makes a test loop would hold the run until the sandbox's timeout kills it: end the
+    # run as soon as a test outlives its budget. A daemon thread gets the interpreter lock every
+    # switch interval even while the test loops in Python code; a loop that never releases it (in C)
+    # is ended by faulthandler's thread (see ``_arm``).
+    while True:
+        time.sleep(0.05)
+        current = _running[0]
+        if current is not None and time.monotonic() > current[1] and _running[0] is current:
+            try:
+                with open(_CONFIG["out"], "w", encoding="utf-8") as fh:
+                    json.dump({"overran": current[0], "budget": _budget(current[0]), "outcomes": {}}, fh)
+            finally:
+                os._exit(124)
+
+
+def _budget(nodeid):
+    return _BUDGETS.get(nodeid, _DEFAULT_BUDGET)
+
+
+_OVERRUN = None
+if _BUDGETS or _DEFAULT_BUDGET is not None:
+    threading.Thread(target=_watchdog, name="termgym-screen-watchdog", daemon=True).start()
+    if _CONFIG.get("overrun_file"):
+        _OVERRUN = open(_CONFIG["overrun_file"], "w", encoding="utf-8")
+
+
+def _arm(nodeid, budget):
+    """Set the test's deadline for the watchdog and, a second later, for faulthandler's thread."""
+    _running[0] = None if budget is None else (nodeid, time.monotonic() + budget)
+    if _OVERRUN is not None and budget is not None:
+        _OVERRUN.seek(0)
+        _OVERRUN.truncate()
+        _OVERRUN.write(nodeid + "\n")
+        _OVERRUN.flush()
+        faulthandler.dump_traceback_later(budget + 1.0, exit=True, file=_OVERRUN)
+
+
+def _disarm():
+    _running[0] = None
+    if _OVERRUN is not None:
+        faulthandler.cancel_dump_traceback_later()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    _arm(item.nodeid, _budget(item.nodeid))
     if not _CONFIG.get("trace"):
-        yield
+        try:
+            yield
+        finally:
+            _disarm()
         return
     seen = set()
     _state["current"] = seen
@@ -87,14 +154,29 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         yield
     finally:
+        _disarm()
         _state["current"] = _import_lines
         _state["test"] = None
         _lines[item.nodeid] = seen
 
 
+_STOP_AFTER = _CONFIG.get("stop_after_failures")
+_failed = set()
+_session = []
+
+
+def pytest_sessionstart(session):
+    _session.append(session)
+
+
 def pytest_runtest_logreport(report):
     entry = _phases.setdefault(report.nodeid, {})
     entry[report.when] = report.outcome
+    if report.failed and _STOP_AFTER is not None and report.nodeid not in _failed:
+        _failed.add(report.nodeid)
+        if len(_failed) > _STOP_AFTER and _session:
+            _session[0].shouldfail = f"more than {_STOP_AFTER} tests failed"
+    _durations.setdefault(report.nodeid, {})[report.when] = round(float(getattr(report, "duration", 0.0) or 0.0), 4)
     if report.failed and report.nodeid not in _messages:
         # The same text pytest's junit report gives a failure: the crash line, then the traceback.
         try:
@@ -130,6 +212,8 @@ def pytest_sessionfinish(session, exitstatus):
         else:
             outcomes[nodeid] = "failed"
     result = {"outcomes": outcomes, "messages": _messages, "exitstatus": int(exitstatus),
+              "stopped_early": bool(_STOP_AFTER is not None and len(_failed) > _STOP_AFTER),
+              "durations": _durations,
               "python": sys.version.split()[0], "pytest": pytest.__version__}
     if _CONFIG.get("trace"):
         result["lines"] = {nodeid: _grouped(seen) for nodeid, seen in _lines.items()}

@@ -53,6 +53,10 @@ except ImportError:  # Python 3.10
 
 #: Where the bundled project folders live.
 PROJECTS_DIR: Path = SWESYNTH_DIR / "projects"
+#: Environment variable naming more project sets (folders of project folders, ``os.pathsep``
+#: separated), e.g. one ``termgym swesynth add-project --root DIR`` wrote: their projects are
+#: found by name beside the bundled ones, by generation, bundling and the tasks made from them.
+PROJECTS_PATH_ENV = "TERMGYM_SWESYNTH_PROJECTS"
 #: Where a project's test environment appears inside a sandbox (read-only).
 TESTENV_MOUNT = "/opt/swesynth-testenv"
 #: The command that builds missing test environments (named in every "missing" error).
@@ -237,9 +241,32 @@ _loaded: dict[Path, dict[str, Project]] = {}
 _lock = threading.Lock()
 
 
+def project_roots() -> list[Path]:
+    """The project sets searched by name: the bundled one, then each folder of
+    :data:`PROJECTS_PATH_ENV` (an entry that is not a directory is an error naming it)."""
+    roots = [PROJECTS_DIR]
+    for entry in filter(None, os.environ.get(PROJECTS_PATH_ENV, "").split(os.pathsep)):
+        path = Path(entry).expanduser().resolve()
+        if not path.is_dir():
+            raise ProjectError(f"${PROJECTS_PATH_ENV} names {entry!r}, which is not a directory of project folders")
+        if path not in roots:
+            roots.append(path)
+    return roots
+
+
 def load_projects(root: str | Path | None = None) -> dict[str, Project]:
-    """Every project under ``root`` (default: the bundled ones), by name, checked."""
-    root = Path(root) if root is not None else PROJECTS_DIR
+    """Every project under ``root`` (default: the bundled ones and those of every folder in
+    :data:`PROJECTS_PATH_ENV`), by name, checked. A name found in two sets is an error naming both."""
+    if root is None:
+        merged: dict[str, Project] = {}
+        for one_root in project_roots():
+            for name, project in load_projects(one_root).items():
+                if name in merged:
+                    raise ProjectError(f"project {name!r} is in two project sets: {merged[name].folder} and "
+                                       f"{project.folder} (${PROJECTS_PATH_ENV})")
+                merged[name] = project
+        return merged
+    root = Path(root)
     with _lock:
         if root in _loaded:
             return dict(_loaded[root])
@@ -547,10 +574,10 @@ def project_sandbox_spec_parts(name: str | Project, workdir: str = "/app") -> Sa
 
 
 __all__ = [
-    "MARKER", "PERMISSIVE", "PROJECTS_DIR", "PROVISION_COMMAND", "TESTENV_MOUNT", "Deselected", "Project",
+    "MARKER", "PERMISSIVE", "PROJECTS_DIR", "PROJECTS_PATH_ENV", "PROVISION_COMMAND", "TESTENV_MOUNT", "Deselected", "Project",
     "CleanRun", "ProjectError", "SandboxParts", "TestEnvMissing", "cache_root", "get_project", "host_pythonpath", "load_project", "load_projects",
-    "missing_testenvs", "project_sandbox_spec_parts", "project_tree", "provision", "require_testenv", "run_clean_suite",
-    "served_projects",
+    "missing_testenvs", "project_roots", "project_sandbox_spec_parts", "project_tree", "provision", "require_testenv",
+    "run_clean_suite", "served_projects",
     "testenv_dir", "testenv_ready", "testenv_root", "verify_sdist",
 ]
 
