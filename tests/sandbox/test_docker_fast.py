@@ -237,32 +237,36 @@ def test_a_removal_that_fails_once_is_retried_in_the_background():
                 if c["Id"] == container_id]
 
 
+_PAST_1024 = r"""
+import fcntl, os, socket
+from termgym.sandbox import SandboxSpec
+from termgym.sandbox.docker import DockerSandbox
+from termgym.sandbox.docker.channel import wait_readable
+
+filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+sandbox = DockerSandbox(SandboxSpec(), pool_size=0)
+try:
+    sandbox.start()
+    assert sandbox._init is not None and sandbox._init.fd >= 1024, sandbox._init
+    assert sandbox.exec("echo hi", timeout=60).output.strip() == "hi"
+finally:
+    sandbox.close()  # the init's pidfd is polled here: select() raised ValueError past 1024
+assert sandbox._init is None
+low, right = socket.socketpair()
+left = socket.socket(fileno=fcntl.fcntl(low.fileno(), fcntl.F_DUPFD, 1500))
+assert left.fileno() >= 1024
+assert not wait_readable(left.fileno(), 0)
+right.send(b"x")
+assert wait_readable(left.fileno(), 1.0)
+print("ok")
+"""
+
+
 def test_descriptors_numbered_past_1024_neither_fail_a_close_nor_lose_the_waiting_shell():
     """Hundreds of concurrent sandboxes hold thousands of descriptors: the init's pidfd and the exec
-    sockets are then numbered past ``select``'s 1024, and closing must still kill the container."""
-    from termgym.sandbox.docker.channel import wait_readable
-
-    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
-    try:
-        sandbox = DockerSandbox(SandboxSpec(), pool_size=0)
-        try:
-            sandbox.start()
-            assert sandbox._init is not None and sandbox._init.fd >= 1024, sandbox._init
-            assert sandbox.exec("echo hi", timeout=60).output.strip() == "hi"
-        finally:
-            sandbox.close()  # the init's pidfd is polled here: select() raised ValueError past 1024
-        assert sandbox._init is None
-        import socket
-
-        left, right = socket.socketpair()
-        try:
-            assert left.fileno() >= 1024
-            assert not wait_readable(left.fileno(), 0)
-            right.send(b"x")
-            assert wait_readable(left.fileno(), 1.0)
-        finally:
-            left.close()
-            right.close()
-    finally:
-        for fd in filler:
-            os.close(fd)
+    sockets are then numbered past ``select``'s 1024, and closing must still kill the container.
+    Run in a fresh process, where no other test's background thread frees a low number first."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", _PAST_1024], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": repo})
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]

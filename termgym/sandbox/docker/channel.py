@@ -20,6 +20,37 @@ def wait_readable(fd: int, timeout: float) -> bool:
     return bool(poller.poll(max(0, int(timeout * 1000))))
 
 
+#: How many exec channels found output in the HTTP reply's buffer (diagnostics; tests read it).
+rescued_outputs = 0
+
+
+def read_past_headers(response, sock) -> bytes:
+    """Output the exec wrote that the HTTP client already read past the upgrade reply's headers.
+
+    The reply to ``exec_start`` is parsed through a buffered reader; when the process writes
+    before that happens (a loaded machine, a process that speaks first) its first bytes land in
+    that reader's buffer, not on the socket we read from then on, and would be lost. Taken
+    without blocking: bytes already buffered, or ``b""``.
+    """
+    global rescued_outputs
+    http = getattr(response, "_response", None)  # docker-py keeps the reply on the raw socket object
+    reader = getattr(getattr(getattr(http, "raw", None), "_fp", None), "fp", None)
+    if reader is None or not hasattr(reader, "read1"):
+        return b""
+    previous = sock.gettimeout()
+    try:
+        sock.settimeout(0)  # nothing buffered: the one raw read read1 may do must not block
+        data = reader.read1(1 << 16) or b""
+    except (BlockingIOError, OSError, ValueError):
+        data = b""
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(previous)
+    if data:
+        rescued_outputs += 1
+    return bytes(data)
+
+
 class ExecChannel:
     """A ``docker exec`` whose stdin we write and whose (demultiplexed) output we read."""
 
@@ -28,7 +59,7 @@ class ExecChannel:
                                        environment=dict(environment or {}))["Id"]
         self._response = api.exec_start(self.exec_id, socket=True)
         self._sock = getattr(self._response, "_sock", self._response)
-        self._raw = bytearray()
+        self._raw = bytearray(read_past_headers(self._response, self._sock))
         self.eof = False
 
     def send(self, data: bytes) -> None:

@@ -34,7 +34,9 @@ from termgym.sandbox.shell import shell_argv
 # late the supervisor starts) and itself; each request line "K <pid>..." kills every other process
 # not listed, in passes until none is left (a fork bomb refills between passes); "A <shell>" kills
 # that shell first (so it runs nothing more of its command line), then every other process.
-# Builtins only: it must not need a new pid.
+# Builtins only: it must not need a new pid. It says READY only after a first line on stdin: output
+# an exec writes before its attach has been read can sit in the HTTP client's buffer (the reply to
+# the upgrade request) instead of on the socket we read, and a READY lost there cost a 120 s wait.
 SUPERVISOR = r"""
 exec 2>/dev/null
 __main= __first=
@@ -46,6 +48,7 @@ for __d in /proc/[0-9]*; do
   fi
 done
 __keep=" 1 $$ $__main "
+read -r __go || exit 0
 printf 'READY %d\n' "$$"
 while read -r __op __args; do
   if [ "$__op" = A ]; then kill -9 $__args; __args=; fi
@@ -83,6 +86,7 @@ def start_supervisor(api, container_id: str) -> tuple[ExecChannel, int]:
     """Start the supervisor exec; return its channel and pid (in the container)."""
     channel = ExecChannel(api, container_id, ["bash", "--noprofile", "--norc", "-c", SUPERVISOR, "termgym-supervisor"])
     try:
+        channel.send(b"GO\n")  # only now may it write: nothing of it can be left in the upgrade reply's buffer
         _, pid = channel.read_line(b"READY ", timeout=SUPERVISOR_START_TIMEOUT)
     except (TimeoutError, EOFError) as exc:
         channel.close()
