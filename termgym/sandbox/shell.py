@@ -83,7 +83,7 @@ done
 """
 
 #: Seconds a shell has to start and say READY.
-START_TIMEOUT = 30.0
+START_TIMEOUT = 120.0
 #: After a timeout's kill, seconds the shell has to report before it counts as stuck.
 GRACE = 2.0
 #: After a flood's kill, the most seconds the command may still take.

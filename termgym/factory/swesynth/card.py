@@ -58,12 +58,13 @@ def first_call(statement: str) -> str | None:
     import ast
 
     from termgym.factory.swesynth.quality import repro_code
+    from termgym.tasks.swesynth import pyparse
 
     code = repro_code(statement)
     if code is None:
         return None
     try:
-        body = ast.parse(code).body
+        body = pyparse.parse(code).body
     except SyntaxError:
         lines = [x.strip() for x in code.splitlines() if x.strip() and not x.lstrip().startswith(("import ", "from "))]
         return lines[0] if lines else None

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.factory.swesynth.failures import Failure, find_test_function, read_failure, split_test_id
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.tree import list_source_files
 
 #: The checks, in the order the audit prints them.
@@ -80,7 +81,7 @@ def repro_code(statement: str) -> str | None:
             return code.strip() + "\n"
     for span in re.findall(r"`([^`\n]+)`", statement):
         try:
-            tree = ast.parse(span)
+            tree = pyparse.parse(span)
         except SyntaxError:
             continue
         if any(isinstance(n, ast.Call) for n in ast.walk(tree)) and not re.fullmatch(r"[\w.]+\(\)", span):
@@ -90,7 +91,7 @@ def repro_code(statement: str) -> str | None:
 
 def free_names(code: str) -> set[str]:
     """Names the code reads that it neither binds nor imports (built-ins left out)."""
-    tree = ast.parse(code)
+    tree = pyparse.parse(code)
     bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -108,7 +109,7 @@ def free_names(code: str) -> set[str]:
 def imports_of(code: str) -> dict[str, str]:
     """``{bound name: module}`` for the imports the code makes (``"=module"`` for a plain ``import``)."""
     out: dict[str, str] = {}
-    for node in ast.walk(ast.parse(code)):
+    for node in ast.walk(pyparse.parse(code)):
         if isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 out[alias.asname or alias.name] = node.module
@@ -160,7 +161,7 @@ def read_test_module(test: str, repo: Path) -> TestModule:
         folder = folder.parent
     for file in files:
         try:
-            tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+            tree = pyparse.parse(file.read_text(encoding="utf-8", errors="replace"))
         except (OSError, SyntaxError, ValueError):
             continue
         for node in tree.body:
@@ -203,7 +204,7 @@ def exports(repo: Path, module: str) -> frozenset[str]:
             for file in (base / rel / "__init__.py", base / f"{rel}.py"):
                 if file.is_file():
                     try:
-                        tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+                        tree = pyparse.parse(file.read_text(encoding="utf-8", errors="replace"))
                     except (SyntaxError, ValueError):
                         continue
                     for node in tree.body:
@@ -257,7 +258,7 @@ def import_lines(code: str, module: TestModule, packages: set[str]) -> list[str]
     """The imports a repro needs, as the test module makes them; ``None`` when a name it uses exists
     only in the test suite (or nowhere a user could import it from)."""
     lines = []
-    called = {n.func.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    called = {n.func.id for n in ast.walk(pyparse.parse(code)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     for name in sorted(free_names(code)):
         if name in packages and name in called and module.repo is not None and name in exports(module.repo, name):
             lines.append(f"from {name} import {name}")  # ``parse.parse(...)`` written ``parse(...)``
@@ -312,7 +313,7 @@ def static_checks(statement: str, target_tests: Sequence[str], repo: Path, sourc
     tree = None
     if code is not None:
         try:
-            tree = ast.parse(code)
+            tree = pyparse.parse(code)
         except SyntaxError as exc:
             code_problem = f"the repro does not parse: {exc.msg}"
         else:
@@ -389,7 +390,7 @@ def _root(node: ast.AST) -> str:
 _RUNNER = r'''
 import ast, json, sys
 code = open(sys.argv[1]).read()
-tree = ast.parse(code)
+tree = compile(code, "<repro>", "exec", ast.PyCF_ONLY_AST)
 last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
 body = tree.body[:-1] if last is not None else tree.body
 scope = {"__name__": "__main__"}
