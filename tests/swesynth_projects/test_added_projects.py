@@ -72,7 +72,7 @@ def test_generate_and_bundle_make_validated_tasks_from_an_added_project(added, c
     root, tmp = added
     monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp / "envs"))
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp / "cache"))
-    monkeypatch.delenv(P.PROJECTS_PATH_ENV, raising=False)
+    monkeypatch.setenv(P.PROJECTS_PATH_ENV, "")  # recorded (delenv of an unset name is not): undone after the test
     # the sabotage: without the project set the name is unknown
     out = tmp / "generated"
     assert main(["swesynth", "generate", "--project", "textkit", "--n", "1", "--out", str(out)]) == 1

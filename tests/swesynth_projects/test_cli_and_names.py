@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gymnasium as gym
 
 import termgym  # noqa: F401  (registers the ids)
@@ -93,8 +95,16 @@ def test_provision_with_a_projects_dir_adds_that_sets_projects_to_the_served_one
     shutil.copytree(PROJECTS_DIR / "isodate", extra / "isodate-copy")
     manifest = extra / "isodate-copy" / "project.toml"
     manifest.write_text(manifest.read_text().replace('name = "isodate"', 'name = "isodate-copy"', 1))
-    monkeypatch.delenv(PROJECTS_PATH_ENV, raising=False)
+    monkeypatch.setenv(PROJECTS_PATH_ENV, "")  # recorded, so the CLI's addition is undone after the test
     asked: list[list[str]] = []
     monkeypatch.setattr(projects_mod, "provision", lambda names, force=False: asked.append(list(names)))
     assert main(["swesynth", "provision", "--projects-dir", str(extra)]) == 0
     assert asked[-1] == sorted([*served_projects(), "isodate-copy"])
+
+
+def test_a_projects_dir_given_to_the_cli_does_not_outlive_the_test_that_gave_it():
+    """The conftest's guard: the previous test's --projects-dir is gone (its set had no test environment)."""
+    from termgym.tasks.swesynth.projects import PROJECTS_PATH_ENV
+
+    assert "more" not in os.environ.get(PROJECTS_PATH_ENV, "")
+    assert "isodate-copy" not in load_projects()
