@@ -20,10 +20,6 @@ def wait_readable(fd: int, timeout: float) -> bool:
     return bool(poller.poll(max(0, int(timeout * 1000))))
 
 
-#: How many exec channels found output in the HTTP reply's buffer (diagnostics; tests read it).
-rescued_outputs = 0
-
-
 def read_past_headers(response, sock) -> bytes:
     """Output the exec wrote that the HTTP client already read past the upgrade reply's headers.
 
@@ -32,7 +28,6 @@ def read_past_headers(response, sock) -> bytes:
     that reader's buffer, not on the socket we read from then on, and would be lost. Taken
     without blocking: bytes already buffered, or ``b""``.
     """
-    global rescued_outputs
     http = getattr(response, "_response", None)  # docker-py keeps the reply on the raw socket object
     reader = getattr(getattr(getattr(http, "raw", None), "_fp", None), "fp", None)
     if reader is None or not hasattr(reader, "read1"):
@@ -46,8 +41,6 @@ def read_past_headers(response, sock) -> bytes:
     finally:
         with contextlib.suppress(OSError):
             sock.settimeout(previous)
-    if data:
-        rescued_outputs += 1
     return bytes(data)
 
 

@@ -285,6 +285,15 @@ def _short(value: Any, limit: int = 240) -> Any:
     return value if len(text) <= limit else text[:limit] + "..."
 
 
+def apply_patch_step(workdir: str, patch: str) -> tuple[str, dict[str, str]]:
+    """How a replay's tree gets ``patch``: ``(shell command, files to write first)`` — the patch in
+    a new file under ``/tmp``, applied in ``workdir`` and removed; ``("", {})`` for an empty patch."""
+    if not patch.strip():
+        return "", {}
+    path = f"/tmp/.termgym-behaviour-{secrets.token_hex(8)}.patch"
+    return f"cd {shlex.quote(workdir)} && git apply --whitespace=nowarn {path} && rm -f {path}", {path: patch}
+
+
 def restore_graded_tree(sandbox, workdir: str, patch: str) -> tuple[str, dict[str, str]]:
     """How the tree of a graded sandbox is made again what a fresh one holds: ``(shell command, files
     to write first)``, ``("", {})`` where the test run could not change it.
@@ -295,12 +304,9 @@ def restore_graded_tree(sandbox, workdir: str, patch: str) -> tuple[str, dict[st
     """
     if getattr(sandbox, "root", None) is not None:
         return "", {}
-    wd = shlex.quote(workdir)
-    command = f"cd {wd} && git {_PLAIN_GIT} reset -q --hard && git {_PLAIN_GIT} clean -fdq"
-    if not patch.strip():
-        return command, {}
-    path = f"/tmp/.termgym-behaviour-{secrets.token_hex(8)}.patch"
-    return (f"{command} && git apply --whitespace=nowarn {path} && rm -f {path}"), {path: patch}
+    command = f"cd {shlex.quote(workdir)} && git {_PLAIN_GIT} reset -q --hard && git {_PLAIN_GIT} clean -fdq"
+    apply, files = apply_patch_step(workdir, patch)
+    return (f"{command} && {apply}" if apply else command), files
 
 
 def behaviour_check(task, patch: str, new_sandbox: Callable, graded_sandbox=None) -> dict[str, Any]:
@@ -332,18 +338,11 @@ def behaviour_check(task, patch: str, new_sandbox: Callable, graded_sandbox=None
                        canonical=int(check.get("canonical", 1)))
     expected = {item["id"]: check["answers"][item["id"]] for item in check["inputs"]}
 
-    wd = shlex.quote(task.workdir)
-
-    def apply_command(path: str) -> str:
-        return f"cd {wd} && git apply --whitespace=nowarn {path} && rm -f {path}"
-
     def replay_on(tree_patch: str) -> tuple[dict | None, str]:
         box = new_sandbox(task.sandbox_spec())
-        path = f"/tmp/.termgym-behaviour-{secrets.token_hex(8)}.patch"
+        prepare, files = apply_patch_step(task.workdir, tree_patch)
         try:
-            if not tree_patch.strip():
-                return run_replay(box, spec)
-            return run_replay(box, spec, files={path: tree_patch}, prepare=apply_command(path))
+            return run_replay(box, spec, files=files, prepare=prepare)
         finally:
             box.close()
 
