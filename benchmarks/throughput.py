@@ -15,6 +15,9 @@ sandbox: dominated by pytest's CPU time) and **light** (a custom ``CommandTask``
 ``grep`` grader, so the numbers show termgym's own overhead). Docker runs beside local at every level
 (its sandboxes from the process-wide warm pool, as by default); goals (issue 28): the top level on
 both backends without an error, and Docker's SWE-SYNTH throughput at 64 concurrent ≥ 70 % of local's.
+At one level (8 concurrent; 4 in quick mode) the Docker engine API calls this process makes are
+counted per episode by endpoint: each container and each ``docker exec`` costs the engine CPU that
+the episodes then do not get.
 
 Scaling (full runs): the same oracle episodes with the benchmark pinned to 1, 2, ... all cores
 (``sched_setaffinity``, inherited by every sandbox process) and driven by one Python process or by
@@ -34,6 +37,7 @@ once per process, so the local figure is an upper bound.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import threading
@@ -222,6 +226,9 @@ def run(ctx: Context) -> Section:
                    "peak MB", "MB per episode", "errors"])
     data: dict = {}
     broke: list[str] = []
+    # Engine API calls per episode, counted at one level (after the pool's first fill, before load)
+    calls_level = 4 if ctx.quick else 8
+    engine_calls: dict[str, tuple[dict[str, float], int]] = {}
     for workload, (suite, task_ids) in workloads.items():
         for backend in backends:
             def make_env(suite=suite, backend=backend):
@@ -233,8 +240,12 @@ def run(ctx: Context) -> Section:
                 ctx.log(f"  {workload} / {backend}: {level} concurrent (budget {level_s:.0f} s)")
                 sampler = MemorySampler(backend)
                 baseline = sampler.sample()
-                with sampler:
+                counting = backend == "docker" and level == calls_level
+                with sampler, (EngineCalls() if counting else contextlib.nullcontext()) as calls:
                     result = asyncio.run(run_level(make_env, task_ids, level, level_s, ctx.quick))
+                if counting:
+                    engine_calls[workload] = ({k: v / result["episodes"] for k, v in calls.counts.items()},
+                                              result["episodes"])
                 peak = max(sampler.peak, baseline)
                 per_episode = (peak - baseline) / level / 2**20
                 rate = result["passed"] / result["wall_s"] if result["wall_s"] > 0 else 0.0
@@ -255,6 +266,14 @@ def run(ctx: Context) -> Section:
     section.data = data
     if "docker" in backends:
         section.tables.append(_docker_vs_local(data, levels))
+    if engine_calls:
+        endpoints = sorted({k for counts, _ in engine_calls.values() for k in counts},
+                           key=lambda k: (-max(c.get(k, 0) for c, _ in engine_calls.values()), k))
+        calls_table = Table(f"Docker engine API calls per episode (level {calls_level}; container and exec ids "
+                            f"folded into {{id}})", ["endpoint", *engine_calls])
+        for endpoint in endpoints:
+            calls_table.add(f"`{endpoint}`", *(f"{counts.get(endpoint, 0):.2f}" for counts, _ in engine_calls.values()))
+        section.tables.append(calls_table)
     if not ctx.quick:
         scaling_table, scaling_data = scaling(swesynth_dir=None, cache_dir=str(ctx.scratch / "swesynth-cache"),
                                               log=ctx.log)
@@ -276,6 +295,8 @@ def run(ctx: Context) -> Section:
                  else float("nan"))
         section.goals.append(Goal(f"SWE-SYNTH throughput docker / local at {level} concurrent", share * 100,
                                   "≥ 70 %", share >= 0.7 if share == share else None, unit="%"))
+    if engine_calls:
+        section.data = {**section.data, "engine_calls_per_episode": {w: c for w, (c, _) in engine_calls.items()}}
     path = ctx.out_dir / "throughput.png"
     series = {}
     memory = {}
@@ -288,6 +309,36 @@ def run(ctx: Context) -> Section:
           memory, "MB per episode (peak)")
     section.plots.append(path.name)
     return section
+
+
+class EngineCalls:
+    """Counts the Docker engine API calls this process makes while active, by method and endpoint
+    (container and exec ids folded), through a response hook on the shared SDK client's session."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._session = None
+
+    def _hook(self, response, *args, **kwargs) -> None:
+        import re
+
+        path = response.request.path_url.split("?", 1)[0]
+        path = re.sub(r"^/v[0-9.]+", "", path)
+        path = re.sub(r"/[0-9a-f]{64}(?=/|$)", "/{id}", path)
+        with self._lock:
+            key = f"{response.request.method} {path}"
+            self.counts[key] = self.counts.get(key, 0) + 1
+
+    def __enter__(self) -> EngineCalls:
+        from termgym.sandbox.docker import get_client
+
+        self._session = get_client().api
+        self._session.hooks["response"].append(self._hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._session.hooks["response"].remove(self._hook)
 
 
 def _docker_vs_local(data: dict, levels: dict[str, list[int]]) -> Table:

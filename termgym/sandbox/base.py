@@ -225,6 +225,16 @@ class Sandbox(ABC):
         its line included) runs on, and the sandbox stays usable for grading.
         """
 
+    def stop_commands(self) -> None:
+        """Kill every process in the sandbox but its shell; the shell (its directory, variables and
+        history) and the files stay.
+
+        What a caller needs between two of its own commands, when whatever the first one left
+        running must not go on (a test run's daemons before a behaviour replay): cheaper than
+        :meth:`abort`, which also replaces the shell. Backends without a cheaper way abort.
+        """
+        self.abort()
+
     @abstractmethod
     def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
         """Create or replace a file (``path`` relative to the workdir or absolute)."""

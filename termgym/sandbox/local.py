@@ -54,6 +54,7 @@ from termgym.sandbox.base import (
     SandboxSpec,
     read_only_binds,
 )
+from termgym.sandbox.cgroups import frozen, has_exited, send_kill, wait_exited
 from termgym.sandbox.shell import ShellChannel, ShellSandbox, shell_argv
 
 #: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
@@ -543,16 +544,17 @@ class BubblewrapSandbox(ShellSandbox):
         """
         keep = {self._init_pid, self._shell(), self._proc.pid if self._proc else None}
         freezer = self._freezer
-        with _frozen(freezer):
+        killed: set[int] = set()
+        with frozen(freezer):
             for _ in range(1 if freezer else 20):
                 victims = [p for p in self._sandbox_pids() if p not in keep]
                 if not victims:
-                    return
-                for pid in victims:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
+                    break
+                send_kill(victims)
+                killed.update(victims)
                 if not freezer:
                     time.sleep(0.01)
+        wait_exited(killed)  # a SIGKILL reaches a frozen process once it thaws
 
     def _kill_shell_and_commands(self) -> None:
         """Kill the shell and every process of the sandbox but the monitor (its init too).
@@ -561,7 +563,7 @@ class BubblewrapSandbox(ShellSandbox):
         the shell dies first, before the command it waits for can end and let it go on.
         """
         shell, monitor = self._shell(), self._proc.pid if self._proc else None
-        with _frozen(self._freezer):
+        with frozen(self._freezer):
             for pid in [shell, *(p for p in self._sandbox_pids() if p not in (shell, monitor))]:
                 if pid is not None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -579,7 +581,7 @@ class BubblewrapSandbox(ShellSandbox):
                 children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
             except OSError:
                 return
-            if all(_is_zombie(int(pid)) for pid in children):
+            if all(has_exited(int(pid)) for pid in children):
                 return
             time.sleep(0.01)
 
@@ -809,38 +811,10 @@ def _read_info(fd: int, timeout: float = INFO_TIMEOUT) -> dict:
         return {}
 
 
-def _is_zombie(pid: int) -> bool:
-    """Whether ``pid`` has exited (a zombie, or gone already)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
-
-
 def _pidns(pid: int) -> str | None:
     with contextlib.suppress(OSError):
         return os.readlink(f"/proc/{pid}/ns/pid")
     return None
-
-
-@contextlib.contextmanager
-def _frozen(freezer: Path | None):
-    """Freeze every process of a freezer cgroup for the duration (no-op without one)."""
-    if freezer is None:
-        yield
-        return
-    state = freezer / "freezer.state"
-    try:
-        state.write_text("FROZEN")
-        for _ in range(200):
-            if state.read_text().strip() == "FROZEN":
-                break
-            time.sleep(0.005)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            state.write_text("THAWED")
 
 
 def _remove_cgroup(cg: Path) -> None:

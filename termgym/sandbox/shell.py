@@ -268,7 +268,7 @@ class ShellSession:
                      "were reset)")
         return True
 
-    def _clear(self) -> None:
+    def clear(self) -> None:
         """Kill every process but the shell and wait until they are reaped."""
         self.sandbox._kill_processes()
         self.sandbox._await_reaped()
@@ -280,7 +280,7 @@ class ShellSession:
         limits = self.sandbox.spec.limits
         pids_limit = limits.pids
         if self.sandbox._at_process_limit(None):
-            self._clear()
+            self.clear()
             notes.append(f"the sandbox had reached its process limit ({pids_limit}) before this command; "
                          "every background process was killed")
         payload = command.encode("utf-8", errors="surrogateescape") + b"\x00"
@@ -333,7 +333,7 @@ class ShellSession:
                 exit_code = 1
                 break
             if kind == "FULL":
-                self._clear()
+                self.clear()
                 if not resends:
                     notes.insert(0, f"the sandbox had reached its process limit ({pids_limit}) before this "
                                  "command; every background process was killed")
@@ -366,10 +366,10 @@ class ShellSession:
         else:
             if timed_out or flooded:
                 # One more sweep: a child forked while the last kill ran can escape it.
-                self._clear()
+                self.clear()
             if self.sandbox._at_process_limit(pids_now):
                 # A fork bomb (or a runaway spawner) left the sandbox unable to start anything.
-                self._clear()
+                self.clear()
                 notes.append(f"the sandbox reached its process limit ({pids_limit}); every background process "
                              "was killed")
         if timed_out:
@@ -466,3 +466,8 @@ class ShellSandbox(Sandbox):
         with self._lock:
             if self._started and not self.closed:
                 self._session.abort()
+
+    def stop_commands(self) -> None:
+        with self._lock:
+            if self._started and not self.closed:
+                self._session.clear()

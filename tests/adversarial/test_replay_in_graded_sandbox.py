@@ -115,7 +115,7 @@ def test_sabotage_without_the_restore_a_rewritten_tree_reaches_the_replay(task, 
 
 
 def test_sabotage_without_the_kill_the_daemon_reaches_the_replay(task, buggy_tree, tmp_path, monkeypatch):
-    monkeypatch.setattr(DockerSandbox, "abort", lambda self: None)
+    monkeypatch.setattr(DockerSandbox, "stop_commands", lambda self: None)
     details, _ = grade(task, buggy_tree, tmp_path, DAEMON_AFTER_TEST_RUN)
     assert details["tests_passed"] and not details["all_passed"], details
     assert "differ from the clean code" in details["behaviour_failure"], details

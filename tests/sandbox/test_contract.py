@@ -245,6 +245,22 @@ def test_abort_kills_every_process_and_keeps_the_files(make):
     assert after.output == "kept\nno-late\n"
 
 
+def test_stop_commands_kills_every_command_and_keeps_the_shell(make):
+    sb = make()
+    tag = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 1000}"
+    sb.exec(f"export TG_KEPT=yes; cd /tmp; echo kept > before.txt; "
+            f"(sleep {tag}; echo late > late.txt) > /dev/null 2>&1 & "
+            f"setsid sh -c 'sleep {tag}' > /dev/null 2>&1 < /dev/null &")
+    deadline = time.monotonic() + 10
+    while len(host_processes_matching(f"sleep {tag}")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(host_processes_matching(f"sleep {tag}")) >= 2  # the subshell's sleep, the new session's
+    sb.stop_commands()
+    assert host_processes_matching(f"sleep {tag}") == []
+    after = sb.exec('cat before.txt; test -e late.txt || echo no-late; pwd; echo "<$TG_KEPT>"')
+    assert after.output == "kept\nno-late\n/tmp\n<yes>\n" and not after.restarted, after
+
+
 def test_unknown_on_timeout_is_refused(make):
     sb = make()
     with pytest.raises(ValueError, match="on_timeout must be one of .*'kill_shell'.*not 'kill_all'"):

@@ -2,15 +2,16 @@
 
 :func:`prepare` does everything a sandbox's start needs before the task's files: creates and
 starts the container (with the workdir and ``/tmp`` bound from the host where it can, see
-:mod:`~termgym.sandbox.docker.hosttree`), starts the supervisor, starts the sandbox shell (which
-then waits for its token on stdin, before it enters the workdir) and opens a pidfd of the
-container's init. The warm pool (:mod:`~termgym.sandbox.docker.pool`) does this ahead of time, so
+:mod:`~termgym.sandbox.docker.hosttree`), starts the sandbox shell (which then waits for its token
+on stdin, before it enters the workdir), and where the engine is on this machine opens a pidfd of
+the container's init and finds its cgroups, through which the host kills
+(:mod:`~termgym.sandbox.docker.hostkill`); elsewhere it starts the supervisor instead. The warm pool (:mod:`~termgym.sandbox.docker.pool`) does this ahead of time, so
 a sandbox taken from it only copies the task's tree in on the host and sends the shell its token:
 one socket round trip.
 
-The supervisor is a bash loop that kills on request every process in the container except the
-init, the main process, itself and those listed (the shell), using builtins only, so it works even
-when a fork bomb has used up the pids limit.
+The supervisor (for an engine elsewhere) is a bash loop that kills on request every process in the
+container except the init, the main process, itself and those listed (the shell), using builtins
+only, so it works even when a fork bomb has used up the pids limit.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from termgym.sandbox.base import Mode, SandboxError, SandboxSpec
 from termgym.sandbox.docker.channel import ExecChannel
 from termgym.sandbox.docker.container import COMMAND_ENV, create_container
+from termgym.sandbox.docker.hostkill import HostKiller, host_killer
 from termgym.sandbox.docker.hosttree import HostTree, bindable_paths, engine_is_local
 from termgym.sandbox.docker.removal import InitHandle, dispose, open_init
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
@@ -144,6 +146,7 @@ class ReadyContainer:
     tree: HostTree | None = None
     init: InitHandle | None = None
     supervisor: Future | None = None  # of (channel, pid): started beside the rest, waited for when needed
+    killer: HostKiller | None = None  # kills from this machine instead (no supervisor is started)
     shell: ExecChannel | None = None  # a sandbox shell waiting for its token
 
     def discard(self, client) -> None:
@@ -177,16 +180,23 @@ def _prepare(client, spec: SandboxSpec, mode: Mode, *, pool: bool) -> ReadyConta
         raise
     ready = ReadyContainer(container_id, tree)
     try:
-        # Independent API round trips: side by side. The supervisor is not waited for: a sandbox
-        # needs it only to kill, and waits for it then (an engine under load can take long to start
-        # an exec, and most sandboxes never kill anything).
-        ready.supervisor = STARTER.submit(start_supervisor, client.api, container_id)
-        init = STARTER.submit(open_init, client, container_id) if engine_is_local(client) else None
+        # Independent API round trips: side by side. A supervisor is started only where the host
+        # cannot kill through the container's cgroups (see hostkill), and is not waited for: a
+        # sandbox needs it only to kill, and waits for it then (an engine under load can take long
+        # to start an exec, and most sandboxes never kill anything).
+        local = engine_is_local(client)
+        init = STARTER.submit(open_init, client, container_id) if local else None
+        if not local:
+            ready.supervisor = STARTER.submit(start_supervisor, client.api, container_id)
         try:
             ready.shell = open_shell_exec(client.api, container_id, spec, mode)
         finally:
             if init is not None:
                 ready.init = init.result()  # never raises: None when the pid cannot be had
+        if local:
+            ready.killer = host_killer(ready.init.pid if ready.init is not None else None)
+            if ready.killer is None:
+                ready.supervisor = STARTER.submit(start_supervisor, client.api, container_id)
     except BaseException:
         with contextlib.suppress(Exception):
             ready.discard(client)

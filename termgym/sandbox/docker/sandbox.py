@@ -17,7 +17,10 @@ Files. Under a bound path ``write_file``/``read_file`` are host file operations 
 a symlink the agent made (:class:`~termgym.sandbox.docker.hosttree.HostTree`); elsewhere, or where a
 symlink is in the way, they are the engine's archive API, which resolves paths inside the container.
 
-Killing. A second long-lived exec, the supervisor, kills on request every process in the
+Killing. Where the engine runs on this machine the host kills: it freezes the container's cgroup
+and signals every process in it but the init, the main process and the shell
+(:mod:`~termgym.sandbox.docker.hostkill`), out of reach of anything running in the container.
+Elsewhere a second long-lived exec, the supervisor, kills on request every process in the
 container except the init, the main process, itself and the shell, using builtins only, so it works
 even when a fork bomb has used up the pids limit. A timeout (or output past
 ``limits.output_bytes``) asks it to kill; a shell stuck in a builtin loop is killed too and a new
@@ -44,6 +47,7 @@ from termgym.sandbox.docker.container import (
     get_client,
     image_runtime,
 )
+from termgym.sandbox.docker.hostkill import HostKiller, host_killer
 from termgym.sandbox.docker.hosttree import HostTree
 from termgym.sandbox.docker.pool import DEFAULT_POOL_SIZE, WarmPool, shared_pool
 from termgym.sandbox.docker.ready import (
@@ -87,6 +91,7 @@ class DockerSandbox(ShellSandbox):
         self.from_pool = False
         self.host_tree: HostTree | None = None  # the host directories bound at the workdir and /tmp
         self._init: InitHandle | None = None
+        self._killer: HostKiller | None = None  # kills through the container's cgroups from here
         self._supervisor: ExecChannel | None = None
         self._supervisor_pid: int | None = None
         self._supervisor_start = None  # a supervisor start still under way (a Future)
@@ -114,6 +119,7 @@ class DockerSandbox(ShellSandbox):
     def _adopt(self, ready: ReadyContainer) -> None:
         """Take over what :func:`~termgym.sandbox.docker.ready.prepare` made (``_destroy`` frees it)."""
         self.container_id, self.host_tree, self._init = ready.id, ready.tree, ready.init
+        self._killer = ready.killer
         self._supervisor_start = ready.supervisor
         self._waiting_shell = ready.shell
 
@@ -289,7 +295,16 @@ class DockerSandbox(ShellSandbox):
         return InBandChannel(exec_channel, token)
 
     def _kill_processes(self, *, include_shell: bool = False) -> None:
-        """Kill every process but the init, the main process, the supervisor (and the shell)."""
+        """Kill every process but the init, the main process, the supervisor (and the shell): from
+        this machine through the container's cgroups where it can (see
+        :mod:`~termgym.sandbox.docker.hostkill`), else by asking the supervisor."""
+        if self._killer is not None:
+            spare = set() if include_shell or self._session.pid is None else {self._session.pid}
+            if self._killer.kill(spare):
+                return
+            self._killer = None  # the container stopped: restart it below (and look again)
+            self._restart_container()
+            return
         shell = [] if self._session.pid is None else [str(self._session.pid)]
         request = f"A {' '.join(shell)}" if include_shell else f"K {' '.join(shell)}"
         self._adopt_supervisor()
@@ -310,11 +325,18 @@ class DockerSandbox(ShellSandbox):
                         self._start_supervisor()
         # Without a supervisor nothing can kill selectively: restart the container's processes
         # (the filesystem stays) and begin again with a fresh shell.
+        self._restart_container()
+
+    def _restart_container(self) -> None:
+        """Restart the container's processes (the filesystem stays): a new init, a new way to kill
+        (the host's, else a supervisor) and, at the next command, a new shell."""
         self._client.api.restart(self.container_id, timeout=0)
         if self._init is not None:  # the restarted container has a new init
             self._init.close()
             self._init = open_init(self._client, self.container_id)
-        self._start_supervisor()
+            self._killer = host_killer(self._init.pid if self._init is not None else None)
+        if self._killer is None:
+            self._start_supervisor()
         if self._session.channel is not None:
             self._session.channel.close()  # its shell died with the restart: the session starts another
         if self._forwarder is not None:

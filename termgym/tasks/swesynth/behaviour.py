@@ -315,11 +315,12 @@ def behaviour_check(task, patch: str, new_sandbox: Callable, graded_sandbox=None
     The replay runs in ``graded_sandbox`` when given (the sandbox whose graded test run just
     passed, holding the buggy tree with ``patch`` applied), else in a fresh sandbox. Reusing the
     graded sandbox spares a sandbox per grade and is as sound as a fresh one: every process the
-    test run left is killed first (``abort``), a tree the test run could write (a container's root
-    may) is reset to the buggy commit and ``patch`` applied again, and the probe and its inputs go
-    into a new random folder only now. Whatever the test run could still have left behind (a
-    changed interpreter, say) is the agent's code acting on the replay, which the agent's code
-    imported by the probe can do anyway: the answers are the graded code's either way, and the
+    test run left is killed first (``stop_commands``; the grader's shell that ran the tests stays,
+    which spares starting another), a tree the test run could write (a container's root may) is
+    reset to the buggy commit and ``patch`` applied again, and the probe and its inputs go into a
+    new random folder only now. Whatever the test run could still have left behind (a changed
+    interpreter, a shell it reached into) is the agent's code acting on the replay, which the
+    agent's code imported by the probe can do anyway: the answers are the graded code's either way, and the
     comparison with clean answers that never enter a sandbox happens here, on the host. The replay
     of the oracle's tree that tells an infrastructure error from the agent's 0 always gets a fresh
     sandbox nobody touched.
@@ -347,7 +348,7 @@ def behaviour_check(task, patch: str, new_sandbox: Callable, graded_sandbox=None
             box.close()
 
     def replay_in_graded() -> tuple[dict | None, str]:
-        graded_sandbox.abort()  # nothing the test run started survives into the replay
+        graded_sandbox.stop_commands()  # nothing the test run started survives into the replay
         prepare, files = restore_graded_tree(graded_sandbox, task.workdir, patch)
         return run_replay(graded_sandbox, spec, files=files, prepare=prepare)
 

@@ -1,0 +1,76 @@
+"""Process-control helpers over cgroups, shared by the backends that kill from this machine.
+
+Both the local backend (its own cgroups per sandbox) and the Docker backend with an engine on
+this machine (the container's cgroups, see :mod:`~termgym.sandbox.docker.hostkill`) stop a
+sandbox's processes the same way: freeze the group so nothing forks between two reads, SIGKILL
+from here, thaw, and wait until each victim has exited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+
+def has_exited(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie, or gone already)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+@contextlib.contextmanager
+def frozen(freezer: Path | None) -> Iterator[None]:
+    """Freeze every process of a freezer cgroup for the duration (no-op without one).
+
+    ``freezer`` is a cgroup v1 freezer directory (``freezer.state``) or a cgroup v2 directory
+    (``cgroup.freeze``). Waits up to a second for the group to report frozen (a process in an
+    uninterruptible sleep can hold it in FREEZING); thaws whatever happens.
+    """
+    if freezer is None:
+        yield
+        return
+    v1 = (freezer / "freezer.state").exists()
+    control = freezer / ("freezer.state" if v1 else "cgroup.freeze")
+    try:
+        control.write_text("FROZEN" if v1 else "1")
+        for _ in range(200):
+            if _is_frozen(freezer, v1):
+                break
+            time.sleep(0.005)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            control.write_text("THAWED" if v1 else "0")
+
+
+def _is_frozen(freezer: Path, v1: bool) -> bool:
+    try:
+        if v1:
+            return (freezer / "freezer.state").read_text().strip() == "FROZEN"
+        return "frozen 1" in (freezer / "cgroup.events").read_text()
+    except OSError:
+        return True  # the group is gone: nothing left to wait for
+
+
+def send_kill(pids: Iterable[int]) -> None:
+    """SIGKILL each of ``pids``; those already gone (or not ours to signal) are skipped."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def wait_exited(pids: Iterable[int], timeout: float = 2.0) -> None:
+    """Return once each of ``pids`` has exited (see :func:`has_exited`) or ``timeout`` passed."""
+    left = set(pids)
+    deadline = time.monotonic() + timeout
+    while left and time.monotonic() < deadline:
+        left = {pid for pid in left if not has_exited(pid)}
+        if left:
+            time.sleep(0.002)
