@@ -269,8 +269,10 @@ def run(ctx: Context) -> Section:
     if engine_calls:
         endpoints = sorted({k for counts, _ in engine_calls.values() for k in counts},
                            key=lambda k: (-max(c.get(k, 0) for c, _ in engine_calls.values()), k))
-        calls_table = Table(f"Docker engine API calls per episode (level {calls_level}; container and exec ids "
-                            f"folded into {{id}})", ["endpoint", *engine_calls])
+        calls_table = Table(f"Docker engine API calls per episode (calls made while the {calls_level}-episode level "
+                            f"ran, over its episodes: the warm pool's fill ahead for later episodes included, "
+                            f"removals still under way at its end not; container and exec ids folded into {{id}})",
+                            ["endpoint", *engine_calls])
         for endpoint in endpoints:
             calls_table.add(f"`{endpoint}`", *(f"{counts.get(endpoint, 0):.2f}" for counts, _ in engine_calls.values()))
         section.tables.append(calls_table)
