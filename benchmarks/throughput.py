@@ -73,6 +73,7 @@ class MemorySampler:
         self._ids: set[str] = set()
         self._shims: list = []  # psutil.Process of this run's containerd shims (refreshed with _ids)
         self._last_list = 0.0
+        self._client = None
 
     def sample(self) -> int:
         """Bytes in use now (see the module docstring for what counts)."""
@@ -91,13 +92,16 @@ class MemorySampler:
     def _docker_sample(self) -> int:
         import psutil
 
-        from termgym.sandbox.docker import LABEL_SESSION, SESSION_ID, get_client
+        from termgym.sandbox.docker import LABEL_SESSION, SESSION_ID
         from termgym.sandbox.docker.container import CGROUP_PARENT
+        from termgym.sandbox.images import docker_client
 
         now = time.monotonic()
         if now - self._last_list > 0.5:  # an API call per sample would load the engine we measure
             with _suppress():
-                found = get_client().api.containers(all=True, quiet=True,
+                if self._client is None:  # its own client: EngineCalls counts the shared one's calls only
+                    self._client = docker_client()
+                found = self._client.api.containers(all=True, quiet=True,
                                                     filters={"label": f"{LABEL_SESSION}={SESSION_ID}"})
                 self._ids = {c["Id"] for c in found}
             # The containers' shims, found with the list: reading every process's command line at
