@@ -117,3 +117,37 @@ def test_the_cgroups_of_a_process_outside_any_container_are_not_a_containers():
     """The host killer is for containers only: a pid that does not exist gives none."""
     assert hostkill.container_cgroups(2**22 + 17) is None
     assert hostkill.host_killer(None) is None
+
+
+
+def fake_tree(root: Path, dirs: dict[str, list[str]]) -> Path:
+    """A fake cgroup tree under ``root``: ``dirs`` maps a directory to the control files it holds."""
+    for rel, files in dirs.items():
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            (root / rel / name).write_text("")
+    return root
+
+
+def test_cgroup_v1_and_v2_layouts_are_both_found(tmp_path, monkeypatch):
+    """The parser on fake trees and a fake ``/proc/<pid>/cgroup``: v1 (pids lists, freezer freezes)
+    and the unified v2 layout (one directory does both)."""
+    proc_file = tmp_path / "cgroup"
+    real_read = Path.read_text
+
+    def read_text(self, *args, **kwargs):
+        return real_read(proc_file if str(self) == "/proc/4242/cgroup" else self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    proc_file.write_text("12:pids:/docker/abc\n7:freezer:/docker/abc\n0::/\n")
+    v1 = fake_tree(tmp_path / "v1", {"pids/docker/abc": ["cgroup.procs"],
+                                     "freezer/docker/abc": ["cgroup.procs", "freezer.state"]})
+    assert hostkill.container_cgroups(4242, root=v1) == hostkill.ContainerCgroups(
+        v1 / "pids/docker/abc/cgroup.procs", v1 / "freezer/docker/abc")
+    proc_file.write_text("0::/system.slice/docker-abc.scope\n")
+    v2 = fake_tree(tmp_path / "v2", {".": ["cgroup.controllers"],
+                                     "system.slice/docker-abc.scope": ["cgroup.procs", "cgroup.freeze"]})
+    group = v2 / "system.slice/docker-abc.scope"
+    assert hostkill.container_cgroups(4242, root=v2) == hostkill.ContainerCgroups(group / "cgroup.procs", group)
+    (group / "cgroup.freeze").unlink()  # a v2 group without the freezer: no killer (the supervisor kills)
+    assert hostkill.container_cgroups(4242, root=v2) is None
