@@ -9,8 +9,8 @@ shell) gets SIGKILL from here, the group thaws, and the call returns once each o
 Nothing inside the container takes part. The agent runs as root there and could kill, trace or
 starve a process of ours in the container (a supervisor exec); it cannot reach the host's view
 of its cgroup, and a frozen fork bomb cannot outrun the kill. It also spares every sandbox the
-supervisor exec the engine would otherwise start (an exec costs the engine about as much CPU as
-a whole step costs termgym). Where the engine is elsewhere, or the cgroups cannot be found or
+supervisor exec the engine would otherwise start (an exec cost the engine about 33 ms of CPU on a
+2-core machine, a whole container about 200 ms; see ``docs/benchmarks.md``). Where the engine is elsewhere, or the cgroups cannot be found or
 written, the sandbox uses the supervisor (:data:`~termgym.sandbox.docker.ready.SUPERVISOR`).
 """
 
