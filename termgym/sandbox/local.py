@@ -564,10 +564,8 @@ class BubblewrapSandbox(ShellSandbox):
         """
         shell, monitor = self._shell(), self._proc.pid if self._proc else None
         with frozen(self._freezer):
-            for pid in [shell, *(p for p in self._sandbox_pids() if p not in (shell, monitor))]:
-                if pid is not None:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
+            send_kill(pid for pid in [shell, *(p for p in self._sandbox_pids() if p not in (shell, monitor))]
+                      if pid is not None)
 
     def _await_reaped(self, timeout: float = 2.0) -> None:
         """Wait until every child the shell had is dead (a zombie or reaped), so its job notices come now.
@@ -605,9 +603,7 @@ class BubblewrapSandbox(ShellSandbox):
                 with contextlib.suppress(Exception):
                     if stream:
                         stream.close()
-        for pid in self._sandbox_pids() if self._cgroups else []:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        send_kill(self._sandbox_pids() if self._cgroups else [])
         self._proc = None
         self._init_pid = None
         self._shell_pid = None
@@ -823,9 +819,7 @@ def _remove_cgroup(cg: Path) -> None:
             procs = (cg / "cgroup.procs").read_text().split()
         except OSError:
             return
-        for pid in procs:
-            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
+        send_kill(int(pid) for pid in procs if pid.isdigit())
         try:
             cg.rmdir()
             return

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker")]
 
 def container_processes(sb: DockerSandbox) -> list[str]:
     """The command lines of every process in the sandbox's container, read on the host."""
-    killer = sb._killer or hostkill.host_killer(sb._init.pid)
+    killer = sb._killer or hostkill.host_killer(sb._init)
     lines = []
     for pid in killer.cgroups.procs.read_text().split():
         try:
@@ -92,7 +92,7 @@ def test_a_fork_bomb_at_the_pids_limit_is_cleared_from_the_host(sandbox):
 
 
 def test_without_the_host_killer_the_supervisor_kills(monkeypatch):
-    monkeypatch.setattr(ready_module, "host_killer", lambda pid: None)
+    monkeypatch.setattr(ready_module, "host_killer", lambda init: None)
     with DockerSandbox(SandboxSpec(), pool_size=0) as sb:
         sb.start()
         assert sb._killer is None

@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from termgym.sandbox.cgroups import frozen, send_kill, wait_exited
+
+if TYPE_CHECKING:
+    from termgym.sandbox.docker.removal import InitHandle
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -109,7 +114,7 @@ class HostKiller:
         self.cgroups = cgroups
         self.keep = {init} | ({main} if main else set())
 
-    def kill(self, spare: set[int] = frozenset()) -> bool:
+    def kill(self, spare: AbstractSet[int] = frozenset()) -> bool:
         """Kill every process of the container but the init, the main process and ``spare`` (pids in
         the container's namespace); return once each has exited. False when the container's cgroup
         is gone (the container stopped): the caller must start it again."""
@@ -131,11 +136,12 @@ class HostKiller:
         return True
 
 
-def host_killer(init_pid: int | None) -> HostKiller | None:
-    """A :class:`HostKiller` for the container whose init is host ``init_pid``, or None (no cgroups
-    here to use: the sandbox then kills through its supervisor)."""
-    if init_pid is None:
+def host_killer(init: InitHandle | None) -> HostKiller | None:
+    """A :class:`HostKiller` for the container whose init ``init`` holds (None: the engine is
+    elsewhere), or None (no cgroups here to use: the sandbox then kills through its supervisor)."""
+    if init is None:
         return None
+    init_pid = init.pid
     cgroups = container_cgroups(init_pid)
     if cgroups is None:
         return None

@@ -194,7 +194,7 @@ def _prepare(client, spec: SandboxSpec, mode: Mode, *, pool: bool) -> ReadyConta
             if init is not None:
                 ready.init = init.result()  # never raises: None when the pid cannot be had
         if local:
-            ready.killer = host_killer(ready.init.pid if ready.init is not None else None)
+            ready.killer = host_killer(ready.init)
             if ready.killer is None:
                 ready.supervisor = STARTER.submit(start_supervisor, client.api, container_id)
     except BaseException:

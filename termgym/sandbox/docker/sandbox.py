@@ -334,7 +334,7 @@ class DockerSandbox(ShellSandbox):
         if self._init is not None:  # the restarted container has a new init
             self._init.close()
             self._init = open_init(self._client, self.container_id)
-            self._killer = host_killer(self._init.pid if self._init is not None else None)
+            self._killer = host_killer(self._init)
         if self._killer is None:
             self._start_supervisor()
         if self._session.channel is not None:
