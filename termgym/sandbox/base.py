@@ -235,6 +235,23 @@ class Sandbox(ABC):
         """
         self.abort()
 
+    def halt(self) -> None:
+        """Kill every process in the sandbox, its shell too, and start none: the files stay as they
+        are, and a later command starts a new shell.
+
+        What a grader needs before it reads the agent's files from the host (:meth:`open_host_dir`):
+        nothing of the agent's runs on, and no shell is started that nobody uses. Backends without a
+        cheaper way abort.
+        """
+        self.abort()
+
+    def open_host_dir(self, sandbox_dir: str) -> int | None:
+        """A read-only descriptor of ``sandbox_dir`` opened on the host, every component without
+        following a symlink (see :mod:`termgym.sandbox.hostfs`), or None where the host cannot reach
+        the sandbox's files (a remote Docker engine, a path outside the host-backed ones, a symlink
+        on the way). The caller closes it. ``FileNotFoundError`` when the directory is gone."""
+        return None
+
     @abstractmethod
     def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
         """Create or replace a file (``path`` relative to the workdir or absolute)."""

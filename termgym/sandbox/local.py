@@ -55,6 +55,7 @@ from termgym.sandbox.base import (
     read_only_binds,
 )
 from termgym.sandbox.cgroups import frozen, has_exited, send_kill, wait_exited
+from termgym.sandbox.hostfs import open_dir
 from termgym.sandbox.shell import ShellChannel, ShellSandbox, shell_argv
 
 #: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
@@ -325,6 +326,12 @@ class BubblewrapSandbox(ShellSandbox):
         if host is None or not host.is_dir():
             raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", target)
         shutil.copytree(host, host_dir, symlinks=True, dirs_exist_ok=True)
+
+    def open_host_dir(self, sandbox_dir: str) -> int | None:
+        target = self.resolve(sandbox_dir)
+        if self.root is None or any(target == p or target.startswith(p + "/") for p in MOUNTED_PREFIXES):
+            return None
+        return open_dir(self.root, [p for p in target.split("/") if p])
 
     def _host_path(self, target: str) -> Path | None:
         """The host path behind a sandbox path, or None where the host must not or cannot go.

@@ -208,6 +208,7 @@ class ShellSession:
         self.sandbox = sandbox
         self.channel: ShellChannel | None = None
         self.pid: int | None = None  # the shell's pid as the sandbox sees it
+        self.halted = False  # halt() ended the shell: the next command starts one without a note
 
     def start(self) -> None:
         """Start a shell and wait until it runs in the workdir."""
@@ -228,6 +229,7 @@ class ShellSession:
                 seen += got[0]
                 if got[1] is not None and parse_control(got[1])[0] == "READY":
                     self.pid = parse_control(got[1])[1]
+                    self.halted = False
                     return
         except (TimeoutError, EOFError) as exc:
             self.close()
@@ -242,6 +244,12 @@ class ShellSession:
         """Kill the shell and every process in the sandbox, then start a new shell."""
         self.sandbox._kill_processes(include_shell=True)
         self.restart()
+
+    def halt(self) -> None:
+        """Kill the shell and every process in the sandbox; the next command starts a new shell."""
+        self.sandbox._kill_processes(include_shell=True)
+        self.close()
+        self.halted = True
 
     def close(self) -> None:
         if self.channel is not None:
@@ -258,12 +266,15 @@ class ShellSession:
                 return False
             except EOFError:
                 pass  # the shell died between commands (killed from outside): start another
+        halted, self.halted = self.halted, False
         self.restart()
         assert self.channel is not None
         try:
             self.channel.send(payload)
         except EOFError as exc:
             raise SandboxError(f"the sandbox shell exited as soon as it started: {exc}") from exc
+        if halted:
+            return False  # halt() ended the shell on purpose: nothing to report
         notes.append("the previous shell had exited; a new one was started (working directory and variables "
                      "were reset)")
         return True
@@ -471,3 +482,8 @@ class ShellSandbox(Sandbox):
         with self._lock:
             if self._started and not self.closed:
                 self._session.clear()
+
+    def halt(self) -> None:
+        with self._lock:
+            if self._started and not self.closed:
+                self._session.halt()

@@ -140,11 +140,14 @@ def test_editing_tests_is_not_rewarded(mini_suite, cache_dir):
         *_, info = env.step(SUBMIT)
         assert info["grade"]["score"] == 1.0 and info["grade"]["ignored_files"] == ["tests/test_stock.py"]
 
-        # A workspace whose git history the agent destroyed cannot be graded: score 0 with a reason.
+        # The host reads the agent's files: a workspace whose git history the agent destroyed is graded
+        # all the same (the git fallback's 0 is in tests/adversarial/test_agent_changes.py).
         env.reset(options={"task_id": record.task_id})
+        for action in oracle_actions(env)[:-1]:
+            env.step(action)
         env.step(_bash("rm -rf .git"))
         *_, info = env.step(SUBMIT)
-        assert info["grade"]["score"] == 0.0 and "git" in info["grade"]["error"]
+        assert info["grade"]["score"] == 1.0, info["grade"]
     finally:
         env.close()
 

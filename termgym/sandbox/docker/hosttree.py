@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+from termgym.sandbox.hostfs import open_dir
+
 #: Name prefix of the private host directories (``termgym gc`` finds forgotten ones by it).
 TREE_PREFIX = "termgym-docker-"
 #: Sandbox paths that are never bound (the system, and what Docker itself mounts).
@@ -100,7 +102,7 @@ class HostTree:
             return False
         host, parts = found
         if parts:
-            parent = _walk(host, parts[:-1], create=True)
+            parent = open_dir(host, parts[:-1], create=True)
             if parent is None:
                 return False
             try:
@@ -129,7 +131,7 @@ class HostTree:
         if found is None or not found[1]:
             return False
         host, parts = found
-        parent = _walk(host, parts[:-1], create=True)
+        parent = open_dir(host, parts[:-1], create=True)
         if parent is None:
             return False
         name = parts[-1]
@@ -161,7 +163,7 @@ class HostTree:
             return None
         host, parts = found
         try:
-            parent = _walk(host, parts[:-1], create=False)
+            parent = open_dir(host, parts[:-1], create=False)
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", sandbox_path) from None
         if parent is None:
@@ -188,40 +190,6 @@ class HostTree:
     def remove(self) -> None:
         """Delete the private directory and everything in it (never following a symlink)."""
         shutil.rmtree(self.path, ignore_errors=True)
-
-
-def _walk(root: Path, parts: list[str], *, create: bool) -> int | None:
-    """A descriptor of ``root/parts...``, each component opened with ``O_NOFOLLOW``; None when a
-    component is a symlink or not a directory. Missing directories are made with ``create``, else
-    ``FileNotFoundError``."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for name in parts:
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-            try:
-                child = os.open(name, flags, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o755, dir_fd=fd)
-                try:
-                    child = os.open(name, flags, dir_fd=fd)
-                except OSError:
-                    os.close(fd)
-                    return None
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    os.close(fd)
-                    return None
-                raise
-            os.close(fd)
-            fd = child
-        return fd
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        raise
 
 
 # -- which paths of an image may be bound -----------------------------------------------------

@@ -59,6 +59,7 @@ from termgym.sandbox.docker.ready import (
     supervisor_result,
 )
 from termgym.sandbox.docker.removal import InitHandle, dispose, open_init
+from termgym.sandbox.hostfs import open_dir
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
 from termgym.sandbox.shell import InBandChannel, ShellChannel, ShellSandbox
 
@@ -217,6 +218,11 @@ class DockerSandbox(ShellSandbox):
         extract_dir(b"".join(stream), Path(host_dir))
 
     # -- internals ------------------------------------------------------------------------------
+
+    def open_host_dir(self, sandbox_dir: str) -> int | None:
+        tree = self._bound_tree()
+        found = tree.locate(self.resolve(sandbox_dir)) if tree is not None else None
+        return None if found is None else open_dir(found[0], found[1])
 
     def _bound_tree(self) -> HostTree | None:
         """The host directories to use for file operations now (None before start or after close)."""

@@ -30,6 +30,7 @@ from typing import Any
 from termgym.sandbox.base import Sandbox, SandboxSpec
 from termgym.tasks.base import Grade, GradingContext, Task
 from termgym.tasks.swesynth.behaviour import apply_behaviour_check
+from termgym.tasks.swesynth.changes import AgentChanges, read_agent_changes
 from termgym.tasks.swesynth.grading import (
     cannot_start_reason,
     default_source_dirs,
@@ -308,7 +309,6 @@ class SweSynthTask(Task):
         and ``tamper`` / ``infra_error`` when the run cannot be trusted or could not happen; see
         :mod:`termgym.tasks.swesynth.grading`). Raises ``ValueError`` when the patch does not apply.
         """
-        record = self.record
         sandbox = new_sandbox(self.sandbox_spec())
         wd = shlex.quote(self.workdir)
         if patch.strip():
@@ -317,6 +317,43 @@ class SweSynthTask(Task):
                                    f"status=$?; rm -f /tmp/.termgym-grade.patch; (exit $status)", timeout=60)
             if applied.exit_code != 0:
                 raise ValueError(f"the agent's changes do not apply to a fresh copy: {applied.output.strip()[-300:]}")
+        return self.grade_tree(sandbox, patch, new_sandbox)
+
+    def stage_changes(self, sandbox: Sandbox, changes: AgentChanges) -> tuple[str, list[str]]:
+        """Write ``changes`` (read from the agent's sandbox by the host) into ``sandbox``, a fresh one
+        holding the buggy tree, and let git there make them a patch: ``(patch, graded files)``.
+
+        New source files a ``.gitignore`` of the task's tree matches are left out, as ``git add -A``
+        in the agent's tree would (and removed again), so the graded tree is exactly the patch.
+        """
+        wd = shlex.quote(self.workdir)
+        written = {path: data for path, data in changes.files.items() if data is not None}
+        deleted = [path for path, data in changes.files.items() if data is None]
+        for path, data in written.items():
+            sandbox.write_file(f"{self.workdir}/{path}", data, mode=changes.modes.get(path, 0o644))
+        out = f"/tmp/.termgym-agent-{uuid.uuid4().hex}.patch"
+        base = "$(git rev-list --max-parents=0 HEAD | tail -n 1)"
+        remove = f"rm -f -- {' '.join(shlex.quote(p) for p in deleted)} && " if deleted else ""
+        names = f"{out}.names"
+        result = sandbox.exec(
+            f"cd {wd} && {remove}git add -A -N . >/dev/null 2>&1; "
+            f"git {_SAFE_GIT} diff --no-ext-diff --no-textconv --no-renames --name-only -z {base} > {names} && "
+            f"git {_SAFE_GIT} diff --no-ext-diff --no-textconv --binary --no-renames {base} > {out}", timeout=120)
+        if result.exit_code != 0:
+            raise RuntimeError(f"git could not diff the agent's files in the grading sandbox: "
+                               f"{result.output.strip()[-300:]}")
+        listed = sandbox.read_file(names).decode("utf-8", "surrogateescape").split("\0")
+        graded = sorted(p for p in listed if p)
+        dropped = [p for p in written if p not in graded]
+        if dropped:
+            sandbox.exec(f"cd {wd} && rm -f -- {' '.join(shlex.quote(p) for p in dropped)}", timeout=60)
+        patch = sandbox.read_file(out).decode("utf-8", "replace")  # (left in /tmp: it is the agent's own)
+        return patch, graded
+
+    def grade_tree(self, sandbox: Sandbox, patch: str, new_sandbox) -> dict[str, Any]:
+        """Run the tests in ``sandbox`` (a fresh one holding the buggy tree with ``patch`` applied) and
+        check the behaviour: the grade details :meth:`grade_patch` returns."""
+        record = self.record
         parts = self.test_env_parts()
         paths = {"python_path": parts.python_path, "trusted_dirs": parts.trusted_dirs} if parts else {}
         graded, selection_note = self.tests_to_run(patch)
@@ -409,19 +446,38 @@ class SweSynthTask(Task):
                                       "pass_rate": 0.0, "bug_types": list(self.record.bug_types), **extra},
                          error=error)
 
+        def refuse(refused: list[str], graded: list[str], ignored: list[str]) -> Grade:
+            return zero("the change touches files that would shadow the test tool chain: " + "; ".join(refused),
+                        patch_files=graded, ignored_files=ignored, refused_files=refused)
+
         try:
             # Every process the agent left running stops before anything is read or graded: nothing
             # changes the tree after this point, and busy loops cannot slow the grade into a timeout.
-            ctx.sandbox.abort()
-            patch, graded, ignored = self.agent_patch(ctx.sandbox)
+            ctx.sandbox.halt()
+            # The host reads the agent's files (see .changes): no process starts in its sandbox.
+            changes = None if self.record.repo_dir is None else read_agent_changes(
+                ctx.sandbox, self.workdir, prepare_workspace(self.record, self.cache_dir), self.source_dirs,
+                self.record.test_dirs)
+            if changes is None:  # the host cannot reach its files: git in the agent's sandbox
+                patch, graded, ignored = self.agent_patch(ctx.sandbox)
+            else:
+                patch, graded, ignored = "", sorted(changes.files), changes.ignored
         except Exception as exc:  # a broken workspace is the agent's failure, not the grader's
             return zero(str(exc))
-        refused = refused_paths(graded, self.source_dirs) + symlinks_in(patch) + unlisted_paths(patch, graded)
+        refused = refused_paths(graded, self.source_dirs)
+        refused += changes.refused if changes is not None else symlinks_in(patch) + unlisted_paths(patch, graded)
         if refused:
-            return zero("the change touches files that would shadow the test tool chain: " + "; ".join(refused),
-                        patch_files=graded, ignored_files=ignored, refused_files=refused)
+            return refuse(refused, graded, ignored)
         try:
-            details = self.grade_patch(patch, ctx.new_sandbox)
+            if changes is None:
+                details = self.grade_patch(patch, ctx.new_sandbox)
+            else:
+                sandbox = ctx.new_sandbox(self.sandbox_spec())
+                patch, graded = self.stage_changes(sandbox, changes)
+                refused = symlinks_in(patch) + unlisted_paths(patch, graded)
+                if refused:
+                    return refuse(refused, graded, ignored)
+                details = self.grade_tree(sandbox, patch, ctx.new_sandbox)
         except ValueError as exc:
             return zero(str(exc), patch_files=graded, ignored_files=ignored)
         details.update({"patch_files": graded, "ignored_files": ignored, "fix_patch": patch})
