@@ -9,7 +9,8 @@ host's disks if the host opened them. Everything here therefore
   symlink is ever followed on the host (at any depth, whenever it was planted);
 * opens a file only through an ``O_PATH`` descriptor that ``fstat`` showed to be a regular file,
   so a FIFO or device node is never opened (reopening the descriptor opens that very inode);
-* bounds what it reads: a listing stops at ``max_entries`` entries, content at ``max_bytes``.
+* bounds what it reads: a listing stops at ``max_entries`` entries and ``max_depth`` levels
+  (one descriptor open per level, never one per directory), content at ``max_bytes``.
 
 :func:`walk_tree` lists a directory and reads the files a caller asks for: what the grader uses
 to read an agent's changes after every process in its sandbox was killed, without running
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Deepest directory nesting :func:`walk_tree` follows (each level holds one descriptor open).
+MAX_DEPTH = 64
 
 
 class TreeTooLarge(RuntimeError):
@@ -117,57 +120,72 @@ class TreeListing:
 
 
 def walk_tree(top: int, *, skip_dir: Callable[[str], bool], read: Callable[[str], bool],
-              max_entries: int, max_bytes: int, what: str = "the tree") -> TreeListing:
+              max_entries: int, max_bytes: int, max_depth: int = MAX_DEPTH, what: str = "the tree") -> TreeListing:
     """List the directory open as ``top`` (a descriptor; not closed here) and read the regular
     files for which ``read(path)`` holds.
 
-    ``skip_dir(path)`` prunes a directory. Raises :class:`TreeTooLarge` past ``max_entries``
-    entries or ``max_bytes`` of content read (``what`` names the tree in the message).
+    ``skip_dir(path)`` prunes a directory. Depth first, so only the directories on the current path
+    are open (at most ``max_depth`` descriptors, however wide the tree). Raises :class:`TreeTooLarge`
+    past ``max_entries`` entries, ``max_bytes`` of content read or ``max_depth`` levels (``what``
+    names the tree in the message).
     """
     out = TreeListing()
-    entries = 0
-    read_bytes = 0
-    stack: list[tuple[int, str]] = [(os.dup(top), "")]
+    entries = read_bytes = 0
+    # (open directory, its names not yet looked at, its path prefix)
+    stack: list[tuple[int, list[str], str]] = []
+
+    def enter(fd: int, prefix: str) -> None:
+        if len(stack) >= max_depth:
+            os.close(fd)
+            raise TreeTooLarge(f"{what} is deeper than {max_depth} directories")
+        try:
+            with os.scandir(fd) as it:
+                names = sorted((entry.name for entry in it), reverse=True)
+        except BaseException:
+            os.close(fd)
+            raise
+        stack.append((fd, names, prefix))
+
     try:
+        enter(os.dup(top), "")
         while stack:
-            fd, prefix = stack.pop()
-            try:
-                with os.scandir(fd) as it:
-                    names = sorted(entry.name for entry in it)
-                for name in names:
-                    entries += 1
-                    if entries > max_entries:
-                        raise TreeTooLarge(f"{what} holds more than {max_entries} files and directories")
-                    rel = prefix + name
-                    try:
-                        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        if skip_dir(rel):
-                            continue
-                        child = open_dir(fd, [name])
-                        if child is None:  # swapped for a link meanwhile: not followed
-                            out.others[rel] = "a symbolic link"
-                            continue
-                        stack.append((child, rel + "/"))
-                    elif stat.S_ISREG(st.st_mode):
-                        if read(rel):
-                            data = read_regular(fd, name, max_bytes - read_bytes)
-                            if data is None:
-                                out.others[rel] = "not a regular file"
-                                continue
-                            read_bytes += len(data)
-                            if read_bytes > max_bytes:
-                                raise TreeTooLarge(f"the files read from {what} hold more than {max_bytes} bytes")
-                            out.content[rel] = data
-                        out.files[rel] = FileInfo(stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns)
-                    else:
-                        out.others[rel] = kind_of(st.st_mode)
-            finally:
+            fd, names, prefix = stack[-1]
+            if not names:
                 os.close(fd)
+                stack.pop()
+                continue
+            name = names.pop()
+            entries += 1
+            if entries > max_entries:
+                raise TreeTooLarge(f"{what} holds more than {max_entries} files and directories")
+            rel = prefix + name
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if skip_dir(rel):
+                    continue
+                child = open_dir(fd, [name])
+                if child is None:  # swapped for a link meanwhile: not followed
+                    out.others[rel] = "a symbolic link"
+                    continue
+                enter(child, rel + "/")
+            elif stat.S_ISREG(st.st_mode):
+                if read(rel):
+                    data = read_regular(fd, name, max_bytes - read_bytes)
+                    if data is None:
+                        out.others[rel] = "not a regular file"
+                        continue
+                    read_bytes += len(data)
+                    if read_bytes > max_bytes:
+                        raise TreeTooLarge(f"the files read from {what} hold more than {max_bytes} bytes")
+                    out.content[rel] = data
+                out.files[rel] = FileInfo(stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns)
+            else:
+                out.others[rel] = kind_of(st.st_mode)
     finally:
-        for fd, _ in stack:
+        for fd, _, _ in stack:
             with contextlib.suppress(OSError):
                 os.close(fd)
     return out

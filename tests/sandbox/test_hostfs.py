@@ -96,3 +96,27 @@ def test_sabotage_following_links_would_leak_a_host_file(tree, tmp_path, monkeyp
     monkeypatch.setattr(hostfs.os, "stat", lambda name, dir_fd=None, follow_symlinks=True: original(
         name, dir_fd=dir_fd, follow_symlinks=True))
     assert _walk(tree).content.get("pkg/leak.py") == b"host only\n"
+
+
+def test_a_wide_tree_holds_one_descriptor_per_level_and_depth_is_bounded(tree):
+    for i in range(300):
+        (tree / "wide" / f"d{i}").mkdir(parents=True)
+        (tree / "wide" / f"d{i}" / "x.py").write_text("")
+    before = len(os.listdir("/proc/self/fd"))
+    peak = []
+    real_scandir = os.scandir
+
+    def watching(fd):
+        peak.append(len(os.listdir("/proc/self/fd")))
+        return real_scandir(fd)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hostfs.os, "scandir", watching)
+        listing = _walk(tree)
+    assert len([p for p in listing.files if p.startswith("wide/")]) == 300
+    assert max(peak) - before <= 8, max(peak) - before  # not one per directory
+    assert len(os.listdir("/proc/self/fd")) == before  # every descriptor closed
+    (tree / "deep" / "/".join(["d"] * 10)).mkdir(parents=True)
+    with pytest.raises(TreeTooLarge, match="deeper than 5 directories"):
+        _walk(tree, max_depth=5)
+    assert len(os.listdir("/proc/self/fd")) == before
