@@ -60,3 +60,21 @@ def test_the_check_names_are_the_rejection_keys():
         stats.reject(f"quality check failed, {check}")
     assert set(stats.rejected) == {f"quality check failed, {c}" for c in CHECKS}
     assert Path(generate_module.__file__).name == "generate.py"
+
+
+def test_a_repro_that_shows_nothing_is_rejected_before_the_validation_runs(mini_repo, tmp_path, monkeypatch):
+    """The repro (two short runs) goes before the validation (graded runs, behaviour recording): a
+    candidate it rejects never costs a validation, and the kept ones still carry its outcome."""
+    validated: list[str] = []
+    real_validate = generate_module.validate_in_sandbox
+
+    def counting(record, *args, **kwargs):
+        validated.append(record.task_id)
+        return real_validate(record, *args, **kwargs)
+
+    monkeypatch.setattr(generate_module, "validate_in_sandbox", counting)
+    monkeypatch.setattr(generate_module, "repro_check", lambda record, **kw: "the repro printed nothing")
+    result = generate(mini_repo, PYTEST, n=1, seed=1, out=tmp_path / "out", workers=1, max_attempts=12)
+    assert result.records == [] and validated == []
+    assert result.stats.rejected.get("quality check failed, repro shows the difference", 0) >= 1, \
+        result.stats.rejected

@@ -355,12 +355,17 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             if isinstance(record, str):
                 return attempt, record
             if sandbox_check:
+                # The report's repro first (two short runs in one sandbox): the validation grades the
+                # failing tests and records the behaviour check, many times the cost, and a task whose
+                # repro does not show the bug is rejected either way.
+                repro: dict[str, Any] = {}
+                if repro_check(record, backend=project_env.backend, cache_dir=ws_cache, keep=repro):
+                    return attempt, "quality check failed, repro shows the difference"
                 problem = validate_in_sandbox(record, files, base, backend=project_env.backend,
                                               cache_dir=ws_cache)
                 if problem:
                     return attempt, problem
-                if repro_check(record, backend=project_env.backend, cache_dir=ws_cache):
-                    return attempt, "quality check failed, repro shows the difference"
+                record.validation["repro"] = repro
             return attempt, record
 
         def _make_record(attempt, files, mutated, target_tests, messages, groups) -> TaskRecord | str:

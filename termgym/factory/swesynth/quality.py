@@ -482,14 +482,19 @@ def report_quality(statement: str, groups: Sequence[Sequence[str]], messages: Ma
     return next((check for check in CHECKS if results.get(check)), "")
 
 
-def repro_check(record, *, backend: str = "local", cache_dir: Path | None = None) -> str:
+def repro_check(record, *, backend: str = "local", cache_dir: Path | None = None,
+                keep: dict[str, Any] | None = None) -> str:
     """Run the report's repro on the clean and the buggy tree in the task's sandbox; why it does not
-    show the report's difference (``""``: it does). The outcome goes into ``record.validation``."""
+    show the report's difference (``""``: it does). The outcome (``clean``, ``buggy``) goes into
+    ``keep`` when given, else into ``record.validation`` (when the record has one)."""
     code = repro_code(record.problem_statement)
     if code is None:
         return "the report shows no code to run"
     clean, buggy = run_repro(record, code, backend=backend, cache_dir=cache_dir)
     problem = shows_difference(record.problem_statement, clean, buggy)
-    if record.validation is not None and not problem:
-        record.validation["repro"] = {"clean": clean, "buggy": buggy}
+    if not problem:
+        if keep is not None:
+            keep.update(clean=clean, buggy=buggy)
+        elif record.validation is not None:
+            record.validation["repro"] = {"clean": clean, "buggy": buggy}
     return problem
