@@ -249,8 +249,18 @@ class Sandbox(ABC):
         """A read-only descriptor of ``sandbox_dir`` opened on the host, every component without
         following a symlink (see :mod:`termgym.sandbox.hostfs`), or None where the host cannot reach
         the sandbox's files (a remote Docker engine, a path outside the host-backed ones, a symlink
-        on the way). The caller closes it. ``FileNotFoundError`` when the directory is gone."""
+        on the way, a read-only bind in or around it, which the host does not see there). The caller
+        closes it. ``FileNotFoundError`` when the directory is gone."""
         return None
+
+    def _binds_overlap(self, target: str) -> bool:
+        """Whether a ``spec.ro_binds`` destination is ``target``, inside it or around it."""
+        target = target.rstrip("/") or "/"
+        for dest in self.spec.ro_binds.values():
+            dest = os.path.normpath(dest)
+            if dest == target or dest.startswith(target.rstrip("/") + "/") or target.startswith(dest + "/"):
+                return True
+        return False
 
     @abstractmethod
     def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:

@@ -329,7 +329,8 @@ class BubblewrapSandbox(ShellSandbox):
 
     def open_host_dir(self, sandbox_dir: str) -> int | None:
         target = self.resolve(sandbox_dir)
-        if self.root is None or any(target == p or target.startswith(p + "/") for p in MOUNTED_PREFIXES):
+        if self.root is None or any(target == p or target.startswith(p + "/") for p in MOUNTED_PREFIXES) \
+                or self._binds_overlap(target):
             return None
         return open_dir(self.root, [p for p in target.split("/") if p])
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from termgym.sandbox import hostfs
+from termgym.sandbox import SandboxSpec, hostfs
 from termgym.sandbox.hostfs import TreeTooLarge, open_dir, walk_tree
 
 
@@ -120,3 +120,25 @@ def test_a_wide_tree_holds_one_descriptor_per_level_and_depth_is_bounded(tree):
     with pytest.raises(TreeTooLarge, match="deeper than 5 directories"):
         _walk(tree, max_depth=5)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_sandbox_opens_its_workdir_on_the_host_except_where_a_bind_hides_it(make, tmp_path):
+    """The host sees what the agent wrote in the workdir; a read-only bind inside it is seen only in
+    the sandbox, so there the host declines (None) and a grader falls back to the sandbox's view."""
+    sandbox = make(SandboxSpec(workdir="/app"))
+    sandbox.exec("mkdir -p pkg && echo 'x = 1' > pkg/m.py && ln -s /etc/hostname pkg/link.py")
+    fd = sandbox.open_host_dir("/app")
+    assert fd is not None
+    try:
+        listing = walk_tree(fd, skip_dir=lambda _: False, read=lambda _: True, max_entries=100, max_bytes=4096)
+    finally:
+        os.close(fd)
+    assert listing.content["pkg/m.py"] == b"x = 1\n" and listing.others == {"pkg/link.py": "a symbolic link"}
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "d.txt").write_text("bound\n")
+    bound = make(SandboxSpec(workdir="/app", ro_binds={str(tmp_path / "data"): "/app/data"}))
+    assert bound.exec("cat /app/data/d.txt").output.strip() == "bound"
+    assert bound.open_host_dir("/app") is None and bound.open_host_dir("/app/data") is None
+    elsewhere = bound.open_host_dir("/tmp")
+    assert elsewhere is not None
+    os.close(elsewhere)

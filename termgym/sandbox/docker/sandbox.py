@@ -221,7 +221,8 @@ class DockerSandbox(ShellSandbox):
 
     def open_host_dir(self, sandbox_dir: str) -> int | None:
         tree = self._bound_tree()
-        found = tree.locate(self.resolve(sandbox_dir)) if tree is not None else None
+        target = self.resolve(sandbox_dir)
+        found = tree.locate(target) if tree is not None and not self._binds_overlap(target) else None
         return None if found is None else open_dir(found[0], found[1])
 
     def _bound_tree(self) -> HostTree | None:
