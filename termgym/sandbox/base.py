@@ -255,10 +255,11 @@ class Sandbox(ABC):
 
     def _binds_overlap(self, target: str) -> bool:
         """Whether a ``spec.ro_binds`` destination is ``target``, inside it or around it."""
-        target = target.rstrip("/") or "/"
+        target = os.path.normpath(target)
+        inside = target.rstrip("/") + "/"  # "/" for the root
         for dest in self.spec.ro_binds.values():
             dest = os.path.normpath(dest)
-            if dest == target or dest.startswith(target.rstrip("/") + "/") or target.startswith(dest + "/"):
+            if dest == target or dest.startswith(inside) or target.startswith(dest + "/"):
                 return True
         return False
 

@@ -73,15 +73,20 @@ def open_dir(root: str | Path | int, parts: list[str], *, create: bool = False) 
         raise
 
 
-def read_regular(dir_fd: int, name: str, limit: int) -> bytes | None:
-    """The bytes of regular file ``name`` in ``dir_fd`` (at most ``limit`` + 1 are read), or None
-    when it is anything else (a symlink, a FIFO, a device node: never opened)."""
+def read_regular(dir_fd: int, name: str, limit: int | None = None) -> bytes | None:
+    """The bytes of regular file ``name`` in ``dir_fd`` (at most ``limit`` + 1 when given), or None
+    when it is a symlink, a FIFO, a socket or a device node (never opened). ``IsADirectoryError``
+    for a directory, ``FileNotFoundError`` when there is nothing of that name."""
     handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
+        mode = os.fstat(handle).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", name)
+        if not stat.S_ISREG(mode):
             return None
+        # Reopening through the O_PATH descriptor opens that very inode, whatever the name is now.
         with open(f"/proc/self/fd/{handle}", "rb") as fh:
-            return fh.read(limit + 1)
+            return fh.read() if limit is None else fh.read(limit + 1)
     finally:
         os.close(handle)
 
@@ -173,7 +178,10 @@ def walk_tree(top: int, *, skip_dir: Callable[[str], bool], read: Callable[[str]
                 enter(child, rel + "/")
             elif stat.S_ISREG(st.st_mode):
                 if read(rel):
-                    data = read_regular(fd, name, max_bytes - read_bytes)
+                    try:
+                        data = read_regular(fd, name, max_bytes - read_bytes)
+                    except IsADirectoryError:  # swapped for a directory meanwhile: not entered
+                        data = None
                     if data is None:
                         out.others[rel] = "not a regular file"
                         continue

@@ -70,6 +70,12 @@ MERGED_USR_LINKS = ("bin", "lib", "lib64", "lib32", "libx32", "sbin")
 #: Sandbox paths the host cannot reach through ``root`` (mounts); file access goes through the shell.
 MOUNTED_PREFIXES = ("/usr", "/proc", "/dev", "/sys", "/bin", "/lib", "/lib64", "/sbin")
 
+
+def _under_mount(target: str) -> bool:
+    """Whether sandbox path ``target`` is one of :data:`MOUNTED_PREFIXES` or below one."""
+    return any(target == p or target.startswith(p + "/") for p in MOUNTED_PREFIXES)
+
+
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: The CFS period of a sandbox's CPU quota, microseconds (its quota is ``Limits.cpus`` times this).
@@ -329,8 +335,7 @@ class BubblewrapSandbox(ShellSandbox):
 
     def open_host_dir(self, sandbox_dir: str) -> int | None:
         target = self.resolve(sandbox_dir)
-        if self.root is None or any(target == p or target.startswith(p + "/") for p in MOUNTED_PREFIXES) \
-                or self._binds_overlap(target):
+        if self.root is None or _under_mount(target) or self._binds_overlap(target):
             return None
         return open_dir(self.root, [p for p in target.split("/") if p])
 
@@ -341,7 +346,7 @@ class BubblewrapSandbox(ShellSandbox):
         link to ``/etc/passwd`` must not make the host touch its own ``/etc/passwd``.
         """
         assert self.root is not None
-        if any(target == p or target.startswith(p + "/") for p in MOUNTED_PREFIXES):
+        if _under_mount(target):
             return None
         parts = [p for p in target.split("/") if p and p != "."]
         current = self.root

@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-from termgym.sandbox.hostfs import open_dir
+from termgym.sandbox.hostfs import open_dir, read_regular
 
 #: Name prefix of the private host directories (``termgym gc`` finds forgotten ones by it).
 TREE_PREFIX = "termgym-docker-"
@@ -169,21 +169,12 @@ class HostTree:
         if parent is None:
             return None
         try:
-            try:
-                handle = os.open(parts[-1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
-            except FileNotFoundError:
-                raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", sandbox_path) from None
-            try:
-                st = os.fstat(handle)
-                if stat.S_ISDIR(st.st_mode):
-                    raise IsADirectoryError(errno.EISDIR, "is a directory in the sandbox", sandbox_path)
-                if not stat.S_ISREG(st.st_mode):
-                    return None  # a symlink (resolved in the container) or a special file (never opened here)
-                # Reopening through the O_PATH descriptor opens that very inode, whatever the name is now.
-                with open(f"/proc/self/fd/{handle}", "rb") as fh:
-                    return fh.read()
-            finally:
-                os.close(handle)
+            # a symlink (resolved in the container) or a special file (never opened here): None
+            return read_regular(parent, parts[-1])
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", sandbox_path) from None
+        except IsADirectoryError:
+            raise IsADirectoryError(errno.EISDIR, "is a directory in the sandbox", sandbox_path) from None
         finally:
             os.close(parent)
 

@@ -64,6 +64,10 @@ _GIT_ENV = {
 }
 #: Git options that keep the agent's repository configuration out of the grader's diff.
 _SAFE_GIT = "-c core.quotepath=off -c diff.external= -c core.hooksPath=/dev/null -c core.fsmonitor=false"
+#: The grader's ``git diff``: no external diff driver, no textconv, no rename detection.
+_GIT_DIFF = f"git {_SAFE_GIT} diff --no-ext-diff --no-textconv --no-renames"
+#: The task's initial commit (the agent may have committed since).
+_BASE_COMMIT = "$(git rev-list --max-parents=0 HEAD | tail -n 1)"
 #: Git inside the sandbox: no ownership complaints whoever owns the copied files.
 SANDBOX_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
 
@@ -268,10 +272,8 @@ class SweSynthTask(Task):
         source tree and non-Python files are listed in ``ignored`` and left out of the patch.
         """
         wd = shlex.quote(self.workdir)
-        base = "$(git rev-list --max-parents=0 HEAD | tail -n 1)"
-        listing = sandbox.exec(
-            f"cd {wd} && git add -A -N . >/dev/null 2>&1; git {_SAFE_GIT} diff --no-ext-diff --no-textconv "
-            f"--no-renames --name-only {base}", timeout=120)
+        listing = sandbox.exec(f"cd {wd} && git add -A -N . >/dev/null 2>&1; {_GIT_DIFF} --name-only {_BASE_COMMIT}",
+                               timeout=120)
         if listing.exit_code != 0:
             raise RuntimeError(f"cannot read the agent's changes with git: {listing.output.strip()[-300:]}")
         changed = [line for line in listing.output.splitlines() if line.strip()]
@@ -281,8 +283,7 @@ class SweSynthTask(Task):
             return "", graded, ignored
         out = f"/tmp/.termgym-agent-{uuid.uuid4().hex}.patch"
         paths = " ".join(shlex.quote(p) for p in graded)
-        result = sandbox.exec(f"cd {wd} && git {_SAFE_GIT} diff --no-ext-diff --no-textconv --binary --no-renames "
-                              f"{base} -- {paths} > {out}", timeout=120)
+        result = sandbox.exec(f"cd {wd} && {_GIT_DIFF} --binary {_BASE_COMMIT} -- {paths} > {out}", timeout=120)
         if result.exit_code != 0:
             raise RuntimeError(f"git diff failed in the agent's sandbox: {result.output.strip()[-300:]}")
         patch = read_agent_file(sandbox, out).decode("utf-8", "replace")
@@ -332,13 +333,12 @@ class SweSynthTask(Task):
         for path, data in written.items():
             sandbox.write_file(f"{self.workdir}/{path}", data, mode=changes.modes.get(path, 0o644))
         out = f"/tmp/.termgym-agent-{uuid.uuid4().hex}.patch"
-        base = "$(git rev-list --max-parents=0 HEAD | tail -n 1)"
         remove = f"rm -f -- {' '.join(shlex.quote(p) for p in deleted)} && " if deleted else ""
         names = f"{out}.names"
         result = sandbox.exec(
             f"cd {wd} && {remove}git add -A -N . >/dev/null 2>&1; "
-            f"git {_SAFE_GIT} diff --no-ext-diff --no-textconv --no-renames --name-only -z {base} > {names} && "
-            f"git {_SAFE_GIT} diff --no-ext-diff --no-textconv --binary --no-renames {base} > {out}", timeout=120)
+            f"{_GIT_DIFF} --name-only -z {_BASE_COMMIT} > {names} && {_GIT_DIFF} --binary {_BASE_COMMIT} > {out}",
+            timeout=120)
         if result.exit_code != 0:
             raise RuntimeError(f"git could not diff the agent's files in the grading sandbox: "
                                f"{result.output.strip()[-300:]}")
