@@ -77,6 +77,8 @@ def register(subparsers) -> None:
     bundle.add_argument("--max-named-share", type=float, default=None, metavar="SHARE",
                         help="largest share of tasks whose failing test file is named after the buggy module "
                              "(default 0.5; 1 turns the cap off)")
+    bundle.add_argument("--max-per-function", type=int, default=None, metavar="N",
+                        help="most tasks that may break any one function (default 10; 0 turns the cap off)")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
     bundle.add_argument("--resume", action="store_true",
                         help="continue each project's earlier run in the suite (same seed): its tasks stay, the "
@@ -349,6 +351,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         kwargs["seed"] = args.seed
     if args.max_named_share is not None:
         kwargs["max_named_share"] = args.max_named_share
+    if args.max_per_function is not None:
+        kwargs["max_per_function"] = args.max_per_function or None
     out = args.out or str(bundle.SUITE_DIR)
     try:
         results = bundle.build_suite(out, **kwargs)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from dataclasses import replace
 
 import pytest
 
 from termgym.factory.swesynth import bundle
 from termgym.factory.swesynth.adapters import fallback_signals, names_module, stem_of_test_file
-from termgym.factory.swesynth.generate import generate, oracle_restores_clean_tree, validate_in_sandbox
+from termgym.factory.swesynth.generate import function_key, generate, oracle_restores_clean_tree, validate_in_sandbox
 from termgym.factory.swesynth.screen import ProjectEnv, StatementMap, changed_lines, project_baseline
 from termgym.tasks.swesynth.records import RecordError
 from termgym.tasks.swesynth.selection import select_command
@@ -459,3 +460,25 @@ def test_resume_continues_a_run_to_the_tasks_a_single_run_makes(shop, cache, com
         generate(shop, PYTEST, n=5, resume=True, **{**options, "seed": 4})
     with pytest.raises(ValueError, match="storage='compact'"):
         generate(shop, PYTEST, n=5, resume=True, **{**options, "storage": "folders"})
+
+
+def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resume(shop, cache, compact_suite,
+                                                                                   tmp_path):
+    """``max_per_function=1``: no two kept tasks break the same function, candidates on a taken
+    function are skipped before they run, and a resumed run counts the first run's functions."""
+    _, fresh = compact_suite
+    uncapped = Counter(k for r in fresh.records for k in set(map(function_key, r.mutations)))
+    assert max(uncapped.values()) > 1, uncapped  # the uncapped run repeats a function: the cap has work
+    out = tmp_path / "capped"
+    options = dict(seed=3, out=out, name="shop", workers=2, storage="compact", source_dirs=["shop"],
+                   test_dirs=["tests"], max_attempts=60, max_per_function=1)
+    first = generate(shop, PYTEST, n=1, **options)
+    second = generate(shop, PYTEST, n=4, resume=True, **options)  # more than the 3 functions allow
+    lines = [json.loads(x) for x in (out / "records" / "shop.jsonl").read_text().splitlines()]
+    per_function = Counter(k for line in lines for k in set(map(function_key, line["bug"]["mutations"])))
+    assert len(per_function) == 3 and max(per_function.values()) == 1, per_function
+    assert len(lines) == first.stats.kept + len(second.records)
+    reasons = json.loads((out / "suite.json").read_text())["generation"]["shop"]["rejected"]
+    assert any(r.startswith("the function quota is full") for r in reasons), reasons
+    with pytest.raises(ValueError, match="max_per_function"):
+        generate(shop, PYTEST, n=1, **{**options, "max_per_function": 0})

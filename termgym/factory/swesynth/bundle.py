@@ -45,6 +45,8 @@ TEST_ID_FRACTION = 0.12
 HELD_OUT_FRACTION = 0.25
 #: The largest share of tasks whose failing test file is named after the buggy module.
 MAX_NAMED_SHARE = 0.5
+#: The most tasks that may break any one function (near-duplicates by function; issue 26's card).
+MAX_TASKS_PER_FUNCTION = 10
 SUMMARY_FILE = "SUMMARY.md"
 
 
@@ -61,6 +63,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
                 deadline: float | None = None, stall_limit: int | None = 60,
                 clean: bool = False, resume: bool = False, backend: str = "local", max_bugs: int = 2,
                 import_time: str = "skip", max_named_share: float = MAX_NAMED_SHARE,
+                max_per_function: int | None = MAX_TASKS_PER_FUNCTION,
                 progress: Callable[[str, Stats], None] | None = None,
                 log: Callable[[str], None] | None = None) -> dict[str, GenerationResult | str]:
     """Generate up to ``per_project`` tasks from each bundled project into the compact suite ``out``.
@@ -75,7 +78,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     such candidate costs more than the tasks it adds). ``resume`` continues each project's earlier
     run in ``out`` (same seed; ``per_project`` then counts the tasks of both runs). ``max_named_share``
     (0 < share <= 1; 1 turns the cap off) is the largest share of tasks whose failing test file is
-    named after the buggy module, per project run and over the suite. A project that fails
+    named after the buggy module, per project run and over the suite. ``max_per_function`` caps
+    the tasks that break any one function (``None`` turns it off). A project that fails
     (no provisioned test environment, no passing test) is reported by its error and skipped.
     Returns each project's result, or its error message.
     """
@@ -125,7 +129,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
                 source_dirs=list(project.source_dirs), test_dirs=list(project.test_dirs), project_env=env,
                 project=name, storage="compact", max_named_share=max_named_share, max_bugs=max_bugs,
                 exclude_tests=[d.test for d in project.deselect], time_budget=budget, split=splitter,
-                stall_limit=stall_limit, resume=resume,
+                stall_limit=stall_limit, resume=resume, max_per_function=max_per_function,
                 suite_name=SUITE_NAME, backend=backend, import_time=import_time,
                 progress=(lambda s: progress(name, s)) if progress else None)
             with lock:

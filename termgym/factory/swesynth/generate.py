@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -178,7 +179,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
              split: str | None = None, stall_limit: int | None = None, resume: bool = False,
-             early_stop: bool = True) -> GenerationResult:
+             early_stop: bool = True, max_per_function: int | None = None) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -203,7 +204,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     at that share of ``n`` (a suite-wide share is enforced by the bundler). ``time_budget`` (seconds) stops early with what validated. ``split`` puts every
     task of this project in one split (held out by project); otherwise ``test_fraction`` of the
     tasks (by id hash) go to ``test``. ``stall_limit`` stops after that many candidates in a row
-    that ran tests without giving a task.
+    that ran tests without giving a task. ``max_per_function`` caps the kept tasks that break any one
+    function (a task counts for every function its bugs change; a candidate whose functions are all
+    taken is skipped before it runs, and acceptance checks again in plan order).
 
     ``early_stop`` ends a candidate's run as soon as its verdict is sealed: when one test outlives
     its budget (:meth:`~termgym.factory.swesynth.screen.Baseline.test_budgets`: a multiple of its
@@ -227,6 +230,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         raise ValueError("resume needs storage='compact' (it continues a project's records file)")
     if import_time not in ("auto", "run", "skip"):
         raise ValueError(f"import_time must be 'auto', 'run' or 'skip', not {import_time!r}")
+    if max_per_function is not None and max_per_function < 1:
+        raise ValueError(f"max_per_function must be at least 1 (None turns the cap off), got {max_per_function}")
     types = check_bug_types(bug_types, allow_llm=breaker is not None)
     out = Path(out)
     stats = Stats(wanted=n)
@@ -289,6 +294,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             bad = [p for p in mutated if is_test_path(p, test_dirs)]
             if bad:
                 return attempt, f"the bug touches test files: {', '.join(bad)}"
+            full = functions_full(attempt.mutations)
+            if full:
+                return attempt, f"the function quota is full ({full})"
             selected: set[str] | None = set()
             for path, text in mutated.items():
                 if path not in statements:
@@ -405,6 +413,17 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             record.difficulty = difficulty_tier(signals)
             return record
 
+        per_function: Counter[tuple[str, str]] = Counter()
+
+        def functions_full(mutations) -> str | None:
+            # one full function is enough: the task would push it past the cap
+            if max_per_function is None:
+                return None
+            for key in sorted(set(map(function_key, mutations))):
+                if per_function[key] >= max_per_function:
+                    return f"{key[0]}:{key[1]} has {per_function[key]} tasks"
+            return None
+
         kept: list[TaskRecord] = []
         results: dict[int, Any] = {}
         order: list[int] = []
@@ -418,6 +437,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             seen_ids = {line["task_id"] for line in prior_lines}
             counts["named"] = sum(bool((line.get("signals") or {}).get("test_file_names_module"))
                                   for line in prior_lines)
+            for line in prior_lines:
+                per_function.update(set(map(function_key, (line.get("bug") or {}).get("mutations") or ())))
             previous.restore(stats)
         want = n - len(prior_lines)  # tasks this run still has to find
         run_started = time.monotonic()
@@ -461,9 +482,14 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                                 counts["named"] + 1 > max_named_share * n:
                             outcome = "test file named after the module (over the suite's share)"
                         if isinstance(outcome, TaskRecord):
+                            full = functions_full(outcome.mutations)
+                            if full:
+                                outcome = f"the function quota is full ({full})"
+                        if isinstance(outcome, TaskRecord):
                             seen_ids.add(outcome.task_id)
                             kept.append(outcome)
                             counts["named"] += bool(outcome.signals.get("test_file_names_module"))
+                            per_function.update(set(map(function_key, outcome.mutations)))
                             counts["since_kept"] = 0
                             stats.kept += 1
                         else:
@@ -695,6 +721,16 @@ def _procedural() -> set[str]:
     from termgym.factory.swesynth.inject import PROCEDURAL_TYPES
 
     return set(PROCEDURAL_TYPES)
+
+
+def function_key(mutation: Mutation | dict[str, Any]) -> tuple[str, str]:
+    """The (file, function) a bug changes, from a mutation or its record summary; module-level
+    code counts as one function, ``<module>``."""
+    if isinstance(mutation, dict):
+        path, function = mutation.get("path"), mutation.get("function")
+    else:
+        path, function = mutation.path, mutation.function
+    return str(path), str(function or "<module>")
 
 
 def _mutation_summary(m: Mutation) -> dict[str, Any]:
