@@ -163,6 +163,8 @@ def register(subparsers) -> None:
                                        "report checks) measured from a compact suite's records")
     card.add_argument("--suite", default="projects", help="a compact suite directory or name (default: projects)")
     card.add_argument("--audit", default=None, metavar="FILE", help="an audit result (`audit --json`) to include")
+    card.add_argument("--quotes", type=int, default=0, metavar="N", help="quote N reports drawn at random")
+    card.add_argument("--quote-seed", type=int, default=26, help="the seed of that draw (default 26)")
     card.add_argument("--write", default=None, metavar="DOC", help="replace the card section in DOC "
                                                                   "(e.g. docs/swesynth.md) instead of printing it")
     card.set_defaults(func=cmd_card)
@@ -427,7 +429,10 @@ def cmd_card(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"termgym swesynth card: cannot read the audit {args.audit}: {exc}", file=sys.stderr)
             return 2
-    section = render(card, audit)
+    if args.quotes < 0:
+        print(f"termgym swesynth card: --quotes must be 0 or more, got {args.quotes}", file=sys.stderr)
+        return 2
+    section = render(card, audit, quotes=args.quotes, quote_seed=args.quote_seed)
     if args.write:
         write_into(args.write, section)
     else:

@@ -15,6 +15,7 @@ from termgym.factory.swesynth.card import (
     measure,
     near_duplicates,
     render,
+    sample_reports,
     symptom,
     write_into,
 )
@@ -134,3 +135,36 @@ def test_bad_input_is_named(tmp_path, capsys):
     assert "neither a suite directory nor a suite name" in capsys.readouterr().err
     assert main(["swesynth", "audit", "--sample", "0"]) == 2
     assert "--sample must be at least 1" in capsys.readouterr().err
+
+
+def test_the_card_counts_generation_and_quotes_reports_drawn_by_a_fixed_seed(tmp_path):
+    card = measure(SUITE_DIR)
+    index = json.loads((SUITE_DIR / "suite.json").read_text())
+    gen = card["generation"]
+    assert gen["projects"] == len(index["generation"]) and gen["kept"] >= card["tasks"] > 0
+    assert gen["tasks_per_project_minute"] == round(60 * gen["kept"] / gen["seconds"], 2)
+    first, again = sample_reports(card, 5, 26), sample_reports(card, 5, 26)
+    assert first == again and len({tid for tid, _ in first}) == 5
+    assert [tid for tid, _ in sample_reports(card, 5, 27)] != [tid for tid, _ in first]
+    text = render(card, quotes=5, quote_seed=26)
+    assert "**Generation**:" in text and "**5 reports drawn at random** (seed 26" in text
+    for tid, statement in first:  # quoted whole, each line behind '> '
+        assert f"`{tid}`:" in text and "> " + statement.strip().splitlines()[0] in text
+    assert "reports drawn at random" not in render(card)
+    doc = tmp_path / "new" / "card.md"
+    doc.parent.mkdir()
+    assert main(["swesynth", "card", "--quotes", "2", "--write", str(doc)]) == 0  # a new document
+    assert doc.read_text().startswith(START) and "**2 reports drawn at random**" in doc.read_text()
+    assert main(["swesynth", "card", "--quotes", "-1"]) == 2
+
+
+def test_the_largest_function_count_counts_tasks_not_bugs():
+    """Two bugs in one function are one task there: the per-function figure the cap is checked
+    against counts each task once per function."""
+    per_task = {}
+    for line in (SUITE_DIR / "records").glob("*.jsonl"):
+        for row in line.read_text().splitlines():
+            data = json.loads(row)
+            for key in {(data["repo"], m.get("path"), m.get("function")) for m in data["bug"]["mutations"]}:
+                per_task[key] = per_task.get(key, 0) + 1
+    assert measure(SUITE_DIR)["max_tasks_per_function"] == max(per_task.values())

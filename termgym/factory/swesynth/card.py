@@ -158,8 +158,8 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
         mutations = bug.get("mutations") or []
         multi_bug += len({m.get("bug_type") if str(m.get("bug_type", "")).startswith("coordinated") else i
                           for i, m in enumerate(mutations)}) >= 2
-        for m in mutations:
-            functions[(project, m.get("path"), m.get("function"))] += 1
+        # a task counts once per function it breaks (two bugs in one function are one task there)
+        functions.update({(project, m.get("path"), m.get("function")) for m in mutations})
     projects = {}
     for name in per_project:
         try:
@@ -168,12 +168,43 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
         except ProjectError:
             projects[name] = {"version": "?", "license": "?", "domain": "?"}
     return {"suite": _shown(suite_dir), "tasks": total, "projects": projects,
+            "generation": _generation(suite_dir),
+            "reports": {tid: statement for tid, statement in ((d["task_id"], _bug(d).get("problem_statement", ""))
+                                                             for _, d in seen)},
             "per_project": {k: dict(v) for k, v in sorted(per_project.items())}, "splits": dict(splits),
             "difficulty": dict(difficulty), "bug_types": dict(types.most_common()), "symptoms": dict(symptoms),
             "sizes": sizes, "cross_module": cross, "multi_site": multi_site, "multi_bug": multi_bug,
             "largest_project_share": max((c["tasks"] for c in per_project.values()), default=0) / max(total, 1),
             "max_tasks_per_function": max(functions.values(), default=0),
             "near_duplicates": near_duplicates(seen)}
+
+
+def _generation(suite_dir: Path) -> dict[str, Any]:
+    """What generating the suite cost, summed over its projects' generation summaries: candidates
+    judged, test runs, project-seconds, tasks kept, and the generator versions and seeds used."""
+    index = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
+    runs = index.get("generation") or {}
+    total = {"projects": len(runs), "attempted": 0, "runs": 0, "tests_run": 0, "kept": 0, "seconds": 0.0}
+    for g in runs.values():
+        for key in ("attempted", "runs", "tests_run", "kept"):
+            total[key] += int(g.get(key, 0))
+        total["seconds"] += float(g.get("elapsed_seconds", 0.0))
+    total["seconds"] = round(total["seconds"], 1)
+    total["tasks_per_project_minute"] = round(60 * total["kept"] / total["seconds"], 2) if total["seconds"] else 0.0
+    total["versions"] = sorted({g.get("version") for g in runs.values() if g.get("version") is not None})
+    total["seeds"] = sorted({g.get("seed") for g in runs.values() if g.get("seed") is not None})
+    total["failed_projects"] = sorted(index.get("failed") or {})
+    return total
+
+
+def sample_reports(card: dict[str, Any], n: int = 5, seed: int = 26) -> list[tuple[str, str]]:
+    """``n`` (task id, report) pairs drawn with ``seed`` from the card's tasks (sorted by id first,
+    so the draw depends only on the suite's contents)."""
+    import random
+
+    ids = sorted(card["reports"])
+    picked = random.Random(seed).sample(ids, min(n, len(ids)))
+    return [(tid, card["reports"][tid]) for tid in picked]
 
 
 def _shown(suite_dir: Path) -> str:
@@ -213,8 +244,10 @@ def _median(values: list[int]) -> float:
     return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generated: str = "") -> str:
-    """The card as the Markdown section of docs/swesynth.md (between :data:`START` and :data:`END`)."""
+def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generated: str = "",
+           quotes: int = 0, quote_seed: int = 26) -> str:
+    """The card as the Markdown section of docs/swesynth.md (between :data:`START` and :data:`END`);
+    ``quotes`` reports drawn with ``quote_seed`` (:func:`sample_reports`) are quoted at its end."""
     total = card["tasks"]
     splits = sorted(card["splits"])
     lines = [START, "", "### Suite card", ""]
@@ -247,6 +280,13 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                      f"with another task ({_share(dup['function_bug_type'], total)}) or open their repro with the "
                      f"same call as another task of the project ({_share(dup['first_call'], total)}; at most "
                      f"{dup['largest_first_call_group']} tasks share one call).")
+    gen = card.get("generation")
+    if gen and gen["seconds"]:
+        lines.append(f"* **Generation**: {gen['kept']} tasks kept of {gen['attempted']} candidates judged "
+                     f"({gen['runs']} screening runs, {gen['tests_run']} tests run) in {gen['seconds'] / 3600:.1f} "
+                     f"project-hours: {gen['tasks_per_project_minute']:g} tasks per project-minute; generator "
+                     f"version {', '.join(map(str, gen['versions']))}, seed {', '.join(map(str, gen['seeds']))}"
+                     + (f"; failed: {', '.join(gen['failed_projects'])}" if gen["failed_projects"] else "") + ".")
     if audit is not None:
         from termgym.factory.swesynth.audit import COLUMNS
 
@@ -257,6 +297,11 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                       f"{', repros run in the sandbox' if audit.get('run') else ', static checks only'}):", ""]
         lines += [f"* {c}: " + (f"{100 * t[c][0] / t[c][1]:.0f} % of {t[c][1]}" if t[c][1] else "not run")
                   for c in COLUMNS]
+    if quotes:
+        lines += ["", f"**{quotes} reports drawn at random** (seed {quote_seed}, `termgym swesynth card --quotes "
+                      f"{quotes} --quote-seed {quote_seed}`):"]
+        for tid, statement in sample_reports(card, quotes, quote_seed):
+            lines += ["", f"`{tid}`:", ""] + [f"> {x}".rstrip() for x in statement.strip().splitlines()]
     lines += ["", "Regenerate: `termgym swesynth bundle` (resumable; it skips what is done), then "
                   "`termgym swesynth audit --sample 200 --seed 26 --json audit.json` and "
                   "`termgym swesynth card --audit audit.json --write docs/swesynth.md`.", "", END]
@@ -264,17 +309,18 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
 
 
 def write_into(doc: str | Path, section: str) -> None:
-    """Replace the card between :data:`START` and :data:`END` in ``doc`` (appending it when absent)."""
+    """Replace the card between :data:`START` and :data:`END` in ``doc`` (appending it when absent,
+    creating ``doc`` when it does not exist)."""
     path = Path(doc)
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
     if START in text and END in text:
         before, rest = text.split(START, 1)
         after = rest.split(END, 1)[1]
         text = before + section.rstrip("\n") + after
     else:
-        text = text.rstrip("\n") + "\n\n" + section
+        text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + section
     path.write_text(text, encoding="utf-8")
 
 
-__all__ = ["END", "START", "first_call", "fix_size", "measure", "near_duplicates", "render", "symptom",
-           "write_into"]
+__all__ = ["END", "START", "first_call", "fix_size", "measure", "near_duplicates", "render", "sample_reports",
+           "symptom", "write_into"]

@@ -38,10 +38,13 @@ BUNDLED_DIR = SWESYNTH_DIR / "tasks"
 TOY_DIR = SWESYNTH_DIR / "tasks"
 #: The real-project suite (compact storage), the default of ``termgym/SweSynth-v0`` once bundled.
 SUITE_DIR = SWESYNTH_DIR / "suite"
+#: The v2 real-project suite being generated (every report check enforced at generation, 40+
+#: projects; ``termgym swesynth bundle --out <it> --resume`` continues it); the default once complete.
+SUITE_V2_DIR = SWESYNTH_DIR / "suite-v2"
 #: Suites known by name: ``SweSynthSuite("toy")``, ``gym.make("termgym/SweSynth-v0", path="toy")``,
-#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``; ``"projects"`` is the real-project suite.
-#: A folder of that name is ``./toy``.
-NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR}
+#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``; ``"projects"`` is the real-project suite,
+#: ``"v2"`` the v2 suite. A folder of that name is ``./toy``.
+NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR, "v2": SUITE_V2_DIR}
 #: ``SweSynthSuite(behaviour=...)``: serve only tasks with a behaviour check, or every task.
 BEHAVIOUR_POLICIES = ("required", "any")
 
@@ -61,7 +64,7 @@ class SweSynthSuite(TaskSuite):
     graded process, and whose check tells the bug apart on at least one input no test makes (so a
     table of the tests' answers cannot pass it); ``"any"`` every task (a task without a check is decided by its tests alone,
     which the agent's code can forge: docs/security.md). The default is ``"required"`` for the
-    bundled suites (``source`` ``None``, ``"toy"``, ``"projects"``) and ``"any"`` for suites of your
+    bundled suites (``source`` ``None``, ``"toy"``, ``"projects"``, ``"v2"``) and ``"any"`` for suites of your
     own. ``load(task_id)`` still loads any task of the suite by id.
     """
 
