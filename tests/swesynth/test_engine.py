@@ -13,7 +13,12 @@ import pytest
 
 from termgym.factory.swesynth import bundle
 from termgym.factory.swesynth.adapters import fallback_signals, names_module, stem_of_test_file
-from termgym.factory.swesynth.generate import function_key, generate, oracle_restores_clean_tree, validate_in_sandbox
+from termgym.factory.swesynth.generate import (
+    function_key,
+    generate,
+    oracle_restores_clean_tree,
+    validate_in_sandbox,
+)
 from termgym.factory.swesynth.screen import ProjectEnv, StatementMap, changed_lines, project_baseline
 from termgym.tasks.swesynth.records import RecordError
 from termgym.tasks.swesynth.selection import select_command
@@ -383,6 +388,27 @@ def test_held_out_projects_are_fixed_and_never_in_train():
     assert bundle.held_out_projects(["only"]) == []
 
 
+def test_a_growing_suite_keeps_its_held_out_projects(tmp_path):
+    """Adding projects to a suite never moves one between ``train`` and ``test``: a project with
+    tasks stays where its tasks are, one run without tasks as recorded, a new one goes by its hash."""
+    names = [f"p{i}" for i in range(12)]
+    assert bundle.stable_held_out(tmp_path / "new", names) == bundle.held_out_projects(names)
+    out = tmp_path / "suite"
+    (out / "records").mkdir(parents=True)
+    rows = {"a": ["a-1", "a-2"], "b": ["b-1"], "c": []}
+    for name, ids in rows.items():
+        (out / "records" / f"{name}.jsonl").write_text("".join(json.dumps({"task_id": t}) + "\n" for t in ids))
+    index = {"repos": {n: {} for n in rows}, "generation": {n: {} for n in [*rows, "d"]},
+             "splits": {"test": ["a-1", "a-2"], "train": ["b-1"]}, "held_out_projects": ["b", "c"]}
+    (out / "suite.json").write_text(json.dumps(index))
+    new = [f"n{i}" for i in range(400)]
+    held = set(bundle.stable_held_out(out, ["a", "b", "c", "d", *new]))
+    assert {"a", "c"} <= held and not {"b", "d"} & held  # b's tasks are in train whatever the list says
+    by_hash = {n for n in new if n in held}
+    assert 0.15 < len(by_hash) / len(new) < 0.35  # a quarter, give or take
+    assert by_hash == {n for n in new if n in bundle.stable_held_out(out, [*new[:200], *new[200:], "x", "y"])}
+
+
 def test_named_share_is_enforced_across_the_suite(compact_suite, tmp_path):
     out, _ = compact_suite
     copy = tmp_path / "named"
@@ -482,3 +508,64 @@ def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resu
     assert any(r.startswith("the function quota is full") for r in reasons), reasons
     with pytest.raises(ValueError, match="max_per_function"):
         generate(shop, PYTEST, n=1, **{**options, "max_per_function": 0})
+
+
+SINGLE = '''\
+"""A single-module project: no package folder, one ``pricing.py`` at the top."""
+
+TAX = 0.2
+
+
+def round_cents(value):
+    """Round to two decimals, halves up."""
+    return int(value * 100 + 0.5) / 100
+
+
+def with_tax(net):
+    """The gross price of a net price."""
+    if net < 0:
+        raise ValueError("negative price")
+    return round_cents(net * (1 + TAX))
+
+
+def total(nets):
+    """The gross total of several net prices."""
+    out = 0
+    for net in nets:
+        out += with_tax(net)
+    return round_cents(out)
+'''
+
+
+def test_a_single_module_project_gives_tasks_graded_like_a_packages(cache, tmp_path, monkeypatch):
+    """``source_dirs=["pricing.py"]``: bugs go into the one module, the screening traces it (a
+    file root, not a folder), and a task scores oracle 1 and do-nothing 0 through the env."""
+    from termgym.env import TerminalEnv, oracle_actions
+    from termgym.tasks.swesynth.tree import is_source_path, list_source_files
+
+    root = tmp_path / "pricing-repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "pricing.py").write_text(SINGLE)
+    (root / "setup.py").write_text("")
+    (root / "tests" / "test_checkout.py").write_text(TESTS.replace("shop.prices", "pricing"))
+    assert list_source_files(root, ["pricing.py"], ["tests"]) == ["pricing.py"]
+    assert not is_source_path("pricing.py.bak", ["pricing.py"]) and not is_source_path("other.py", ["pricing.py"])
+    out = tmp_path / "suite"
+    result = generate(root, PYTEST, n=2, seed=3, out=out, name="pricing", workers=2, storage="compact",
+                      source_dirs=["pricing.py"], test_dirs=["tests"], max_attempts=40)
+    assert result.stats.kept == 2, result.stats.to_dict()
+    assert result.stats.rejected.get("no required test executes the changed lines", 0) < result.stats.attempted
+    for record in result.records:
+        assert {m["path"] for m in record.mutations} == {"pricing.py"}
+        assert record.validation["behaviour"] and "repro" in record.validation
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    tid = result.records[0].task_id
+    with TerminalEnv(SweSynthSuite(out, behaviour="required"), backend="local") as env:
+        env.reset(options={"task_id": tid})
+        reward = 0.0
+        for action in oracle_actions(env):
+            _, reward, terminated, _, _ = env.step(action)
+        assert reward == 1.0
+        env.reset(options={"task_id": tid})
+        _, reward, terminated, _, info = env.step("THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
+        assert terminated and reward == 0.0 and info["grade"]["passed"] is False

@@ -85,13 +85,32 @@ def test_layout_is_found_in_flat_and_src_trees(tmp_path):
     assert test_style(tmp_path / "a" / "demo-1.0", ["tests"]) == "pytest"
 
 
+def test_a_single_module_project_is_found_with_its_tests_beside_or_below(tmp_path):
+    top = _tree(tmp_path / "a")
+    shutil.move(top / "demo" / "__init__.py", top / "demo.py")
+    (top / "demo").rmdir()
+    (top / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (top / "conftest.py").write_text("")
+    layout = detect_layout(top)
+    assert (layout.source_dirs, layout.test_dirs, layout.python_path) == (["demo.py"], ["tests"], [])
+    assert count_lines(top, layout.source_dirs, layout.test_dirs) == 4
+    shutil.move(top / "tests" / "test_demo.py", top / "test_demo.py")  # six's layout: test_six.py beside six.py
+    (top / "tests").rmdir()
+    assert detect_layout(top).test_dirs == ["test_demo.py"]
+    (top / "helpers.py").write_text("")  # two modules: the one named after the project is the source
+    assert detect_layout(top).source_dirs == ["demo.py"]
+    (top / "demo.py").rename(top / "core.py")  # two modules, neither named after it: ask
+    with pytest.raises(AddProjectError, match="no single module found; pass --source-dir"):
+        detect_layout(top)
+
+
 @pytest.mark.parametrize(("kwargs", "edit", "message"), [
     ({}, lambda top: (top / "LICENSE").write_text(GPL), "the licence is none that can be recognised"),
     ({"licence": "GPL-3.0-only"}, lambda top: None, "'GPL-3.0-only' is not one of the permissive licences"),
     ({}, lambda top: (top / "LICENSE").unlink(), "no licence file"),
     ({}, lambda top: shutil.rmtree(top / "tests"), "holds no test folder"),
     ({}, lambda top: (top / "demo" / "__init__.py").unlink(), "no package"),
-    ({"source_dirs": ["lib"]}, lambda top: None, "source dir 'lib' is not a folder"),
+    ({"source_dirs": ["lib"]}, lambda top: None, "source dir 'lib' is neither a folder nor a .py module"),
     ({"test_dirs": ["spec"]}, lambda top: None, "test dir 'spec' is not in the sdist"),
 ])
 def test_what_cannot_be_bundled_is_named(tmp_path, kwargs, edit, message):

@@ -154,7 +154,8 @@ def _python_path(record) -> list[str]:
 
 def _packages(record, source_dirs: Sequence[str]) -> list[str]:
     """Top-level importable package names of the project (what recorded pickles may reference)."""
-    names = {module_name(d.rstrip("/") + "/__init__.py", _python_path(record)).split(".")[0] for d in source_dirs}
+    names = {module_name(d if d.endswith(".py") else d.rstrip("/") + "/__init__.py", _python_path(record)).split(".")[0]
+             for d in source_dirs}
     return sorted(n for n in names if n)
 
 

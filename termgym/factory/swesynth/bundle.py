@@ -57,6 +57,52 @@ def held_out_projects(names: Sequence[str], fraction: float = HELD_OUT_FRACTION)
     return sorted(ordered[:max(1, round(fraction * len(names)))]) if len(names) > 1 else []
 
 
+def _projects_in_test(out: Path, index: dict[str, Any]) -> set[str]:
+    """Projects with a task in the ``test`` split of the compact suite ``out``."""
+    test_ids = set((index.get("splits") or {}).get("test") or [])
+    found = set()
+    for name, repo in (index.get("repos") or {}).items():
+        path = out / repo.get("records", f"records/{name}.jsonl")
+        if test_ids and path.is_file() and any(json.loads(line)["task_id"] in test_ids
+                                               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()):
+            found.add(name)
+    return found
+
+
+def stable_held_out(out: str | Path, names: Sequence[str], fraction: float = HELD_OUT_FRACTION) -> list[str]:
+    """The held-out projects of a build into ``out``, stable as projects are added to a suite.
+
+    A new suite takes :func:`held_out_projects` of all ``names``. A suite that exists keeps what it
+    decided: a project with tasks is held out exactly when its tasks are in ``test``, a project it
+    ran without tasks as its ``held_out_projects`` says; a project it never ran is held out when its
+    name's hash falls in the lowest ``fraction`` (a rule that looks at no other project, so adding
+    projects never moves one from ``train`` to ``test`` or back)."""
+    out = Path(out)
+    index_path = out / "suite.json"
+    index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
+    if not index.get("generation") and not index.get("repos"):
+        return held_out_projects(names, fraction)
+    with_tasks = set(index.get("repos") or {})
+    in_test = _projects_in_test(out, index)
+    recorded = set(index.get("held_out_projects") or [])
+    ran = set(index.get("generation") or {}) | with_tasks
+    held = []
+    for name in names:
+        if name in ran:
+            decided = name in in_test if name in with_tasks and _has_tasks(out, index, name) else name in recorded
+        else:
+            decided = int(hashlib.sha256(f"held-out:{name}".encode()).hexdigest(), 16) < fraction * 16 ** 64
+        if decided:
+            held.append(name)
+    return sorted(held)
+
+
+def _has_tasks(out: Path, index: dict[str, Any], name: str) -> bool:
+    repo = (index.get("repos") or {}).get(name) or {}
+    path = out / repo.get("records", f"records/{name}.jsonl")
+    return path.is_file() and any(line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+
+
 def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None = None,
                 per_project: int = SUITE_TASKS_PER_PROJECT, seed: int = DEFAULT_SEED, jobs: int = 2,
                 held_out: Sequence[str] | None = None, time_budget: float | None = None,
@@ -69,7 +115,8 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
     """Generate up to ``per_project`` tasks from each bundled project into the compact suite ``out``.
 
     ``jobs`` projects run at once (each with one screening sandbox). ``held_out`` names the
-    ``test`` projects (default: :func:`held_out_projects` of all bundled projects).
+    ``test`` projects (default: :func:`stable_held_out`: for a new suite :func:`held_out_projects` of
+    all bundled projects; a suite that exists keeps its choices and adds new projects by hash).
     ``time_budget`` (seconds, per project) keeps what validated by then; ``deadline`` (seconds
     from now, for the whole build) gives each project, when it starts, an equal share of the time
     left (a project that stops early — enough tasks, or ``stall_limit`` candidates in a row that ran tests
@@ -95,10 +142,10 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
         raise KeyError(f"no bundled project {', '.join(map(repr, unknown))}; projects: {', '.join(sorted(available))}")
     if clean and resume:
         raise ValueError("clean and resume contradict each other: resume continues what clean would delete")
-    test_projects = set(held_out if held_out is not None else held_out_projects(sorted(available)))
     out = Path(out)
     if clean and out.exists():
         shutil.rmtree(out)
+    test_projects = set(held_out if held_out is not None else stable_held_out(out, sorted(available)))
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, GenerationResult | str] = {}
     lock = threading.Lock()
@@ -155,7 +202,10 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
             f"{100 * max_named_share:.0f} %: {dropped}")
     with locked_index(out) as index:
         # the projects built now and those an earlier build left in the suite (``--project``, ``--resume``)
-        index["held_out_projects"] = sorted(test_projects & (set(chosen) | set(index.get("repos") or {})))
+        # the projects built now, those an earlier build left in the suite, and any whose tasks are in
+        # ``test`` (a concurrent build of other projects writes this too: the union loses none)
+        index["held_out_projects"] = sorted((test_projects & (set(chosen) | set(index.get("repos") or {})))
+                                            | _projects_in_test(out, index))
         index["named_share"] = named_share(out)
     (out / SUMMARY_FILE).write_text(summary_markdown(out), encoding="utf-8")
     return results

@@ -195,20 +195,27 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
                               f"{', '.join(sorted(PERMISSIVE))}")
     src = top / "src"
     if python_path is None:
-        python_path = ["src"] if src.is_dir() and any((d / "__init__.py").is_file() for d in src.iterdir()) else []
+        python_path = ["src"] if src.is_dir() and any((d / "__init__.py").is_file() or d.is_file() and d.suffix == ".py"
+                                                      for d in src.iterdir()) else []
     if not source_dirs:
         base = top / python_path[0] if python_path else top
         source_dirs = [str((base / d.name).relative_to(top)) for d in sorted(base.iterdir())
                        if d.is_dir() and d.name not in NOT_SOURCE and (d / "__init__.py").is_file()]
         if not source_dirs:
-            raise AddProjectError(f"{where}: no package (a folder with __init__.py) found; pass --source-dir")
+            source_dirs = single_module(base, top)
+        if not source_dirs:
+            raise AddProjectError(f"{where}: no package (a folder with __init__.py) and no single module found; "
+                                  "pass --source-dir")
     for d in source_dirs:
-        if not (top / d).is_dir():
-            raise AddProjectError(f"{where}: source dir {d!r} is not a folder of the sdist")
+        if not ((top / d).is_dir() or d.endswith(".py") and (top / d).is_file()):
+            raise AddProjectError(f"{where}: source dir {d!r} is neither a folder nor a .py module of the sdist")
     if not test_dirs:
         test_dirs = [d for d in TEST_FOLDERS if (top / d).is_dir()][:1]
         if not test_dirs:
             test_dirs = [f"{s}/{d}" for s in source_dirs for d in TEST_FOLDERS if (top / s / d).is_dir()][:1]
+        if not test_dirs:  # a single-module project's test module beside it (``test_six.py``)
+            test_dirs = [p.name for p in sorted(top.iterdir()) if p.is_file() and p.suffix == ".py"
+                         and (p.name.startswith("test_") or p.stem.endswith("_test") or p.name == "tests.py")]
         if not test_dirs:
             raise AddProjectError(f"{where}: the sdist holds no test folder ({', '.join(TEST_FOLDERS)}); projects "
                                   "whose sdist leaves out its tests cannot be bundled (or pass --test-dir)")
@@ -218,6 +225,20 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
     return Layout(source_dirs=list(source_dirs), test_dirs=list(test_dirs), python_path=list(python_path),
                   licence_files=licence_files, licence=found, test_style=test_style(top, test_dirs),
                   protected_files=[f for f in CONFIG_FILES if (top / f).is_file()])
+
+
+def single_module(base: Path, top: Path) -> list[str]:
+    """A single-module project's source (``["xmltodict.py"]``): the one top-level module that is not
+    packaging, configuration or a test, or the one named after the project when there are several."""
+    from termgym.tasks.swesynth.tree import NON_SOURCE_FILES
+
+    modules = [p for p in sorted(base.iterdir()) if p.is_file() and p.suffix == ".py"
+               and p.name not in NON_SOURCE_FILES and p.name not in CONFIG_FILES
+               and not p.name.startswith(("test_", "tests", "conftest")) and not p.stem.endswith("_test")]
+    if len(modules) > 1:
+        name = re.sub(r"[-_.]+", "_", re.sub(r"-\d.*$", "", top.name)).lower()
+        modules = [p for p in modules if p.stem.lower() == name]
+    return [str(p.relative_to(top)) for p in modules] if len(modules) == 1 else []
 
 
 def _test_files(top: Path, test_dirs: Sequence[str]) -> list[Path]:
@@ -254,7 +275,7 @@ def count_lines(top: Path, source_dirs: Sequence[str], test_dirs: Sequence[str])
     tests = {(top / d).resolve() for d in test_dirs}
     total = 0
     for d in source_dirs:
-        for path in sorted((top / d).rglob("*.py")):
+        for path in [top / d] if (top / d).is_file() else sorted((top / d).rglob("*.py")):
             resolved = path.resolve()
             if any(resolved == t or t in resolved.parents for t in tests):
                 continue

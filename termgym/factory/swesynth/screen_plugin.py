@@ -40,7 +40,9 @@ import time
 import pytest
 
 _CONFIG = json.load(open(os.environ["TERMGYM_SCREEN_CONFIG"], encoding="utf-8"))
-_ROOTS = tuple(os.path.join(os.path.realpath(r), "") for r in _CONFIG.get("roots", []))
+# a root is a package folder (every file below it) or a single-module project's file
+_ROOTS = tuple(os.path.join(os.path.realpath(r), "") for r in _CONFIG.get("roots", []) if not r.endswith(".py"))
+_ROOT_FILES = frozenset(os.path.realpath(r) for r in _CONFIG.get("roots", []) if r.endswith(".py"))
 _WORKDIR = os.path.join(os.path.realpath(os.getcwd()), "")
 _phases = {}
 _messages = {}
@@ -64,7 +66,7 @@ def _is_project_file(filename):
     hit = _wanted.get(filename)
     if hit is None:
         real = os.path.realpath(filename)
-        hit = _wanted[filename] = real.endswith(".py") and real.startswith(_ROOTS)
+        hit = _wanted[filename] = real.endswith(".py") and (real.startswith(_ROOTS) or real in _ROOT_FILES)
     return hit
 
 

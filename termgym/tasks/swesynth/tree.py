@@ -45,7 +45,9 @@ def is_source_path(path: str, source_dirs: Sequence[str] = (), test_dirs: Sequen
     if any(p in IGNORED_DIRS or p.startswith(".") for p in parts[:-1]):
         return False
     if source_dirs:
-        return any(path.startswith(d.strip("/") + "/") or d in (".", "") for d in source_dirs)
+        # an entry is a package folder, or a single module (``xmltodict.py``) matched exactly
+        return any(path.startswith(d.strip("/") + "/") or d in (".", "") or path == d.strip("/")
+                   for d in source_dirs)
     return parts[0] not in NON_SOURCE_DIRS and parts[-1] not in NON_SOURCE_FILES
 
 
