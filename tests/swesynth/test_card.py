@@ -19,7 +19,7 @@ from termgym.factory.swesynth.card import (
     symptom,
     write_into,
 )
-from termgym.tasks.swesynth import SUITE_DIR
+from termgym.tasks.swesynth import SUITE_DIR, SweSynthSuite
 
 PATCH = """diff --git a/p/a.py b/p/a.py
 --- a/p/a.py
@@ -72,7 +72,11 @@ def test_near_duplicates_count_shared_function_bug_types_and_first_calls():
              ("p", _task("h", "swap_operands", "h(3)")),         # alone
              ("q", _task("h", "swap_operands", "h(3)"))]         # same as the fourth, but another project
     dup = near_duplicates(tasks)
-    assert dup == {"tasks": 5, "function_bug_type": 2, "first_call": 2, "either": 3, "largest_first_call_group": 2}
+    assert dup == {"tasks": 5, "function_bug_type": 2, "first_call": 2, "either": 3, "largest_first_call_group": 2,
+                   "same_repro": 0, "largest_same_repro_group": 1}  # the imports differ: not the same repro
+    same = near_duplicates([("p", _task("f", "a", "f(1)")), ("p", _task("f", "b", "f( 1 )")),
+                            ("p", _task("f", "c", "f(2)")), ("q", _task("f", "a", "f(1)"))])
+    assert (same["same_repro"], same["largest_same_repro_group"]) == (2, 2)  # spacing ignored, per project
     # the sabotage: one bug type changed, the pair is no longer shared
     tasks[1] = ("p", _task("f", "wrong_constant", "f( 2 )"))
     assert near_duplicates(tasks)["function_bug_type"] == 0
@@ -146,6 +150,9 @@ def test_the_card_counts_generation_and_quotes_reports_drawn_by_a_fixed_seed(tmp
     first, again = sample_reports(card, 5, 26), sample_reports(card, 5, 26)
     assert first == again and len({tid for tid, _ in first}) == 5
     assert [tid for tid, _ in sample_reports(card, 5, 27)] != [tid for tid, _ in first]
+    served = card["served"]
+    assert served["tasks"] + sum(served["not_served"].values()) == card["tasks"]
+    assert served["tasks"] == len(SweSynthSuite("projects").task_ids("all"))  # what the default policy serves
     text = render(card, quotes=5, quote_seed=26)
     assert "**Generation**:" in text and "**5 reports drawn at random** (seed 26" in text
     for tid, statement in first:  # quoted whole, each line behind '> '

@@ -81,23 +81,48 @@ def near_duplicates(tasks: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, An
       task's bug shares;
     * ``first_call`` — tasks whose repro opens with the same call (:func:`first_call`) as another
       task of the same project, and ``largest_first_call_group`` — the most tasks sharing one;
-    * ``either`` — tasks that are one or the other (the near-duplicate share's numerator).
+    * ``either`` — tasks that are one or the other (the near-duplicate share's numerator);
+    * ``same_repro`` — tasks whose whole repro (:func:`repro_key`) is another task's of the project
+      (a first call is often only the setup, ``root = Node('root')``), and ``largest_same_repro_group``.
     """
     keys: list[set[tuple]] = []
     calls: list[tuple | None] = []
+    repros: list[tuple | None] = []
     for project, data in tasks:
         bug = _bug(data)
         keys.append({(project, m.get("path"), m.get("function"), m.get("bug_type"))
                      for m in bug.get("mutations") or []})
         call = first_call(bug.get("problem_statement", ""))
         calls.append((project, call) if call else None)
+        whole = repro_key(bug.get("problem_statement", ""))
+        repros.append((project, whole) if whole else None)
     key_count = Counter(k for ks in keys for k in ks)
     call_count = Counter(c for c in calls if c is not None)
     by_function = [any(key_count[k] > 1 for k in ks) for ks in keys]
     by_call = [c is not None and call_count[c] > 1 for c in calls]
+    repro_count = Counter(r for r in repros if r is not None)
     return {"tasks": len(keys), "function_bug_type": sum(by_function), "first_call": sum(by_call),
             "either": sum(a or b for a, b in zip(by_function, by_call)),
-            "largest_first_call_group": max(call_count.values(), default=0)}
+            "largest_first_call_group": max(call_count.values(), default=0),
+            "same_repro": sum(r is not None and repro_count[r] > 1 for r in repros),
+            "largest_same_repro_group": max(repro_count.values(), default=0)}
+
+
+def repro_key(statement: str) -> str | None:
+    """The report's whole repro written one way whatever the spacing and quoting (``ast.unparse``),
+    or ``None`` when the report has no repro."""
+    import ast
+
+    from termgym.factory.swesynth.quality import repro_code
+    from termgym.tasks.swesynth import pyparse
+
+    code = repro_code(statement)
+    if code is None:
+        return None
+    try:
+        return ast.unparse(pyparse.parse(code))
+    except SyntaxError:
+        return "\n".join(line.strip() for line in code.splitlines() if line.strip())
 
 
 def _records(suite_dir: Path) -> Iterable[tuple[str, dict[str, Any]]]:
@@ -168,7 +193,7 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
         except ProjectError:
             projects[name] = {"version": "?", "license": "?", "domain": "?"}
     return {"suite": _shown(suite_dir), "tasks": total, "projects": projects,
-            "generation": _generation(suite_dir),
+            "generation": _generation(suite_dir), "served": _served(suite_dir),
             "reports": {tid: statement for tid, statement in ((d["task_id"], _bug(d).get("problem_statement", ""))
                                                              for _, d in seen)},
             "per_project": {k: dict(v) for k, v in sorted(per_project.items())}, "splits": dict(splits),
@@ -177,6 +202,22 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
             "largest_project_share": max((c["tasks"] for c in per_project.values()), default=0) / max(total, 1),
             "max_tasks_per_function": max(functions.values(), default=0),
             "near_duplicates": near_duplicates(seen)}
+
+
+def _served(suite_dir: Path) -> dict[str, Any]:
+    """How many tasks the default policy (``behaviour="required"``) serves: those whose behaviour
+    check tells the bug apart on an input no test makes; the others, by reason."""
+    from termgym.tasks.swesynth.behaviour import unservable_reason
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    suite = SweSynthSuite(suite_dir, behaviour="any")
+    served, why = 0, Counter()
+    for tid in suite.task_ids("all"):
+        if suite.has_servable_check(tid):
+            served += 1
+        else:
+            why[unservable_reason(suite.behaviour_check_of(tid))] += 1
+    return {"tasks": served, "not_served": dict(why.most_common())}
 
 
 def _generation(suite_dir: Path) -> dict[str, Any]:
@@ -255,6 +296,14 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                  f"**{len(card['projects'])} projects**; the largest project holds "
                  f"{100 * card['largest_project_share']:.0f} % of the tasks, and at most "
                  f"{card['max_tasks_per_function']} tasks break one function.")
+    served = card.get("served")
+    if served is not None:
+        lines.append("")
+        lines.append(f"**Served by default** (`behaviour=\"required\"`: a behaviour check against the clean code decides "
+                     f"the grade outside the graded process): **{served['tasks']} tasks** "
+                     f"({100 * served['tasks'] / max(total, 1):.0f} % of the suite)" + ("; the others serve with `behaviour=\"any\"` (tests alone): "
+                                           + "; ".join(f"{why} {n}" for why, n in served["not_served"].items())
+                                           if served["not_served"] else "") + ".")
     lines += ["", "| project | version | licence | " + " | ".join(splits) + " | tasks |",
               "|---|---|---|" + "---:|" * (len(splits) + 1)]
     for name, counts in card["per_project"].items():
@@ -279,7 +328,9 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
         lines.append(f"* **Near-duplicates**: {_share(dup['either'], total)} of tasks share a (function, bug type) "
                      f"with another task ({_share(dup['function_bug_type'], total)}) or open their repro with the "
                      f"same call as another task of the project ({_share(dup['first_call'], total)}; at most "
-                     f"{dup['largest_first_call_group']} tasks share one call).")
+                     f"{dup['largest_first_call_group']} tasks share one call)"
+                     + (f"; {_share(dup['same_repro'], total)} share their whole repro with another task (at most "
+                        f"{dup['largest_same_repro_group']} tasks share one repro)" if "same_repro" in dup else "") + ".")
     gen = card.get("generation")
     if gen and gen["seconds"]:
         lines.append(f"* **Generation**: {gen['kept']} tasks kept of {gen['attempted']} candidates judged "
@@ -322,5 +373,5 @@ def write_into(doc: str | Path, section: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-__all__ = ["END", "START", "first_call", "fix_size", "measure", "near_duplicates", "render", "sample_reports",
+__all__ = ["END", "START", "first_call", "fix_size", "measure", "near_duplicates", "render", "repro_key", "sample_reports",
            "symptom", "write_into"]
