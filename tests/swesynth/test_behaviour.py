@@ -310,3 +310,21 @@ def test_compacting_a_sidecar_keeps_each_tasks_last_line(tmp_path):
     assert compact_sidecar(path) == 1
     assert read_sidecar(path) == before and before["a"]["reason"] == "new"
     assert [json.loads(line)["task_id"] for line in path.read_text().splitlines()] == ["a", "b"]
+
+
+def test_a_private_method_resolves_through_its_mangled_name(tmp_path, monkeypatch):
+    """``__qualname__`` says ``Tree.__item``; the class stores ``_Tree__item``. Without the
+    mangling every recorded call into a private method replays as unreplayable (anytree's
+    ``RenderTree.__item``, ``Resolver.__match``), and the task gets no behaviour check."""
+    (tmp_path / "mangle_demo.py").write_text(
+        "class _Tree:\n"
+        "    def __item(self, x):\n        return x + 1\n"
+        "    def __len__(self):\n        return 3\n"
+        "    class __Inner:\n"
+        "        def __deep(self):\n            return 'deep'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    item = probe._resolve("mangle_demo", "_Tree.__item")
+    assert item(None, 1) == 2 and item.__qualname__ == "_Tree.__item"
+    assert probe._resolve("mangle_demo", "_Tree.__len__")(None) == 3  # a dunder is not mangled
+    assert probe._resolve("mangle_demo", "_Tree.__Inner.__deep")(None) == "deep"
+    assert probe._mangled("___", "__x") == "__x"  # a class named only underscores mangles nothing

@@ -593,13 +593,23 @@ def _on_alarm(signum, frame):
     raise _OutOfTime()
 
 
+def _mangled(owner, name):
+    """``name`` as a class body named ``owner`` stores it: a private ``__name`` becomes
+    ``_Owner__name`` (what ``__qualname__`` does not show), dunders and public names stay."""
+    if name.startswith("__") and not name.endswith("__") and owner.lstrip("_"):
+        return "_" + owner.lstrip("_") + name
+    return name
+
+
 def _resolve(module_name, qualname):
     import importlib
     obj = importlib.import_module(module_name)
     parts = qualname.split(".")
-    for part in parts[:-1]:
-        obj = getattr(obj, part)
+    for i, part in enumerate(parts[:-1]):
+        obj = getattr(obj, _mangled(parts[i - 1], part) if i and isinstance(obj, type) else part)
     last = parts[-1]
+    if len(parts) > 1 and isinstance(obj, type):
+        last = _mangled(parts[-2], last)
     raw = None
     if isinstance(obj, type):
         for klass in _mro(obj):
