@@ -665,3 +665,20 @@ def test_protocol_use_of_a_project_object_names_its_method():
                        ("sorted(cache)", "LRUCache.__iter__()"), ("1 in cache", "LRUCache.__contains__()"),
                        ("len([1, 2])", None)]:
         assert _behaviour(ast.parse(code, mode="eval").body, types) == want, code
+
+
+def test_a_second_bugs_symptom_is_its_own_call_and_never_the_main_example_again(shop):
+    """A multi-bug report names each bug's symptom: another bug whose tests also show the main
+    example's call gets a call of its own where it has one, and a symptom identical to the main
+    example is not said twice."""
+    root, failed, messages, patch = shop
+    price = [t for t in failed if "test_parse_price[" in t]
+    free = [t for t in failed if t.endswith("::test_zero_is_free")]
+    assert price and free
+    leads = ("There is a second problem", "Something else also looks wrong")
+    same = write_report(price, messages, patch, repo=root, seed=3, groups=[price, list(price)])
+    assert not any(lead in same for lead in leads), same  # one symptom: said once
+    both = write_report(price + free, messages, patch, repo=root, seed=3, groups=[price, price[:1] + free])
+    main = read_failure(free[0], messages[free[0]], root)
+    tail = next(both.split(lead, 1)[1] for lead in leads if lead in both)
+    assert main.call in tail, both  # the second bug's own call, not the first test of its group

@@ -233,6 +233,11 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
     return sorted(found, key=lambda f: (len(f.setup), len(f.call or "")))
 
 
+def _symptom_key(f: Failure) -> tuple:
+    """What a reader learns from one example: the call and what it gave."""
+    return (f.call, f.observed, f.error)
+
+
 def _add_imports(f: Failure, repo: Path, source_dirs: Sequence[str]) -> bool:
     """Give ``f`` the import lines its repro needs, as its test module imports the names; ``False``
     when a name cannot be imported by a user (a test-suite helper, fixture or constant)."""
@@ -273,7 +278,11 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
         if any(f is None for f in firsts):
             raise ReportError("a bug of the combination breaks no test whose call a report can show")
         failures = [f for f in failures if f.test in set(groups[0])]
-        more = [f for f in firsts[1:] if f is not None]
+        # another bug's symptom: a call of its own where it has one (the same call and outcome as the
+        # main example, said again, tells the reader nothing new)
+        shown = {f.call for f in failures}
+        more = [next((by_test[t] for t in group if t in by_test and by_test[t].call not in shown), first)
+                for group, first in zip(groups[1:], firsts[1:])]
     rng = _rng(patch, seed)
     primaries = failures[:4]
     last: list[str] = []
@@ -282,8 +291,14 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
         others = [g for g in failures if g is not f and not g.setup and g.call != f.call and _kind(g) == _kind(f)
                   and len(g.call or "") <= 80]
         second = others[0] if others and rng.random() < 0.5 else None
+        said = {_symptom_key(f)}
+        extra = []
+        for g in more:  # a symptom the report already gives is not said twice
+            if _symptom_key(g) not in said:
+                said.add(_symptom_key(g))
+                extra.append(g)
         draft = render(f, structure=rng.choice(_STRUCTURES), opening=rng.randrange(60), closing=rng.randrange(60),
-                       style=rng.randrange(60), second=None if more else second, more=more)
+                       style=rng.randrange(60), second=None if more else second, more=extra)
         problems = check_report(draft, target_tests=target_tests, patch=patch, repo=repo)
         if not problems:
             return draft
