@@ -432,7 +432,7 @@ def cmd_card(args: argparse.Namespace) -> int:
     if args.quotes < 0:
         print(f"termgym swesynth card: --quotes must be 0 or more, got {args.quotes}", file=sys.stderr)
         return 2
-    section = render(card, audit, quotes=args.quotes, quote_seed=args.quote_seed)
+    section = render(card, audit, quotes=args.quotes, quote_seed=args.quote_seed, doc=args.write)
     if args.write:
         write_into(args.write, section)
     else:

@@ -286,7 +286,7 @@ def _median(values: list[int]) -> float:
 
 
 def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generated: str = "",
-           quotes: int = 0, quote_seed: int = 26) -> str:
+           quotes: int = 0, quote_seed: int = 26, doc: str | None = None) -> str:
     """The card as the Markdown section of docs/swesynth.md (between :data:`START` and :data:`END`);
     ``quotes`` reports drawn with ``quote_seed`` (:func:`sample_reports`) are quoted at its end."""
     total = card["tasks"]
@@ -353,9 +353,13 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                       f"{quotes} --quote-seed {quote_seed}`):"]
         for tid, statement in sample_reports(card, quotes, quote_seed):
             lines += ["", f"`{tid}`:", ""] + [f"> {x}".rstrip() for x in statement.strip().splitlines()]
-    lines += ["", "Regenerate: `termgym swesynth bundle` (resumable; it skips what is done), then "
-                  "`termgym swesynth audit --sample 200 --seed 26 --json audit.json` and "
-                  "`termgym swesynth card --audit audit.json --write docs/swesynth.md`.", "", END]
+    default = card["suite"] == "termgym_data/swesynth/suite"
+    out = "" if default else f" --out {card['suite']} --resume"
+    where = "" if default else f" --suite {card['suite']}"
+    lines += ["", f"Regenerate: `termgym swesynth bundle{out}` (resumable; it skips what is done), then "
+                  f"`termgym swesynth audit{where} --sample 200 --seed 26 --json audit.json` and "
+                  f"`termgym swesynth card{where} --audit audit.json"
+                  f"{' --quotes ' + str(quotes) if quotes else ''} --write {doc or 'docs/swesynth.md'}`.", "", END]
     return "\n".join(lines) + "\n"
 
 
