@@ -155,6 +155,9 @@ def register(subparsers) -> None:
     aud.add_argument("--seed", type=int, default=0)
     aud.add_argument("--static", action="store_true", help="only the checks that read the reports (no sandbox)")
     aud.add_argument("--backend", default="local", help="sandbox backend for the runs (default: local)")
+    aud.add_argument("--drop-failing", action="store_true",
+                     help="remove from the suite every audited task that fails a check (counted as rejected "
+                          "'audit: <check>' in its project's generation summary)")
     aud.add_argument("--json", default=None, metavar="FILE", help="also write the full result (with every "
                                                                   "failure and why) to FILE")
     aud.set_defaults(func=cmd_audit)
@@ -409,6 +412,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
     print(f"{result['tasks']} tasks in {result['seconds']} s")
     if args.json:
         write_audit(result, args.json)
+    if args.drop_failing and result["failures"]:
+        from termgym.factory.swesynth.bundle import drop_tasks
+
+        reasons: dict[str, str] = {}
+        for tid, check, _why in result["failures"]:
+            reasons.setdefault(tid, f"audit: {check}")
+        gone = drop_tasks(folder, reasons)
+        print(f"dropped {sum(gone.values())} tasks that failed a check: {gone}")
     return 0
 
 

@@ -569,3 +569,23 @@ def test_a_single_module_project_gives_tasks_graded_like_a_packages(cache, tmp_p
         env.reset(options={"task_id": tid})
         _, reward, terminated, _, info = env.step("THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
         assert terminated and reward == 0.0 and info["grade"]["passed"] is False
+
+
+def test_dropping_tasks_keeps_the_suite_consistent(compact_suite, tmp_path):
+    """``bundle.drop_tasks`` (what ``audit --drop-failing`` calls): the record, split entry and
+    behaviour line go, the project's summary counts the task as rejected for the reason given."""
+    out, result = compact_suite
+    copy = tmp_path / "dropped"
+    shutil.copytree(out, copy)
+    victim = result.records[0].task_id
+    before = json.loads((copy / "suite.json").read_text())["generation"]["shop"]
+    assert bundle.drop_tasks(copy, {victim: "audit: report names every symptom"}) == {"shop": 1}
+    index = json.loads((copy / "suite.json").read_text())
+    gen = index["generation"]["shop"]
+    assert gen["kept"] == before["kept"] - 1 and gen["rejected"]["audit: report names every symptom"] == 1
+    assert all(victim not in ids for ids in index["splits"].values())
+    assert victim not in (copy / "records" / "shop.jsonl").read_text()
+    assert victim not in (copy / "behaviour" / "shop.jsonl").read_text()
+    suite = SweSynthSuite(copy)
+    assert victim not in suite.task_ids("all") and len(suite.task_ids("all")) == len(result.records) - 1
+    assert bundle.drop_tasks(copy, {"no-such-task": "x"}) == {}

@@ -78,3 +78,20 @@ def test_a_repro_that_shows_nothing_is_rejected_before_the_validation_runs(mini_
     assert result.records == [] and validated == []
     assert result.stats.rejected.get("quality check failed, repro shows the difference", 0) >= 1, \
         result.stats.rejected
+
+
+def test_a_bug_masked_by_another_is_not_taken_for_its_own_symptom(tmp_path):
+    """A multi-bug candidate keeps, for each bug, only the tests that fail at the same call with
+    every bug present as with that bug alone: where another bug makes the test fail earlier (at
+    another call), the report could not show this bug's symptom as a user of the buggy tree sees it."""
+    from termgym.factory.swesynth.generate import _same_call
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(
+        "from minilib import f, g\n\n\ndef test_two():\n    assert f(1) == 2\n    assert g(2) == 3\n")
+    at = {n: f"def test_two():\n>       assert ...\nE       AssertionError\n\ntests/test_x.py:{n}: AssertionError"
+          for n in (5, 6)}
+    test = "tests/test_x.py::test_two"
+    assert _same_call(test, {test: at[6]}, {test: at[6]}, tmp_path)      # g's bug shows at g(2) either way
+    assert not _same_call(test, {test: at[5]}, {test: at[6]}, tmp_path)  # f's bug masks it: f(1) fails first
+    assert not _same_call(test, {}, {}, tmp_path)                        # no failure text: no call to show

@@ -252,24 +252,54 @@ def enforce_named_share(out: str | Path, share: float = MAX_NAMED_SHARE) -> dict
         dropped[name] = dropped.get(name, 0) + 1
     if not dropped:
         return dropped
-    gone: set[str] = set()
+    gone: dict[str, str] = {}
     for name in dropped:
         path = out / "records" / f"{name}.jsonl"
         keep = {r["task_id"] for r in lines[name]}
-        gone |= {json.loads(x)["task_id"] for x in path.read_text(encoding="utf-8").splitlines()
-                 if x.strip()} - keep
-        path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines[name]), encoding="utf-8")
+        gone |= {json.loads(x)["task_id"]: "test file named after the module (suite share)"
+                 for x in path.read_text(encoding="utf-8").splitlines() if x.strip()
+                 and json.loads(x)["task_id"] not in keep}
+    drop_tasks(out, gone)
+    return dropped
+
+
+def drop_tasks(out: str | Path, reasons: dict[str, str]) -> dict[str, int]:
+    """Remove the tasks ``reasons`` names (task id -> why) from the compact suite ``out``: their
+    record lines, their split entries and their behaviour lines go; each project's generation summary
+    counts them as rejected for that reason (so ``kept`` and the yield stay true). Returns how many
+    went per project."""
+    out = Path(out)
+    dropped: dict[str, dict[str, int]] = {}
+    for path in sorted((out / "records").glob("*.jsonl")):
+        rows = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        keep = [x for x in rows if json.loads(x)["task_id"] not in reasons]
+        if len(keep) == len(rows):
+            continue
+        for x in rows:
+            tid = json.loads(x)["task_id"]
+            if tid in reasons:
+                per = dropped.setdefault(path.stem, {})
+                per[reasons[tid]] = per.get(reasons[tid], 0) + 1
+        path.write_text("".join(x + "\n" for x in keep), encoding="utf-8")
+        sidecar = out / "behaviour" / f"{path.stem}.jsonl"
+        if sidecar.is_file():
+            lines = [x for x in sidecar.read_text(encoding="utf-8").splitlines()
+                     if x.strip() and json.loads(x).get("task_id") not in reasons]
+            sidecar.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    if not dropped:
+        return {}
     with locked_index(out) as index:
-        index["splits"] = {k: [t for t in v if t not in gone] for k, v in (index.get("splits") or {}).items()}
-        for name, count in dropped.items():
+        index["splits"] = {k: [t for t in v if t not in reasons] for k, v in (index.get("splits") or {}).items()}
+        for name, why in dropped.items():
             gen = index.get("generation", {}).get(name)
             if gen:
-                gen["kept"] = gen.get("kept", 0) - count
-                reason = "test file named after the module (suite share)"
+                gen["kept"] = gen.get("kept", 0) - sum(why.values())
                 rejected = gen.setdefault("rejected", {})
-                rejected[reason] = rejected.get(reason, 0) + count
+                for reason, count in why.items():
+                    rejected[reason] = rejected.get(reason, 0) + count
                 gen["yield"] = round(gen["kept"] / gen["attempted"], 3) if gen.get("attempted") else 0.0
-    return dropped
+        index["named_share"] = named_share(out)
+    return {name: sum(why.values()) for name, why in dropped.items()}
 
 
 def summary_rows(out: str | Path) -> list[dict[str, Any]]:

@@ -358,6 +358,11 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                     own = sorted(set(alone.failed_among(tests)) & set(failed))
                     if not own:
                         return attempt, "quality check failed, a bug of the combination breaks no required test alone"
+                    # only tests that fail at the same call with the other bugs present show this bug's
+                    # symptom as the user of the buggy tree sees it; another bug may mask the rest
+                    own = [t for t in own if _same_call(t, run.messages, alone.messages, pristine)]
+                    if not own:
+                        return attempt, "quality check failed, report names every symptom"
                     groups.append(own)
             record = _make_record(attempt, files, mutated, sorted(failed), run.messages, groups)
             if isinstance(record, str):
@@ -715,6 +720,15 @@ def check_in_sandbox(record: TaskRecord, repo_dir: Path, backend: str = "local")
                          "runtime_version": next(iter(runtimes)) if len(runtimes) == 1 else sorted(map(str, runtimes)),
                          "oracle": oracle["all_result"], "nop": nop["all_result"]}
     return None
+
+
+def _same_call(test: str, together: dict[str, str], alone: dict[str, str], repo: Path) -> bool:
+    """Whether ``test`` fails at the same repro call with every bug of the combination as with one
+    bug alone (what the report can say of that bug is what a user of the buggy tree would see)."""
+    from termgym.factory.swesynth.failures import read_failure
+
+    call = read_failure(test, alone.get(test, ""), repo).call
+    return call is not None and call == read_failure(test, together.get(test, ""), repo).call
 
 
 def _procedural() -> set[str]:
