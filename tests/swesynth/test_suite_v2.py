@@ -1,0 +1,132 @@
+"""The v2 real-project suite (``termgym_data/swesynth/suite-v2``, ``path="v2"``), checked from its
+records rather than trusted: held out by project, at most ``MAX_TASKS_PER_FUNCTION`` tasks per
+function and 8 % per project, a repro on every task whose recorded clean and buggy outcomes
+still show the report's difference, the static report checks on a seeded sample, and a seeded
+sample graded through the real env (the oracle scores 1, a do-nothing agent 0)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from termgym.factory.swesynth.bundle import MAX_TASKS_PER_FUNCTION, named_share
+from termgym.factory.swesynth.card import measure
+from termgym.factory.swesynth.quality import CHECKS, repro_code, shows_difference, static_checks
+from termgym.tasks.swesynth.suite import SUITE_V2_DIR, SweSynthSuite
+
+SUBMIT = "THOUGHT: nothing to change\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+#: The v2 suite as committed; a later resume only grows it.
+MIN_PROJECTS, MIN_TASKS = 45, 1500
+#: Issue 26: no project above 8 % of the tasks.
+MAX_PROJECT_SHARE, TARGET_TASKS = 0.08, 5000
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return SweSynthSuite("v2", behaviour="any")
+
+
+@pytest.fixture(scope="module")
+def lines():
+    index = json.loads((SUITE_V2_DIR / "suite.json").read_text())
+    out = {}
+    for name in index["repos"]:
+        for row in (SUITE_V2_DIR / "records" / f"{name}.jsonl").read_text().splitlines():
+            data = json.loads(row)
+            out[data["task_id"]] = data
+    return out
+
+
+def test_the_v2_suite_is_real_projects_held_out_by_project(suite):
+    projects = suite.projects()
+    assert len(projects) >= MIN_PROJECTS and len(suite.task_ids("all")) >= MIN_TASKS, projects
+    repo_of = {tid: suite.record(tid).repo for tid in suite.task_ids("all")}
+    train = {repo_of[t] for t in suite.task_ids("train")}
+    test = {repo_of[t] for t in suite.task_ids("test")}
+    assert len(test) >= 8 and not train & test, (train, test)
+    # test_id is in-distribution: never a held-out project (a 2-task project may have no train task)
+    assert not {repo_of[t] for t in suite.task_ids("test_id")} & test
+    assert SweSynthSuite("v2").task_ids("all")  # the default policy serves its checked tasks
+
+
+def test_no_function_holds_more_than_the_cap_and_no_project_dominates(suite):
+    card = measure(SUITE_V2_DIR)
+    assert card["max_tasks_per_function"] <= MAX_TASKS_PER_FUNCTION, card["max_tasks_per_function"]
+    assert card["tasks"] == len(suite.task_ids("all"))
+    # no project above 8 % of the 5,000-task target while the suite grows, of the suite once past it
+    largest = max(c["tasks"] for c in card["per_project"].values())
+    assert largest <= MAX_PROJECT_SHARE * max(card["tasks"], TARGET_TASKS), largest
+    # v2 keeps named-module tasks (--max-named-share 1): the share is recorded, not capped
+    index = json.loads((SUITE_V2_DIR / "suite.json").read_text())
+    assert index["named_share"] == named_share(SUITE_V2_DIR)
+
+
+def test_every_task_records_a_repro_that_shows_its_reports_difference(lines):
+    """Generation ran each report's repro on the clean and the buggy tree; the recorded outcomes are
+    checked again here against the report (what the buggy tree raised or returned is what it says)."""
+    bad = []
+    for tid, data in lines.items():
+        statement = data["bug"]["problem_statement"]
+        repro = (data.get("validation") or {}).get("repro")
+        if repro_code(statement) is None or not repro:
+            bad.append((tid, "no repro"))
+            continue
+        why = shows_difference(statement, repro["clean"], repro["buggy"])
+        if why:
+            bad.append((tid, why))
+        v = data["validation"]
+        if v["nop"].split("/")[0] == v["oracle"].split("/")[0] or not v.get("behaviour"):
+            bad.append((tid, "validation"))
+    assert not bad, bad[:5]
+    # the check can fail: the clean outcome recorded as the buggy one shows no difference
+    tid, data = next(iter(lines.items()))
+    repro = data["validation"]["repro"]
+    assert shows_difference(data["bug"]["problem_statement"], repro["clean"], repro["clean"])
+
+
+def test_a_sample_of_reports_passes_every_static_check(suite):
+    ids = sorted(random.Random(26).sample(sorted(suite.task_ids("all")), 30))
+    failed = {}
+    for tid in ids:
+        task = suite.load(tid)
+        r = task.record
+        results = static_checks(r.problem_statement, r.target_tests, r.repo_dir, task.source_dirs)
+        problems = {c: why for c, why in results.items() if why and c in CHECKS}
+        if problems:
+            failed[tid] = problems
+    assert not failed, failed
+
+
+def _seeded_sample(suite, n: int) -> list[str]:
+    """``n`` tasks from ``n`` different projects, drawn with a fixed seed."""
+    by_project: dict[str, list[str]] = {}
+    for tid in sorted(suite.task_ids("all")):
+        by_project.setdefault(suite.record(tid).repo, []).append(tid)
+    rng = random.Random(26)
+    return [rng.choice(by_project[p]) for p in rng.sample(sorted(by_project), n)]
+
+
+@pytest.mark.slow
+def test_a_seeded_sample_scores_oracle_one_and_nop_zero_through_the_env(tmp_path, monkeypatch):
+    from termgym.env import TerminalEnv, oracle_actions
+
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    suite = SweSynthSuite("v2")
+    scores = Counter()
+    for tid in _seeded_sample(suite, 6):
+        with TerminalEnv(suite, backend="local") as env:
+            env.reset(options={"task_id": tid})
+            reward = 0.0
+            for action in oracle_actions(env):
+                _, reward, terminated, truncated, info = env.step(action)
+                if terminated or truncated:
+                    break
+            env.reset(options={"task_id": tid})
+            _, nop, terminated, _, nop_info = env.step(SUBMIT)
+        assert terminated and (reward, nop) == (1.0, 0.0), (tid, info["grade"].get("all_result"),
+                                                            nop_info["grade"].get("all_result"))
+        scores[(reward, nop)] += 1
+    assert scores == {(1.0, 0.0): 6}
