@@ -23,6 +23,7 @@ from termgym.factory.swesynth.screen import ProjectEnv, StatementMap, changed_li
 from termgym.tasks.swesynth.records import RecordError
 from termgym.tasks.swesynth.selection import select_command
 from termgym.tasks.swesynth.suite import SweSynthSuite
+from tests.swesynth.episodes import oracle_and_nop
 
 PYTEST = "python3 -m pytest -q tests"
 
@@ -348,21 +349,10 @@ def test_validation_rejects_a_wrong_oracle_and_a_bug_nothing_fails(compact_suite
 
 
 def test_env_runs_a_compact_task_oracle_one_nop_zero(compact_suite, tmp_path, monkeypatch):
-    from termgym.env import TerminalEnv, oracle_actions
-
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     out, result = compact_suite
-    suite = SweSynthSuite(out)
-    tid = result.records[0].task_id
-    with TerminalEnv(suite, backend="local") as env:
-        env.reset(options={"task_id": tid})
-        reward = 0.0
-        for action in oracle_actions(env):
-            _, reward, terminated, _, _ = env.step(action)
-        assert reward == 1.0
-        env.reset(options={"task_id": tid})
-        _, reward, terminated, _, info = env.step("THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
-        assert terminated and reward == 0.0 and info["grade"]["passed"] is False
+    oracle, nop, grade = oracle_and_nop(SweSynthSuite(out), result.records[0].task_id)
+    assert oracle == 1.0 and nop == 0.0 and grade["passed"] is False
 
 
 # -- signals, splits, the named-module share ------------------------------------------------------------
@@ -510,37 +500,13 @@ def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resu
         generate(shop, PYTEST, n=1, **{**options, "max_per_function": 0})
 
 
-SINGLE = '''\
-"""A single-module project: no package folder, one ``pricing.py`` at the top."""
-
-TAX = 0.2
-
-
-def round_cents(value):
-    """Round to two decimals, halves up."""
-    return int(value * 100 + 0.5) / 100
-
-
-def with_tax(net):
-    """The gross price of a net price."""
-    if net < 0:
-        raise ValueError("negative price")
-    return round_cents(net * (1 + TAX))
-
-
-def total(nets):
-    """The gross total of several net prices."""
-    out = 0
-    for net in nets:
-        out += with_tax(net)
-    return round_cents(out)
-'''
+# The shop's two modules as one file: the helpers (without the unused one) and the prices that use them.
+SINGLE = HELPERS.split("\n\ndef unused", 1)[0] + PRICES.split("from shop.helpers import TAX, round_cents\n", 1)[1]
 
 
 def test_a_single_module_project_gives_tasks_graded_like_a_packages(cache, tmp_path, monkeypatch):
     """``source_dirs=["pricing.py"]``: bugs go into the one module, the screening traces it (a
     file root, not a folder), and a task scores oracle 1 and do-nothing 0 through the env."""
-    from termgym.env import TerminalEnv, oracle_actions
     from termgym.tasks.swesynth.tree import is_source_path, list_source_files
 
     root = tmp_path / "pricing-repo"
@@ -559,16 +525,8 @@ def test_a_single_module_project_gives_tasks_graded_like_a_packages(cache, tmp_p
         assert {m["path"] for m in record.mutations} == {"pricing.py"}
         assert record.validation["behaviour"] and "repro" in record.validation
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
-    tid = result.records[0].task_id
-    with TerminalEnv(SweSynthSuite(out, behaviour="required"), backend="local") as env:
-        env.reset(options={"task_id": tid})
-        reward = 0.0
-        for action in oracle_actions(env):
-            _, reward, terminated, _, _ = env.step(action)
-        assert reward == 1.0
-        env.reset(options={"task_id": tid})
-        _, reward, terminated, _, info = env.step("THOUGHT: done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
-        assert terminated and reward == 0.0 and info["grade"]["passed"] is False
+    oracle, nop, grade = oracle_and_nop(SweSynthSuite(out, behaviour="required"), result.records[0].task_id)
+    assert oracle == 1.0 and nop == 0.0 and grade["passed"] is False
 
 
 def test_dropping_tasks_keeps_the_suite_consistent(compact_suite, tmp_path):

@@ -12,8 +12,7 @@ import pytest
 from termgym.factory.swesynth.bundle import SUITE_DIR, named_share
 from termgym.tasks.swesynth.suite import SweSynthSuite
 from tests.docker_engine import require_docker
-
-SUBMIT = "THOUGHT: nothing to change\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+from tests.swesynth.episodes import oracle_and_nop
 
 
 @pytest.fixture(scope="module")
@@ -78,23 +77,6 @@ def test_difficulty_option_through_gym_make():
 
 
 
-def _oracle_and_nop(suite, task_id: str, backend: str) -> tuple[float, float, dict]:
-    from termgym.env import TerminalEnv, oracle_actions
-
-    with TerminalEnv(suite, backend=backend) as env:
-        env.reset(options={"task_id": task_id})
-        reward = 0.0
-        for action in oracle_actions(env):
-            _, reward, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                break
-        oracle = reward
-        env.reset(options={"task_id": task_id})
-        _, nop, terminated, _, info = env.step(SUBMIT)
-        assert terminated
-    return oracle, nop, info["grade"]
-
-
 def _projects_by_speed() -> list[str]:
     """The suite's projects with tasks, fastest full run first (read at collection time)."""
     try:
@@ -110,7 +92,7 @@ def _projects_by_speed() -> list[str]:
 def test_sample_oracle_one_nop_zero_local(suite, project, tmp_path, monkeypatch):
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     tid = one_per_project(suite)[project]
-    oracle, nop, grade = _oracle_and_nop(suite, tid, "local")
+    oracle, nop, grade = oracle_and_nop(suite, tid, "local")
     assert (oracle, nop) == (1.0, 0.0), (tid, grade.get("all_result"), grade.get("infra_error"))
     assert not grade.get("infra_error")
 
@@ -122,7 +104,7 @@ def test_sample_oracle_one_nop_zero_docker(suite, tmp_path, monkeypatch):
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     for project in _projects_by_speed()[:2]:  # the two fastest projects
         tid = one_per_project(suite)[project]
-        oracle, nop, grade = _oracle_and_nop(suite, tid, "docker")
+        oracle, nop, grade = oracle_and_nop(suite, tid, "docker")
         assert (oracle, nop) == (1.0, 0.0), (project, tid, grade.get("all_result"), grade.get("infra_error"))
 
 

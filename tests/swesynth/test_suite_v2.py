@@ -16,8 +16,8 @@ from termgym.factory.swesynth.bundle import MAX_TASKS_PER_FUNCTION, named_share
 from termgym.factory.swesynth.card import measure
 from termgym.factory.swesynth.quality import CHECKS, repro_code, shows_difference, static_checks
 from termgym.tasks.swesynth.suite import SUITE_V2_DIR, SweSynthSuite
+from tests.swesynth.episodes import oracle_and_nop
 
-SUBMIT = "THOUGHT: nothing to change\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 #: The v2 suite as committed; a later resume only grows it.
 MIN_PROJECTS, MIN_TASKS = 45, 1500
 #: Issue 26: no project above 8 % of the tasks.
@@ -111,22 +111,11 @@ def _seeded_sample(suite, n: int) -> list[str]:
 
 @pytest.mark.slow
 def test_a_seeded_sample_scores_oracle_one_and_nop_zero_through_the_env(tmp_path, monkeypatch):
-    from termgym.env import TerminalEnv, oracle_actions
-
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     suite = SweSynthSuite("v2")
     scores = Counter()
     for tid in _seeded_sample(suite, 6):
-        with TerminalEnv(suite, backend="local") as env:
-            env.reset(options={"task_id": tid})
-            reward = 0.0
-            for action in oracle_actions(env):
-                _, reward, terminated, truncated, info = env.step(action)
-                if terminated or truncated:
-                    break
-            env.reset(options={"task_id": tid})
-            _, nop, terminated, _, nop_info = env.step(SUBMIT)
-        assert terminated and (reward, nop) == (1.0, 0.0), (tid, info["grade"].get("all_result"),
-                                                            nop_info["grade"].get("all_result"))
-        scores[(reward, nop)] += 1
+        oracle, nop, grade = oracle_and_nop(suite, tid)
+        assert (oracle, nop) == (1.0, 0.0), (tid, grade.get("all_result"))
+        scores[(oracle, nop)] += 1
     assert scores == {(1.0, 0.0): 6}

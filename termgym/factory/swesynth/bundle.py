@@ -57,16 +57,20 @@ def held_out_projects(names: Sequence[str], fraction: float = HELD_OUT_FRACTION)
     return sorted(ordered[:max(1, round(fraction * len(names)))]) if len(names) > 1 else []
 
 
-def _projects_in_test(out: Path, index: dict[str, Any]) -> set[str]:
-    """Projects with a task in the ``test`` split of the compact suite ``out``."""
-    test_ids = set((index.get("splits") or {}).get("test") or [])
-    found = set()
+def _task_ids(out: Path, index: dict[str, Any]) -> dict[str, list[str]]:
+    """Each project's task ids in the compact suite ``out`` (read from its records file once)."""
+    found: dict[str, list[str]] = {}
     for name, repo in (index.get("repos") or {}).items():
         path = out / repo.get("records", f"records/{name}.jsonl")
-        if test_ids and path.is_file() and any(json.loads(line)["task_id"] in test_ids
-                                               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()):
-            found.add(name)
+        found[name] = [json.loads(line)["task_id"] for line in path.read_text(encoding="utf-8").splitlines()
+                       if line.strip()] if path.is_file() else []
     return found
+
+
+def _projects_in_test(index: dict[str, Any], task_ids: dict[str, list[str]]) -> set[str]:
+    """Projects with a task in the suite's ``test`` split."""
+    test_ids = set((index.get("splits") or {}).get("test") or [])
+    return {name for name, ids in task_ids.items() if test_ids.intersection(ids)}
 
 
 def stable_held_out(out: str | Path, names: Sequence[str], fraction: float = HELD_OUT_FRACTION) -> list[str]:
@@ -82,25 +86,19 @@ def stable_held_out(out: str | Path, names: Sequence[str], fraction: float = HEL
     index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
     if not index.get("generation") and not index.get("repos"):
         return held_out_projects(names, fraction)
-    with_tasks = set(index.get("repos") or {})
-    in_test = _projects_in_test(out, index)
+    task_ids = _task_ids(out, index)
+    in_test = _projects_in_test(index, task_ids)
     recorded = set(index.get("held_out_projects") or [])
-    ran = set(index.get("generation") or {}) | with_tasks
+    ran = set(index.get("generation") or {}) | set(task_ids)
     held = []
     for name in names:
         if name in ran:
-            decided = name in in_test if name in with_tasks and _has_tasks(out, index, name) else name in recorded
+            decided = name in in_test if task_ids.get(name) else name in recorded
         else:
             decided = int(hashlib.sha256(f"held-out:{name}".encode()).hexdigest(), 16) < fraction * 16 ** 64
         if decided:
             held.append(name)
     return sorted(held)
-
-
-def _has_tasks(out: Path, index: dict[str, Any], name: str) -> bool:
-    repo = (index.get("repos") or {}).get(name) or {}
-    path = out / repo.get("records", f"records/{name}.jsonl")
-    return path.is_file() and any(line.strip() for line in path.read_text(encoding="utf-8").splitlines())
 
 
 def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None = None,
@@ -205,7 +203,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
         # the projects built now, those an earlier build left in the suite, and any whose tasks are in
         # ``test`` (a concurrent build of other projects writes this too: the union loses none)
         index["held_out_projects"] = sorted((test_projects & (set(chosen) | set(index.get("repos") or {})))
-                                            | _projects_in_test(out, index))
+                                            | _projects_in_test(index, _task_ids(out, index)))
         index["named_share"] = named_share(out)
     (out / SUMMARY_FILE).write_text(summary_markdown(out), encoding="utf-8")
     return results
@@ -237,6 +235,7 @@ def enforce_named_share(out: str | Path, share: float = MAX_NAMED_SHARE) -> dict
         return bool((rec.get("signals") or {}).get("test_file_names_module"))
 
     dropped: dict[str, int] = {}
+    gone: dict[str, str] = {}
     while True:
         total = sum(len(v) for v in lines.values())
         n_named = sum(named(r) for v in lines.values() for r in v)
@@ -250,16 +249,9 @@ def enforce_named_share(out: str | Path, share: float = MAX_NAMED_SHARE) -> dict
         victim = next(r for r in reversed(lines[name]) if named(r))
         lines[name].remove(victim)
         dropped[name] = dropped.get(name, 0) + 1
-    if not dropped:
-        return dropped
-    gone: dict[str, str] = {}
-    for name in dropped:
-        path = out / "records" / f"{name}.jsonl"
-        keep = {r["task_id"] for r in lines[name]}
-        gone |= {json.loads(x)["task_id"]: "test file named after the module (suite share)"
-                 for x in path.read_text(encoding="utf-8").splitlines() if x.strip()
-                 and json.loads(x)["task_id"] not in keep}
-    drop_tasks(out, gone)
+        gone[victim["task_id"]] = "test file named after the module (suite share)"
+    if gone:
+        drop_tasks(out, gone)
     return dropped
 
 
@@ -271,16 +263,14 @@ def drop_tasks(out: str | Path, reasons: dict[str, str]) -> dict[str, int]:
     out = Path(out)
     dropped: dict[str, dict[str, int]] = {}
     for path in sorted((out / "records").glob("*.jsonl")):
-        rows = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        keep = [x for x in rows if json.loads(x)["task_id"] not in reasons]
-        if len(keep) == len(rows):
+        rows = [(x, json.loads(x)["task_id"]) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        going = [tid for _, tid in rows if tid in reasons]
+        if not going:
             continue
-        for x in rows:
-            tid = json.loads(x)["task_id"]
-            if tid in reasons:
-                per = dropped.setdefault(path.stem, {})
-                per[reasons[tid]] = per.get(reasons[tid], 0) + 1
-        path.write_text("".join(x + "\n" for x in keep), encoding="utf-8")
+        per = dropped.setdefault(path.stem, {})
+        for tid in going:
+            per[reasons[tid]] = per.get(reasons[tid], 0) + 1
+        path.write_text("".join(x + "\n" for x, tid in rows if tid not in reasons), encoding="utf-8")
         sidecar = out / "behaviour" / f"{path.stem}.jsonl"
         if sidecar.is_file():
             lines = [x for x in sidecar.read_text(encoding="utf-8").splitlines()

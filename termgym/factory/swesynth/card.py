@@ -52,26 +52,55 @@ def fix_size(fix_patch: str) -> dict[str, int]:
             "files": sum(1 for line in fix_patch.splitlines() if line.startswith("+++ "))}
 
 
-def first_call(statement: str) -> str | None:
-    """The repro's first statement that is not an import, written the same way whatever the
-    spacing (``ast.unparse``), or ``None`` when the report has no repro."""
-    import ast
-
+def _repro(statement: str) -> tuple[str | None, list | None]:
+    """The report's repro code and its parsed statements (``None`` when it has no repro, or for the
+    statements when the code does not parse)."""
     from termgym.factory.swesynth.quality import repro_code
     from termgym.tasks.swesynth import pyparse
 
     code = repro_code(statement)
     if code is None:
-        return None
+        return None, None
     try:
-        body = pyparse.parse(code).body
+        return code, pyparse.parse(code).body
     except SyntaxError:
+        return code, None
+
+
+def _first_call_of(code: str | None, body: list | None) -> str | None:
+    import ast
+
+    if code is None:
+        return None
+    if body is None:
         lines = [x.strip() for x in code.splitlines() if x.strip() and not x.lstrip().startswith(("import ", "from "))]
         return lines[0] if lines else None
     for node in body:
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             return ast.unparse(node)
     return None
+
+
+def _repro_key_of(code: str | None, body: list | None) -> str | None:
+    import ast
+
+    if code is None:
+        return None
+    if body is None:
+        return "\n".join(line.strip() for line in code.splitlines() if line.strip())
+    return ast.unparse(ast.Module(body=body, type_ignores=[]))
+
+
+def first_call(statement: str) -> str | None:
+    """The repro's first statement that is not an import, written the same way whatever the
+    spacing (``ast.unparse``), or ``None`` when the report has no repro."""
+    return _first_call_of(*_repro(statement))
+
+
+def repro_key(statement: str) -> str | None:
+    """The report's whole repro written one way whatever the spacing and quoting (``ast.unparse``),
+    or ``None`` when the report has no repro."""
+    return _repro_key_of(*_repro(statement))
 
 
 def near_duplicates(tasks: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -92,9 +121,10 @@ def near_duplicates(tasks: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, An
         bug = _bug(data)
         keys.append({(project, m.get("path"), m.get("function"), m.get("bug_type"))
                      for m in bug.get("mutations") or []})
-        call = first_call(bug.get("problem_statement", ""))
+        repro = _repro(bug.get("problem_statement", ""))  # parsed once for both measures
+        call = _first_call_of(*repro)
         calls.append((project, call) if call else None)
-        whole = repro_key(bug.get("problem_statement", ""))
+        whole = _repro_key_of(*repro)
         repros.append((project, whole) if whole else None)
     key_count = Counter(k for ks in keys for k in ks)
     call_count = Counter(c for c in calls if c is not None)
@@ -108,25 +138,7 @@ def near_duplicates(tasks: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, An
             "largest_same_repro_group": max(repro_count.values(), default=0)}
 
 
-def repro_key(statement: str) -> str | None:
-    """The report's whole repro written one way whatever the spacing and quoting (``ast.unparse``),
-    or ``None`` when the report has no repro."""
-    import ast
-
-    from termgym.factory.swesynth.quality import repro_code
-    from termgym.tasks.swesynth import pyparse
-
-    code = repro_code(statement)
-    if code is None:
-        return None
-    try:
-        return ast.unparse(pyparse.parse(code))
-    except SyntaxError:
-        return "\n".join(line.strip() for line in code.splitlines() if line.strip())
-
-
-def _records(suite_dir: Path) -> Iterable[tuple[str, dict[str, Any]]]:
-    index = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
+def _records(suite_dir: Path, index: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
     split_of = {tid: split for split, ids in (index.get("splits") or {}).items() for tid in ids}
     for name, repo in sorted((index.get("repos") or {}).items()):
         path = suite_dir / repo.get("records", f"records/{name}.jsonl")
@@ -149,7 +161,8 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
     suite_dir = Path(suite_dir)
     if not (suite_dir / "suite.json").is_file():
         raise FileNotFoundError(f"{suite_dir} holds no suite.json (a compact suite: `termgym swesynth bundle`)")
-    storage = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8")).get("storage")
+    index = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
+    storage = index.get("storage")
     if storage != "compact":
         raise FileNotFoundError(f"{suite_dir} is not a compact suite (storage {storage!r}); the card reads "
                                 "records/<project>.jsonl as `termgym swesynth bundle` writes them")
@@ -162,7 +175,7 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
     cross = multi_site = multi_bug = total = 0
     functions: Counter = Counter()
     seen: list[tuple[str, dict[str, Any]]] = []
-    for project, data in _records(suite_dir):
+    for project, data in _records(suite_dir, index):
         seen.append((project, data))
         total += 1
         bug = _bug(data)
@@ -193,7 +206,7 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
         except ProjectError:
             projects[name] = {"version": "?", "license": "?", "domain": "?"}
     return {"suite": _shown(suite_dir), "tasks": total, "projects": projects,
-            "generation": _generation(suite_dir), "served": _served(suite_dir),
+            "generation": _generation(index), "served": _served(suite_dir),
             "reports": {tid: statement for tid, statement in ((d["task_id"], _bug(d).get("problem_statement", ""))
                                                              for _, d in seen)},
             "per_project": {k: dict(v) for k, v in sorted(per_project.items())}, "splits": dict(splits),
@@ -220,10 +233,10 @@ def _served(suite_dir: Path) -> dict[str, Any]:
     return {"tasks": served, "not_served": dict(why.most_common())}
 
 
-def _generation(suite_dir: Path) -> dict[str, Any]:
-    """What generating the suite cost, summed over its projects' generation summaries: candidates
-    judged, test runs, project-seconds, tasks kept, and the generator versions and seeds used."""
-    index = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
+def _generation(index: dict[str, Any]) -> dict[str, Any]:
+    """What generating the suite cost, summed over its projects' generation summaries in its
+    ``suite.json`` (``index``): candidates judged, test runs, project-seconds, tasks kept, and the
+    generator versions and seeds used."""
     runs = index.get("generation") or {}
     total = {"projects": len(runs), "attempted": 0, "runs": 0, "tests_run": 0, "kept": 0, "seconds": 0.0}
     for g in runs.values():

@@ -601,15 +601,19 @@ def _mangled(owner, name):
     return name
 
 
+def _attribute_name(obj, parts, i):
+    """The name under which ``obj`` (what ``parts[:i]`` resolved to) holds ``parts[i]``: mangled
+    when ``obj`` is the class ``parts[i - 1]``."""
+    return _mangled(parts[i - 1], parts[i]) if i and isinstance(obj, type) else parts[i]
+
+
 def _resolve(module_name, qualname):
     import importlib
     obj = importlib.import_module(module_name)
     parts = qualname.split(".")
-    for i, part in enumerate(parts[:-1]):
-        obj = getattr(obj, _mangled(parts[i - 1], part) if i and isinstance(obj, type) else part)
-    last = parts[-1]
-    if len(parts) > 1 and isinstance(obj, type):
-        last = _mangled(parts[-2], last)
+    for i in range(len(parts) - 1):
+        obj = getattr(obj, _attribute_name(obj, parts, i))
+    last = _attribute_name(obj, parts, len(parts) - 1)
     raw = None
     if isinstance(obj, type):
         for klass in _mro(obj):
