@@ -500,6 +500,38 @@ def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resu
         generate(shop, PYTEST, n=1, **{**options, "max_per_function": 0})
 
 
+def test_a_candidate_whose_judging_crashes_is_rejected_and_the_run_goes_on(shop, cache, tmp_path, monkeypatch):
+    """One candidate raising (``ast.unparse`` refusing an f-string, a patch the recording sandbox
+    cannot apply: both ended whole project runs) is that candidate's rejection, named by the error;
+    a run where every candidate crashes still fails, after a few in a row."""
+    import termgym.factory.swesynth.generate as gen
+
+    real, calls = gen.mutate_files, []
+
+    def first_crashes(files, mutations):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("Unable to avoid backslash in f-string expression part\nmore")
+        return real(files, mutations)
+
+    monkeypatch.setattr(gen, "mutate_files", first_crashes)
+    options = dict(seed=3, name="shop", workers=2, storage="compact", source_dirs=["shop"], test_dirs=["tests"],
+                   max_attempts=60)
+    result = generate(shop, PYTEST, n=2, out=tmp_path / "one", **options)
+    assert result.stats.kept == 2, result.stats.to_dict()
+    generation = json.loads((tmp_path / "one" / "suite.json").read_text())["generation"]["shop"]
+    assert generation["rejected"]["internal error, ValueError"] == 1
+    assert generation["errors"] == ["internal error, ValueError: Unable to avoid backslash in f-string expression part"]
+
+    def always(files, mutations):
+        raise RuntimeError("cannot apply a patch")
+
+    monkeypatch.setattr(gen, "mutate_files", always)
+    monkeypatch.setattr(gen, "MAX_ERRORS_IN_A_ROW", 3)
+    with pytest.raises(RuntimeError, match="cannot apply a patch"):
+        generate(shop, PYTEST, n=2, out=tmp_path / "all", **options)
+
+
 # The shop's two modules as one file: the helpers (without the unused one) and the prices that use them.
 SINGLE = HELPERS.split("\n\ndef unused", 1)[0] + PRICES.split("from shop.helpers import TAX, round_cents\n", 1)[1]
 

@@ -12,8 +12,9 @@ from termgym.tasks.swesynth import pyparse
 PACKAGE = Path(pyparse.__file__).parent
 
 
-def _parse_in_threads(parse) -> list[BaseException]:
-    """Two threads parse a large module while every collection hands the GIL to the other."""
+def _parse_in_threads(parse, other=None) -> list[BaseException]:
+    """Two threads parse a large module (the second with ``other`` when given) while every
+    collection hands the GIL to the other."""
     source = Path(ast.__file__).read_text()
     errors: list[BaseException] = []
 
@@ -21,7 +22,7 @@ def _parse_in_threads(parse) -> list[BaseException]:
         if phase == "start":
             time.sleep(0.0005)
 
-    def work():
+    def work(parse=parse):
         for _ in range(5):
             try:
                 parse(source)
@@ -32,7 +33,7 @@ def _parse_in_threads(parse) -> list[BaseException]:
     gc.callbacks.append(yield_gil)
     gc.set_threshold(50)
     try:
-        threads = [threading.Thread(target=work) for _ in range(2)]
+        threads = [threading.Thread(target=work), threading.Thread(target=work, args=(other or parse,))]
         for t in threads:
             t.start()
         for t in threads:
@@ -58,3 +59,38 @@ def test_every_parse_in_the_package_goes_through_the_lock():
                  for n, line in enumerate(p.read_text().splitlines(), 1)
                  if re.search(r"\bast\.parse\(", line)]
     assert offenders == []
+
+
+#: A caller outside the package: the standard library's ``ast.literal_eval`` parses with the
+#: ``ast.parse`` it finds at call time (so does ``traceback`` placing its carets in 3.11).
+LITERAL = repr([{"k": (i, str(i), [i] * 3)} for i in range(3000)])
+
+
+def _literal_eval(_source):
+    ast.literal_eval(LITERAL)
+
+
+def test_the_standard_librarys_parses_take_the_lock_once_serialised(monkeypatch):
+    monkeypatch.setattr(ast, "parse", ast.parse)  # undone after the test
+    pyparse.serialise_every_parse()
+    assert _parse_in_threads(pyparse.parse, _literal_eval) == []
+    # the lock is the package's: a literal_eval waits while another thread holds it
+    done = threading.Event()
+    with pyparse._LOCK:
+        worker = threading.Thread(target=lambda: (ast.literal_eval("[1, 2]"), done.set()))
+        worker.start()
+        assert not done.wait(0.3)
+    worker.join(5)
+    assert done.is_set()
+
+
+def test_the_stdlib_parse_races_the_package_without_it(monkeypatch):
+    """The sabotage: a literal_eval that bypasses the lock meets a locked parse, and CPython's
+    shared counter breaks one of them (on releases with gh-106905; later ones pass either way)."""
+    monkeypatch.setattr(ast, "parse", pyparse._ORIGINAL_PARSE)  # as before serialise_every_parse
+    errors = _parse_in_threads(pyparse.parse, _literal_eval)
+    if not errors:
+        import pytest
+
+        pytest.skip("this CPython's AST converter does not race")
+    assert "recursion depth mismatch" in str(errors[0])

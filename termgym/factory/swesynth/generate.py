@@ -56,6 +56,7 @@ from termgym.factory.swesynth.quality import report_quality, repro_check
 from termgym.factory.swesynth.report import check_report, write_report, write_report_llm
 from termgym.factory.swesynth.screen import Baseline, ProjectEnv, ScreenWorker, StatementMap, project_baseline
 from termgym.factory.swesynth.validate import max_failures
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
 from termgym.tasks.swesynth.selection import select_command
@@ -63,6 +64,19 @@ from termgym.tasks.swesynth.store import write_compact
 from termgym.tasks.swesynth.tree import copy_tree, is_source_path, is_test_path, list_source_files
 
 GENERATOR_VERSION = 1
+#: Candidates in a row whose judging crashed before the run gives up (a broken sandbox or tree,
+#: not one odd candidate): one crash rejects its candidate only.
+MAX_ERRORS_IN_A_ROW = 20
+
+
+def candidate_error(exc: BaseException) -> str:
+    """The rejection reason of a candidate whose judging raised: the error's type and first line,
+    short enough to group in the generation summary (``ast.unparse`` refusing a backslash in an
+    f-string on 3.11, a bug patch the recording sandbox cannot apply)."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"internal error, {type(exc).__name__}: {first[:80]}".rstrip(": ")
+
+
 Progress = Callable[["Stats"], None]
 
 
@@ -87,6 +101,7 @@ class Stats:
     timed_out_seconds: float = 0.0
     stopped: str = ""
     finished: float | None = None
+    errors: list[str] = field(default_factory=list)  # the first few crashed candidates' messages, whole
 
     @property
     def elapsed(self) -> float:
@@ -112,6 +127,8 @@ class Stats:
         key = re.sub(r"\d+ tests fail, more than the limit of \d+", "too many tests fail", reason)
         key = re.sub(r"[:(].*", "", key).strip()
         self.rejected[key] = self.rejected.get(key, 0) + 1
+        if reason.startswith("internal error") and reason not in self.errors and len(self.errors) < 5:
+            self.errors.append(reason)
 
     def to_dict(self) -> dict[str, Any]:
         return {"wanted": self.wanted, "attempted": self.attempted, "kept": self.kept,
@@ -121,6 +138,7 @@ class Stats:
                 "required_tests": self.required_tests, "runs": self.runs, "full_runs": self.full_runs,
                 "tests_run": self.tests_run, "run_seconds": round(self.run_seconds, 1), "timed_out_runs": self.timed_out_runs,
                 "timed_out_seconds": round(self.timed_out_seconds, 1), "stopped": self.stopped,
+                **({"errors": self.errors} if self.errors else {}),
                 "rejected": dict(sorted(self.rejected.items(), key=lambda kv: -kv[1]))}
 
 
@@ -222,6 +240,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
+    pyparse.serialise_every_parse()  # worker threads parse; so may the standard library in them
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     if storage not in ("folders", "compact"):
@@ -434,7 +453,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         order: list[int] = []
         next_pos = 0
         seen_ids: set[str] = set()
-        counts = {"named": 0, "since_kept": 0}
+        counts = {"named": 0, "since_kept": 0, "errors_in_a_row": 0}
         prior_lines: list[dict[str, Any]] = []
         skip = 0
         if previous is not None:
@@ -473,7 +492,15 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                         break
                     done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                     for fut in done:
-                        results[in_flight.pop(fut)] = fut.result()[1]
+                        index = in_flight.pop(fut)
+                        try:
+                            results[index] = fut.result()[1]
+                            counts["errors_in_a_row"] = 0
+                        except Exception as exc:  # one candidate's crash is its rejection, not the run's end
+                            counts["errors_in_a_row"] += 1
+                            if counts["errors_in_a_row"] > MAX_ERRORS_IN_A_ROW:
+                                raise
+                            results[index] = candidate_error(exc)
                     # Accept strictly in plan order, so the same seed gives the same tasks for any -j.
                     while next_pos < len(order) and order[next_pos] in results and len(kept) < want:
                         index = order[next_pos]
@@ -545,6 +572,7 @@ class _PreviousRun:
         g = self.generation
         stats.attempted, stats.kept = self.attempted, len(self.lines)
         stats.rejected = dict(g.get("rejected") or {})
+        stats.errors = list(g.get("errors") or [])
         for key in ("runs", "full_runs", "tests_run", "timed_out_runs"):
             setattr(stats, key, int(g.get(key, 0)))
         stats.run_seconds = float(g.get("run_seconds", 0.0))
