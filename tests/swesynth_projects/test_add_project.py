@@ -81,6 +81,8 @@ def test_layout_is_found_in_flat_and_src_trees(tmp_path):
     (tmp_path / "a" / "demo-1.0" / "LICENSE").rename(tmp_path / "a" / "demo-1.0" / "apache-2.0.LICENSE")
     (tmp_path / "a" / "demo-1.0" / "license-demo.ABOUT").write_text("license_expression: mit\n")
     assert detect_layout(tmp_path / "a" / "demo-1.0").licence_files == ["apache-2.0.LICENSE"]
+    (tmp_path / "a" / "demo-1.0" / "apache-2.0.LICENSE").rename(tmp_path / "a" / "demo-1.0" / "MIT-LICENSE")
+    assert detect_layout(tmp_path / "a" / "demo-1.0").licence_files == ["MIT-LICENSE"]
     assert count_lines(tmp_path / "a" / "demo-1.0", ["demo"], ["tests"]) == 4
     assert test_style(tmp_path / "a" / "demo-1.0", ["tests"]) == "pytest"
 
@@ -133,8 +135,8 @@ def test_left_out_tests_go_into_the_command_with_their_reason():
         test_command(["tests"], [("tests/t.py::test_x[a b]", "a reason long enough")])
 
 
-def _textkit_sdist(tmp_path: Path, *, sabotage: bool = False) -> Path:
-    top = tmp_path / "build" / "textkit-0.1.0"
+def _textkit_sdist(tmp_path: Path, *, sabotage: bool = False, name: str = "textkit") -> Path:
+    top = tmp_path / "build" / f"{name}-0.1.0"
     shutil.copytree(SWESYNTH_DIR / "toy" / "textkit", top)
     (top / "LICENSE").write_text(MIT)
     if sabotage:  # one source line broken: the clean suite fails and the project must be refused
@@ -142,7 +144,7 @@ def _textkit_sdist(tmp_path: Path, *, sabotage: bool = False) -> Path:
         text = slug.read_text()
         assert ".lower()" in text
         slug.write_text(text.replace(".lower()", ".upper()", 1))
-    sdist = tmp_path / "textkit-0.1.0.tar.gz"
+    sdist = tmp_path / f"{name}-0.1.0.tar.gz"
     with tarfile.open(sdist, "w:gz") as tar:
         tar.add(top, arcname=top.name)
     return sdist
@@ -180,6 +182,19 @@ def test_a_failing_clean_suite_is_refused_with_the_failures_named(tmp_path, monk
     assert code == 1 and not (root / "textkit").exists()
     assert "does not pass under the grader; nothing was added" in err
     assert "tests/test_slug.py::" in err and "--deselect TEST=REASON" in err
+
+
+@pytest.mark.slow
+def test_a_project_its_own_test_lock_installs_is_refused(tmp_path, monkeypatch):
+    """pytest needs iniconfig, so a project named iniconfig would be tested against the lock's copy
+    (soupsieve, pulled in by beautifulsoup4, was the real case): refused before anything is written."""
+    monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path / "envs"))
+    root = tmp_path / "projects"
+    sdist = _textkit_sdist(tmp_path, name="iniconfig")
+    with pytest.raises(AddProjectError, match=r"installs the project itself \(iniconfig=="):
+        add_project(sdist=sdist, domain="d", description="x", root=root, source_dirs=["textkit"],
+                    log=lambda _: None)
+    assert not (root / "iniconfig").exists()
 
 
 def test_cli_names_bad_arguments(capsys, tmp_path):

@@ -60,7 +60,8 @@ NOT_SOURCE = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "
                         "scripts", "tools", "build", "dist", "t"})
 #: Configuration files a fix never needs to touch (those present become ``protected_files``).
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini")
-_LICENCE_FILE = re.compile(r"(?i)^(licen[cs]e|copying|copyright)([-._][A-Za-z0-9.]+)?$|^[A-Za-z0-9.-]+\.licen[cs]e$")
+#: LICENSE, LICENSE.txt, LICENSE-MIT, COPYING, apache-2.0.LICENSE, MIT-LICENSE (ordered-set's only one).
+_LICENCE_FILE = re.compile(r"(?i)^(licen[cs]e|copying|copyright)([-._][A-Za-z0-9.]+)?$|^[A-Za-z0-9.-]+[-.]licen[cs]e$")
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 _CLASSIFIERS = {"MIT License": "MIT", "Apache Software License": "Apache-2.0", "ISC License (ISCL)": "ISC",
                 "Python Software Foundation License": "PSF-2.0"}
@@ -440,6 +441,10 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
             f"({layout.test_style}), python_path {layout.python_path}")
         lock = resolve_lock(deps, work)
         log(f"{name}: test lock {', '.join(f'{n}=={v}' for n, v, _ in lock)}")
+        itself = [f"{n}=={v}" for n, v, _ in lock if normalise_name(n) == normalise_name(name)]
+        if itself:
+            raise AddProjectError(f"{name}: the test lock installs the project itself ({itself[0]}, a dependency of "
+                                  "pytest or of a --dep): its tests would import that copy, not the tree under repair")
         command = test_command(layout.test_dirs, deselect, pytest_args)
         stage = work / "stage" / name
         stage.mkdir(parents=True)
