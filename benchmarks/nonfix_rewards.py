@@ -1,7 +1,7 @@
 """What non-fixes earn under every process-reward table, against the oracle, on bundled SWE-SYNTH tasks.
 
 Not a timing benchmark: returns are exact. For each sampled task, scripted agents play one episode
-each through ``gym.make("termgym/SweSynth-v0")`` in real bubblewrap sandboxes, graded by the
+each through ``gym.make("termgym/SweSynth-v0", path="v1")`` (the suite its figures were measured on) in real bubblewrap sandboxes, graded by the
 repository's tests; every reward table watches the same episode (the wrappers are stacked, each
 one's reward tapped), with its reconciliation on (as shipped) and off (``failed_cap=None``):
 
@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+#: The suite the sample comes from (its task ids and the docs' figures are the v1 suite's).
+SUITE = "v1"
 PROJECTS = ("isodate", "voluptuous", "tinydb", "parse", "marshmallow", "tomlkit", "tabulate")
 SCRIPTS = ("nop", "farm", "swallow", "always_equal", "random_edit")
 TABLES = {
@@ -250,14 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     from termgym.tasks.swesynth.task import cache_root, prepare_workspace
 
     cache_dir = args.cache_dir or str(cache_root())
-    suite = default_suite(cache_dir=cache_dir)
+    suite = default_suite(SUITE, cache_dir=cache_dir)
     ids = suite.task_ids()
     sample = []
     for project in PROJECTS:
         mine = [t for t in ids if t.rsplit("-", 1)[0] == project]
         first = args.offset + (project == "isodate" and args.offset > 0)
         sample += mine[first: first + args.per_project + (project == "isodate")]
-    env, taps = tapped_env(cache_dir)
+    env, taps = tapped_env(cache_dir, SUITE)
     episodes = []
     started = time.monotonic()
     try:

@@ -54,12 +54,13 @@ def register(subparsers) -> None:
     show.add_argument("task", help="task id of the bundled suite, or a path to a task folder / task.json")
     show.add_argument("--json", action="store_true", help="print the raw record")
     show.add_argument("--suite", default=None,
-                      help="suite to look the id up in: a directory or a name (toy, projects; default: the default suite)")
+                      help="suite to look the id up in: a directory or a name (toy, projects, v1, v2; default: the default suite)")
     show.set_defaults(func=cmd_show)
 
     bundle = sub.add_parser("bundle", help="regenerate a bundled suite: the real-project suite (default) or --toy")
     bundle.add_argument("--toy", action="store_true", help="rebuild the toy suite from the toy projects instead")
-    bundle.add_argument("--per-project", type=int, default=None, help="tasks wanted per project")
+    bundle.add_argument("--per-project", type=int, default=None,
+                        help="tasks wanted per project (default 200 for the real-project suite)")
     bundle.add_argument("--seed", type=int, default=None)
     bundle.add_argument("--workers", "-j", type=int, default=2,
                         help="projects generated at once (real suite) or parallel test runs (toy)")
@@ -76,7 +77,7 @@ def register(subparsers) -> None:
                              "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
     bundle.add_argument("--max-named-share", type=float, default=None, metavar="SHARE",
                         help="largest share of tasks whose failing test file is named after the buggy module "
-                             "(default 0.5; 1 turns the cap off)")
+                             "(default 1, no cap: the default suite keeps them; the v1 suite used 0.5)")
     bundle.add_argument("--max-per-function", type=int, default=None, metavar="N",
                         help="most tasks that may break any one function (default 10; 0 turns the cap off)")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")

@@ -67,7 +67,7 @@ def buggy_files(task) -> list[str]:
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
-    return default_suite(cache_dir=tmp_path_factory.mktemp("swesynth-cache"))
+    return default_suite("v1", cache_dir=tmp_path_factory.mktemp("swesynth-cache"))
 
 
 def load(suite, prefix: str):
@@ -98,7 +98,7 @@ def test_the_check_sees_the_tell_when_the_index_keeps_its_stat_data(tmp_path, mo
             real_git(args, cwd, stdin)
 
     monkeypatch.setattr(task_module, "_git", git_without_rebuild)
-    task = load(default_suite(cache_dir=tmp_path), "isodate-01194bbebc")
+    task = load(default_suite("v1", cache_dir=tmp_path), "isodate-01194bbebc")
     with make_sandbox("local", task.sandbox_spec()) as sandbox:
         assert tells(index_entries(sandbox, task.workdir), buggy_files(task)) != []
 

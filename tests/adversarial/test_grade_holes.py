@@ -68,7 +68,7 @@ def host_processes_with(marker: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
-    return default_suite(cache_dir=tmp_path_factory.mktemp("swesynth-cache"), grade_timeout=GRADE_TIMEOUT)
+    return default_suite("v1", cache_dir=tmp_path_factory.mktemp("swesynth-cache"), grade_timeout=GRADE_TIMEOUT)
 
 
 def test_hogs_left_behind_are_stopped_before_the_patch_is_graded(suite):
@@ -139,7 +139,7 @@ def test_docker_hogs_left_behind_are_stopped_before_the_patch_is_graded(suite):
 @pytest.mark.parametrize("solve", [False, True], ids=["nop-with-hogs", "oracle-with-hogs"])
 def test_cpu_hogs_end_to_end_through_gym_make(suite, solve):
     """The issue's case through ``gym.make``: hogs then submit. The grade is the patch's own, on time."""
-    env = gym.make("termgym/SweSynth-v0", suite_options={"cache_dir": suite.cache_dir,
+    env = gym.make("termgym/SweSynth-v0", path="v1", suite_options={"cache_dir": suite.cache_dir,
                                                          "grade_timeout": GRADE_TIMEOUT})
     marker = f"tghog{uuid.uuid4().hex[:10]}"
     try:

@@ -32,8 +32,8 @@ def episodes(tmp_path_factory) -> dict[tuple[str, str], dict]:
     cache = tmp_path_factory.mktemp("swesynth-cache")
     out = {}
     for task_id in TASKS:
-        suite = default_suite("toy" if task_id.startswith("ledgerly") else None, cache_dir=cache)
-        env, taps = tapped_env(str(cache), path="toy" if task_id.startswith("ledgerly") else None)
+        suite = default_suite("toy" if task_id.startswith("ledgerly") else "v1", cache_dir=cache)
+        env, taps = tapped_env(str(cache), path="toy" if task_id.startswith("ledgerly") else "v1")
         try:
             tree = prepare_workspace(suite.load(task_id).record, Path(cache))
             for script in ("oracle", *NON_FIXES):

@@ -25,7 +25,7 @@ def cmd(command: str) -> str:
 
 @pytest.fixture
 def env(tmp_path):
-    env = ProcessReward(gym.make("termgym/SweSynth-v0", suite_options={"cache_dir": tmp_path}))
+    env = ProcessReward(gym.make("termgym/SweSynth-v0", path="v1", suite_options={"cache_dir": tmp_path}))
     yield env
     env.close()
 

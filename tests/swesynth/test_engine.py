@@ -532,6 +532,19 @@ def test_a_candidate_whose_judging_crashes_is_rejected_and_the_run_goes_on(shop,
         generate(shop, PYTEST, n=2, out=tmp_path / "all", **options)
 
 
+def test_a_project_that_finishes_a_run_leaves_the_failed_list(tmp_path):
+    """A project whose run crashed once and finished later is no failure any more: the card and
+    the summary list only those still standing (before, the v2 card named five projects that had
+    since given 23 to 168 tasks)."""
+    (tmp_path / "suite.json").write_text(json.dumps({"repos": {}, "failed": {
+        "parse": {"error": "SystemError: ...", "seconds": 1.0}, "mistletoe": {"error": "x", "seconds": 2.0}}}))
+    bundle.clear_failure(tmp_path, "parse")
+    assert json.loads((tmp_path / "suite.json").read_text())["failed"] == {"mistletoe": {"error": "x", "seconds": 2.0}}
+    bundle.clear_failure(tmp_path, "mistletoe")
+    bundle.clear_failure(tmp_path, "never-failed")
+    assert json.loads((tmp_path / "suite.json").read_text()) == {"repos": {}}
+
+
 # The shop's two modules as one file: the helpers (without the unused one) and the prices that use them.
 SINGLE = HELPERS.split("\n\ndef unused", 1)[0] + PRICES.split("from shop.helpers import TAX, round_cents\n", 1)[1]
 

@@ -1,4 +1,4 @@
-"""The bundled real-project suite: its shape (projects, held-out splits, the named-module share,
+"""The v1 real-project suite (termgym 0.2's default, ``path="v1"``): its shape (projects, held-out splits, the named-module share,
 per-task signals and validation) and a sample graded through the real env and grader — the oracle
 scores 1 and a do-nothing agent 0 — for one task of every project on the local backend and two on
 Docker. The sweep over every task is ``python -m benchmarks.swesynth_sweep``."""
@@ -9,20 +9,20 @@ import json
 
 import pytest
 
-from termgym.factory.swesynth.bundle import SUITE_DIR, named_share
-from termgym.tasks.swesynth.suite import SweSynthSuite
+from termgym.factory.swesynth.bundle import named_share
+from termgym.tasks.swesynth.suite import SUITE_V1_DIR, SweSynthSuite
 from tests.docker_engine import require_docker
 from tests.swesynth.episodes import oracle_and_nop
 
 
 @pytest.fixture(scope="module")
 def suite():
-    return SweSynthSuite(SUITE_DIR)
+    return SweSynthSuite(SUITE_V1_DIR)
 
 
 @pytest.fixture(scope="module")
 def index():
-    return json.loads((SUITE_DIR / "suite.json").read_text())
+    return json.loads((SUITE_V1_DIR / "suite.json").read_text())
 
 
 def one_per_project(suite) -> dict[str, str]:
@@ -48,7 +48,7 @@ def test_suite_is_made_of_real_projects_held_out_by_project(suite, index):
 
 
 def test_named_module_share_is_at_most_half(suite):
-    share = named_share(SUITE_DIR)
+    share = named_share(SUITE_V1_DIR)
     assert share["tasks"] == len(suite.task_ids("all")) and share["share"] <= 0.5, share
 
 
@@ -80,7 +80,7 @@ def test_difficulty_option_through_gym_make():
 def _projects_by_speed() -> list[str]:
     """The suite's projects with tasks, fastest full run first (read at collection time)."""
     try:
-        generation = json.loads((SUITE_DIR / "suite.json").read_text())["generation"]
+        generation = json.loads((SUITE_V1_DIR / "suite.json").read_text())["generation"]
     except (OSError, ValueError, KeyError):
         return []
     return [p for p, g in sorted(generation.items(), key=lambda kv: (kv[1].get("baseline_seconds", 0), kv[0]))
@@ -116,8 +116,8 @@ def test_the_sweep_benchmark_grades_the_chosen_tasks(suite, tmp_path, monkeypatc
 
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "sweep.json"
-    assert swesynth_sweep.main(["--project", "parse", "--offset", "1", "--limit", "1", "-j", "1",
-                                "--out", str(out)]) == 0
+    assert swesynth_sweep.main(["--suite", str(SUITE_V1_DIR), "--project", "parse", "--offset", "1", "--limit", "1",
+                                "-j", "1", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     parse_ids = [t for t in suite.task_ids("all") if suite.record(t).repo == "parse"]
     assert [e["task_id"] for e in report["results"]] == [parse_ids[1]]

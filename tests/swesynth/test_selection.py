@@ -22,7 +22,7 @@ from termgym.tasks.swesynth.selection import (
     function_spans,
     parse_patch,
 )
-from termgym.tasks.swesynth.suite import SUITE_DIR, SweSynthSuite
+from termgym.tasks.swesynth.suite import SUITE_V1_DIR, SweSynthSuite
 from termgym.tasks.swesynth.task import SweSynthTask, prepare_workspace
 
 MODULE = textwrap.dedent('''\
@@ -110,7 +110,7 @@ def test_new_files_and_unknown_files_fall_back_to_the_full_set():
 
 def test_a_bad_grade_tests_value_is_refused_with_its_name():
     with pytest.raises(ValueError, match="grade_tests must be one of selected, full, not 'some'"):
-        SweSynthSuite(SUITE_DIR, grade_tests="some", repos=["parse"])
+        SweSynthSuite(SUITE_V1_DIR, grade_tests="some", repos=["parse"])
 
 
 # -- real grades ------------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ TASK = "parse-b664295638"
 
 @pytest.fixture(scope="module")
 def parse_suite(tmp_path_factory):
-    suite = SweSynthSuite(SUITE_DIR, repos=["parse"], cache_dir=tmp_path_factory.mktemp("selcache"))
+    suite = SweSynthSuite(SUITE_V1_DIR, repos=["parse"], cache_dir=tmp_path_factory.mktemp("selcache"))
     if suite.selection_file("parse") is None:
         pytest.fail("the bundled suite has no coverage map for parse (python -m termgym.factory.swesynth.selection_build)")
     return suite

@@ -19,7 +19,7 @@ from termgym.tasks.swesynth.suite import SUITE_V2_DIR, SweSynthSuite
 from tests.swesynth.episodes import oracle_and_nop
 
 #: The v2 suite as committed; a later resume only grows it.
-MIN_PROJECTS, MIN_TASKS = 45, 1500
+MIN_PROJECTS, MIN_TASKS = 65, 3000
 #: Issue 26: no project above 8 % of the tasks.
 MAX_PROJECT_SHARE, TARGET_TASKS = 0.08, 5000
 
@@ -47,9 +47,28 @@ def test_the_v2_suite_is_real_projects_held_out_by_project(suite):
     train = {repo_of[t] for t in suite.task_ids("train")}
     test = {repo_of[t] for t in suite.task_ids("test")}
     assert len(test) >= 8 and not train & test, (train, test)
+    assert len(suite.task_ids("test")) >= 0.15 * len(repo_of)  # issue 26: >= 8 projects, >= 15 % of tasks
     # test_id is in-distribution: never a held-out project (a 2-task project may have no train task)
     assert not {repo_of[t] for t in suite.task_ids("test_id")} & test
     assert SweSynthSuite("v2").task_ids("all")  # the default policy serves its checked tasks
+
+
+def test_gym_make_serves_the_v2_suite_by_default():
+    import gymnasium as gym
+
+    import termgym  # noqa: F401
+    from termgym.tasks.swesynth.suite import NAMED_SUITES, SUITE_DIR, SUITE_V1_DIR
+
+    assert SUITE_DIR == SUITE_V2_DIR == NAMED_SUITES["projects"] == NAMED_SUITES["v2"]
+    assert NAMED_SUITES["v1"] == SUITE_V1_DIR != SUITE_V2_DIR
+    env = gym.make("termgym/SweSynth-v0", split="all")
+    try:
+        served = env.unwrapped.suite.task_ids("all")
+    finally:
+        env.close()
+    assert served and sorted(served) == sorted(SweSynthSuite("v2").task_ids("all"))
+    v1 = SweSynthSuite("v1", behaviour="any")
+    assert set(v1.projects()) < set(SweSynthSuite("v2", behaviour="any").projects())  # not the 12-project suite
 
 
 def test_no_function_holds_more_than_the_cap_and_no_project_dominates(suite):

@@ -60,8 +60,9 @@ def test_provision_defaults_to_the_projects_the_default_suite_serves(monkeypatch
     from termgym.tasks.swesynth.projects import served_projects
 
     served = served_projects()
-    suite_repos = set(default_suite().projects())
-    assert served == sorted(suite_repos) and set(served) < set(load_projects())  # factory-only projects exist
+    every_task = set(default_suite(behaviour="any").projects())  # behaviour="any" serves them all
+    assert served == sorted(every_task) and set(default_suite().projects()) <= every_task
+    assert set(served) < set(load_projects())  # factory-only projects exist, and tried ones that kept no task
     asked: list[list[str]] = []
     monkeypatch.setattr(projects_mod, "provision", lambda names, force=False: asked.append(list(names)))
     assert main(["swesynth", "provision"]) == 0 and asked[-1] == served

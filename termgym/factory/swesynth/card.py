@@ -366,7 +366,9 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                       f"{quotes} --quote-seed {quote_seed}`):"]
         for tid, statement in sample_reports(card, quotes, quote_seed):
             lines += ["", f"`{tid}`:", ""] + [f"> {x}".rstrip() for x in statement.strip().splitlines()]
-    default = card["suite"] == "termgym_data/swesynth/suite"
+    from termgym.tasks.swesynth.suite import SUITE_DIR
+
+    default = card["suite"] == _shown(SUITE_DIR)
     out = "" if default else f" --out {card['suite']} --resume"
     where = "" if default else f" --suite {card['suite']}"
     lines += ["", f"Regenerate: `termgym swesynth bundle{out}` (resumable; it skips what is done), then "

@@ -21,17 +21,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from termgym.tasks.swesynth.records import TaskRecord, read_task, write_task
-from termgym.tasks.swesynth.suite import BUNDLED_DIR, NAMED_SUITES, SUITE_DIR, TOY_DIR, SweSynthSuite
+from termgym.tasks.swesynth.suite import (
+    BUNDLED_DIR,
+    NAMED_SUITES,
+    SUITE_DIR,
+    SUITE_V1_DIR,
+    SUITE_V2_DIR,
+    TOY_DIR,
+    SweSynthSuite,
+)
 from termgym.tasks.swesynth.task import REFUSAL, SweSynthTask
 
 
 def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
     """The suite behind ``termgym/SweSynth-v0``.
 
-    Without ``path``: the real-project suite (``termgym_data/swesynth/suite``) when it is bundled,
-    else the toy suite. ``path`` is a suite name (:data:`NAMED_SUITES`: ``"toy"``, the three small
-    projects written for termgym, fast for tests — ``gym.make("termgym/SweSynth-v0", path="toy")``;
-    ``"projects"``, the real-project suite) or a suite directory, task folder or records file.
+    Without ``path``: the default real-project suite (:data:`SUITE_DIR`, the v2 suite
+    ``termgym_data/swesynth/suite-v2``) when it is bundled, else the toy suite. ``path`` is a suite
+    name (:data:`NAMED_SUITES`: ``"toy"``, the three small projects written for termgym, fast for
+    tests — ``gym.make("termgym/SweSynth-v0", path="toy")``; ``"projects"``, the default
+    real-project suite; ``"v1"``, termgym 0.2's 1,323-task suite; ``"v2"``) or a suite directory,
+    task folder or records file.
     ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``, ``difficulty``,
     ``cache_dir``, ``grade_timeout``, ``grade_tests``: ``"selected"`` (default, fast grades from the
     coverage map, :mod:`.selection`) or ``"full"``, ``behaviour``: ``"required"``, the bundled suites'
@@ -43,6 +53,6 @@ def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
     return SweSynthSuite(path, **options)
 
 
-__all__ = ["BUNDLED_DIR", "NAMED_SUITES", "REFUSAL", "SUITE_DIR", "TOY_DIR", "SweSynthSuite", "SweSynthTask",
+__all__ = ["BUNDLED_DIR", "NAMED_SUITES", "REFUSAL", "SUITE_DIR", "SUITE_V1_DIR", "SUITE_V2_DIR", "TOY_DIR", "SweSynthSuite", "SweSynthTask",
            "TaskRecord", "default_suite", "read_task",
            "write_task"]

@@ -431,11 +431,16 @@ def require_testenv(project: str | Project) -> Path:
 def served_projects(suite_dir: str | Path | None = None) -> list[str]:
     """The bundled projects the default suite serves tasks from (what an episode needs provisioned).
 
-    Read from the suite's ``suite.json`` (``repos``; default: the bundled real-project suite). The
-    other bundled projects only feed the factory (``termgym swesynth provision --all``). A suite
-    without ``suite.json`` serves none; a broken one raises :class:`ProjectError` naming the file.
+    Read from the suite's ``suite.json`` (``repos``; default: the default real-project suite); in
+    the compact layout a project the build tried but kept no task from (an empty or missing
+    ``records/<name>.jsonl``) serves none. Every task counts, whatever its behaviour check, since
+    ``behaviour="any"`` serves them all. The other bundled projects only feed the factory
+    (``termgym swesynth provision --all``). A suite without ``suite.json`` serves none; a broken
+    one raises :class:`ProjectError` naming the file.
     """
-    path = Path(suite_dir if suite_dir is not None else SWESYNTH_DIR / "suite") / "suite.json"
+    if suite_dir is None:
+        from termgym.tasks.swesynth.suite import SUITE_DIR as suite_dir
+    path = Path(suite_dir) / "suite.json"
     if not path.is_file():
         return []
     try:
@@ -445,7 +450,15 @@ def served_projects(suite_dir: str | Path | None = None) -> list[str]:
     if not isinstance(repos, dict):
         raise ProjectError(f"{path}: 'repos' must be a table of project name -> details, not {type(repos).__name__}")
     known = load_projects()
-    return sorted(name for name in repos if name in known)
+    records = path.parent / "records"
+
+    def has_tasks(name: str) -> bool:
+        if not records.is_dir():  # task folders: suite.json lists the projects with tasks
+            return True
+        file = records / f"{name}.jsonl"
+        return file.is_file() and any(line.strip() for line in file.read_text(encoding="utf-8").splitlines())
+
+    return sorted(name for name in repos if name in known and has_tasks(name))
 
 
 def missing_testenvs(names: Iterable[str] | None = None) -> list[str]:

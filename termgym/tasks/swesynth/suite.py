@@ -1,5 +1,5 @@
 """The SWE-SYNTH suite: task records from a suite folder (compact per-project JSONL or task folders),
-splits held out by project, named suites (``toy``, ``projects``) and the ``difficulty=`` filter.
+splits held out by project, named suites (``toy``, ``projects``, ``v1``, ``v2``) and the ``difficulty=`` filter.
 
 Each task is a :class:`termgym.tasks.swesynth.task.SweSynthTask`.
 """
@@ -36,15 +36,18 @@ def _difficulties(value: str | Sequence[str] | None) -> set[str] | None:
 BUNDLED_DIR = SWESYNTH_DIR / "tasks"
 #: The toy suite: tasks from the small projects written for termgym (ledgerly, planwise, textkit).
 TOY_DIR = SWESYNTH_DIR / "tasks"
-#: The real-project suite (compact storage), the default of ``termgym/SweSynth-v0`` once bundled.
-SUITE_DIR = SWESYNTH_DIR / "suite"
-#: The v2 real-project suite being generated (every report check enforced at generation, 40+
-#: projects; ``termgym swesynth bundle --out <it> --resume`` continues it); the default once complete.
+#: The first real-project suite (termgym 0.2's default: 1,323 tasks from 12 projects), ``path="v1"``.
+SUITE_V1_DIR = SWESYNTH_DIR / "suite"
+#: The v2 real-project suite: every report check enforced at generation, 50 projects, resumable
+#: (``termgym swesynth bundle --resume`` continues it), ``path="v2"``.
 SUITE_V2_DIR = SWESYNTH_DIR / "suite-v2"
+#: The default real-project suite: what ``termgym/SweSynth-v0`` serves, ``path="projects"``, and what
+#: ``termgym swesynth bundle|audit|card|summary|provision`` work on when given no suite.
+SUITE_DIR = SUITE_V2_DIR
 #: Suites known by name: ``SweSynthSuite("toy")``, ``gym.make("termgym/SweSynth-v0", path="toy")``,
-#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``; ``"projects"`` is the real-project suite,
-#: ``"v2"`` the v2 suite. A folder of that name is ``./toy``.
-NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR, "v2": SUITE_V2_DIR}
+#: ``termgym eval termgym/SweSynth-v0 --env-arg path=toy``; ``"projects"`` is the default
+#: real-project suite (now ``"v2"``), ``"v1"`` and ``"v2"`` pin a version. A folder of that name is ``./toy``.
+NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR, "v1": SUITE_V1_DIR, "v2": SUITE_V2_DIR}
 #: ``SweSynthSuite(behaviour=...)``: serve only tasks with a behaviour check, or every task.
 BEHAVIOUR_POLICIES = ("required", "any")
 
@@ -64,7 +67,7 @@ class SweSynthSuite(TaskSuite):
     graded process, and whose check tells the bug apart on at least one input no test makes (so a
     table of the tests' answers cannot pass it); ``"any"`` every task (a task without a check is decided by its tests alone,
     which the agent's code can forge: docs/security.md). The default is ``"required"`` for the
-    bundled suites (``source`` ``None``, ``"toy"``, ``"projects"``, ``"v2"``) and ``"any"`` for suites of your
+    bundled suites (``source`` ``None`` or a name in :data:`NAMED_SUITES`) and ``"any"`` for suites of your
     own. ``load(task_id)`` still loads any task of the suite by id.
     """
 
