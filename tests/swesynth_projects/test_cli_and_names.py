@@ -58,7 +58,9 @@ def test_projects_markdown_table_has_a_row_per_manifest(capsys):
 def test_provision_defaults_to_the_projects_the_default_suite_serves(monkeypatch):
     from termgym.tasks.swesynth import projects as projects_mod
     from termgym.tasks.swesynth.projects import served_projects
+    from termgym.tasks.swesynth.suite import SUITE_DIR
 
+    assert projects_mod.DEFAULT_SUITE_DIR == SUITE_DIR  # the default suite, named twice to avoid an import cycle
     served = served_projects()
     every_task = set(default_suite(behaviour="any").projects())  # behaviour="any" serves them all
     assert served == sorted(every_task) and set(default_suite().projects()) <= every_task

@@ -53,6 +53,8 @@ except ImportError:  # Python 3.10
 
 #: Where the bundled project folders live.
 PROJECTS_DIR: Path = SWESYNTH_DIR / "projects"
+#: The default suite's folder (``suite.SUITE_DIR``, which imports this module; a test keeps them equal).
+DEFAULT_SUITE_DIR: Path = SWESYNTH_DIR / "suite-v2"
 #: Environment variable naming more project sets (folders of project folders, ``os.pathsep``
 #: separated), e.g. one ``termgym swesynth add-project --root DIR`` wrote: their projects are
 #: found by name beside the bundled ones, by generation, bundling and the tasks made from them.
@@ -438,9 +440,7 @@ def served_projects(suite_dir: str | Path | None = None) -> list[str]:
     (``termgym swesynth provision --all``). A suite without ``suite.json`` serves none; a broken
     one raises :class:`ProjectError` naming the file.
     """
-    if suite_dir is None:
-        from termgym.tasks.swesynth.suite import SUITE_DIR as suite_dir
-    path = Path(suite_dir) / "suite.json"
+    path = Path(suite_dir if suite_dir is not None else DEFAULT_SUITE_DIR) / "suite.json"
     if not path.is_file():
         return []
     try:
