@@ -180,14 +180,10 @@ def _clean_spec(task):
 
 
 def _apply(box, workdir: str, patch: str, reverse: bool = False) -> None:
-    """Apply (or reverse) ``patch`` in the sandbox's tree. A file with CRLF line ends (mistletoe's)
-    gets a patch whose lines end in LF alone; git then matches them with ``--ignore-whitespace``."""
     box.write_file("/tmp/.tgb-rec/tree.patch", patch)
     flag = "-R " if reverse else ""
-    apply = f"cd {shlex.quote(workdir)} && git apply {flag}--whitespace=nowarn"
-    result = box.exec(f"{apply} /tmp/.tgb-rec/tree.patch", timeout=60)
-    if result.exit_code != 0:
-        result = box.exec(f"{apply} --ignore-whitespace /tmp/.tgb-rec/tree.patch", timeout=60)
+    result = box.exec(f"cd {shlex.quote(workdir)} && git apply {flag}--whitespace=nowarn /tmp/.tgb-rec/tree.patch",
+                      timeout=60)
     if result.exit_code != 0:
         raise RuntimeError(f"cannot {'reverse' if reverse else 'apply'} a patch in the recording sandbox: "
                            f"{result.output.strip()[-200:]}")

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from termgym.factory.swesynth.generate import GenerationResult, Stats, generate
-from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.store import locked_index, split_for
 from termgym.tasks.swesynth.suite import BUNDLED_DIR, SUITE_DIR
 
@@ -140,7 +139,6 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
 
     if not 0 < max_named_share <= 1:
         raise ValueError(f"max_named_share must be in (0, 1] (1 turns the cap off), got {max_named_share}")
-    pyparse.serialise_every_parse()  # projects generate in threads (see pyparse)
     available = load_projects()
     chosen = list(projects or sorted(available))
     unknown = [p for p in chosen if p not in available]

@@ -67,6 +67,8 @@ GENERATOR_VERSION = 1
 #: Candidates in a row whose judging crashed before the run gives up (a broken sandbox or tree,
 #: not one odd candidate): one crash rejects its candidate only.
 MAX_ERRORS_IN_A_ROW = 20
+#: How a crashed candidate's rejection reason starts (the summary keeps the first few whole).
+INTERNAL_ERROR = "internal error"
 
 
 def candidate_error(exc: BaseException) -> str:
@@ -74,7 +76,7 @@ def candidate_error(exc: BaseException) -> str:
     short enough to group in the generation summary (``ast.unparse`` refusing a backslash in an
     f-string on 3.11, a bug patch the recording sandbox cannot apply)."""
     first = (str(exc).strip().splitlines() or [""])[0]
-    return f"internal error, {type(exc).__name__}: {first[:80]}".rstrip(": ")
+    return f"{INTERNAL_ERROR}, {type(exc).__name__}: {first[:80]}".rstrip(": ")
 
 
 Progress = Callable[["Stats"], None]
@@ -127,7 +129,7 @@ class Stats:
         key = re.sub(r"\d+ tests fail, more than the limit of \d+", "too many tests fail", reason)
         key = re.sub(r"[:(].*", "", key).strip()
         self.rejected[key] = self.rejected.get(key, 0) + 1
-        if reason.startswith("internal error") and reason not in self.errors and len(self.errors) < 5:
+        if reason.startswith(INTERNAL_ERROR) and reason not in self.errors and len(self.errors) < 5:
             self.errors.append(reason)
 
     def to_dict(self) -> dict[str, Any]:
