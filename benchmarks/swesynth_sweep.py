@@ -9,6 +9,11 @@ no change (must not). Results go to a JSON file, one entry per task, and a summa
     python -m benchmarks.swesynth_sweep                       # every task of the bundled suite
     python -m benchmarks.swesynth_sweep --suite DIR -j 2 --project toolz --limit 20 --backend docker
     python -m benchmarks.swesynth_sweep --offset 20 -j 2       # the tasks after each project's first 20
+    python -m benchmarks.swesynth_sweep --resume -j 2          # go on with a sweep that was stopped
+
+Each graded task is also appended to ``OUT.progress.jsonl`` as it finishes, so a sweep stopped part
+way (hours, across sessions) loses nothing: ``--resume`` keeps the tasks that behaved in ``OUT`` or
+its progress file and grades the others again; the final report counts them all.
 
 The exit status is 0 only when every graded task behaved.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,9 +55,39 @@ def sweep_task(suite, task_id: str, backend: str) -> dict:
     return entry
 
 
+def progress_path(out: Path) -> Path:
+    """Where the per-task entries of a running sweep are appended."""
+    return out.with_name(out.name + ".progress.jsonl")
+
+
+def earlier_results(out: Path) -> dict[str, dict]:
+    """The entries an earlier sweep to ``out`` left (its report, then its progress file), by task id."""
+    found: dict[str, dict] = {}
+    if out.exists():
+        try:
+            report = json.loads(out.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"swesynth_sweep: --resume cannot read the earlier report {out}: {exc}") from exc
+        found.update({e["task_id"]: e for e in report.get("results", [])})
+    progress = progress_path(out)
+    if progress.exists():
+        for n, line in enumerate(progress.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                # the line a killed sweep was writing: that task is graded again
+                print(f"swesynth_sweep: {progress}:{n} is cut short; its task is graded again", file=sys.stderr)
+                continue
+            found[entry["task_id"]] = entry
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", default=None, help="suite directory (default: the bundled real-project suite)")
+    parser.add_argument("--suite", default=None,
+                        help="suite directory or name (default: the bundled real-project suite)")
     parser.add_argument("--backend", default="local")
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--project", action="append", default=None, help="only these projects")
@@ -59,12 +95,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offset", type=int, default=0,
                         help="skip the first this many tasks of each project (continue an earlier --limit run)")
     parser.add_argument("--out", default="swesynth-sweep.json", help="where the per-task results go")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the tasks an earlier sweep to --out graded and grade only the others")
     args = parser.parse_args(argv)
 
     from termgym.factory.swesynth.bundle import SUITE_DIR
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
-    suite = SweSynthSuite(Path(args.suite) if args.suite else SUITE_DIR)
+    suite = SweSynthSuite(args.suite if args.suite else SUITE_DIR)
+    out = Path(args.out)
+    # a task that misbehaved (or whose grading broke) is graded again
+    kept = {tid: e for tid, e in earlier_results(out).items() if e.get("ok")} if args.resume else {}
     chosen: list[str] = []
     per_project: dict[str, int] = {}
     seen: dict[str, int] = {}
@@ -79,9 +120,26 @@ def main(argv: list[str] | None = None) -> int:
             continue
         per_project[repo] = per_project.get(repo, 0) + 1
         chosen.append(tid)
+    earlier = [kept[tid] for tid in chosen if tid in kept]
+    todo = [tid for tid in chosen if tid not in kept]
+    if earlier:
+        print(f"{len(earlier)} tasks kept from the earlier sweep to {out}; grading {len(todo)}", file=sys.stderr)
+    progress = progress_path(out)
+    if not args.resume:
+        progress.unlink(missing_ok=True)
+    lock = threading.Lock()
+
+    def grade(tid: str) -> dict:
+        entry = sweep_task(suite, tid, args.backend)
+        with lock, progress.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        return entry
+
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda tid: sweep_task(suite, tid, args.backend), chosen))
+        fresh = dict(zip(todo, pool.map(grade, todo)))
+    by_id = {**{e["task_id"]: e for e in earlier}, **fresh}
+    results = [by_id[tid] for tid in chosen]
     summary: dict[str, dict] = {}
     for entry in results:
         row = summary.setdefault(entry["repo"], {"tasks": 0, "ok": 0, "bad": []})
@@ -89,13 +147,16 @@ def main(argv: list[str] | None = None) -> int:
         row["ok"] += int(entry["ok"])
         if not entry["ok"]:
             row["bad"].append(f"{entry['task_id']}: {entry['reason']}")
-    report = {"suite": suite.name, "backend": args.backend, "seconds": round(time.monotonic() - started, 1),
-              "tasks": len(results), "ok": sum(e["ok"] for e in results), "projects": summary, "results": results}
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    seconds = round(time.monotonic() - started, 1)
+    report = {"suite": suite.name, "backend": args.backend, "seconds": seconds, "tasks": len(results),
+              "graded_now": len(fresh), "kept_from_earlier": len(earlier),
+              "ok": sum(e["ok"] for e in results), "projects": summary, "results": results}
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    progress.unlink(missing_ok=True)  # every entry is in the report now
     for repo, row in sorted(summary.items()):
         print(f"{repo:16} {row['ok']}/{row['tasks']} ok" + (f"  first bad: {row['bad'][0]}" if row["bad"] else ""))
-    print(f"{report['ok']}/{report['tasks']} tasks: oracle 1 and do-nothing 0 ({report['seconds']:.0f} s, "
-          f"{args.backend}); details in {args.out}")
+    print(f"{report['ok']}/{report['tasks']} tasks: oracle 1 and do-nothing 0 ({len(fresh)} graded in {seconds:.0f} s, "
+          f"{len(earlier)} kept from the earlier sweep; {args.backend}); details in {out}")
     return 0 if report["ok"] == report["tasks"] else 1
 
 

@@ -156,6 +156,8 @@ def register(subparsers) -> None:
     aud.add_argument("--seed", type=int, default=0)
     aud.add_argument("--static", action="store_true", help="only the checks that read the reports (no sandbox)")
     aud.add_argument("--backend", default="local", help="sandbox backend for the runs (default: local)")
+    aud.add_argument("--workers", "-j", type=int, default=1, help="projects audited at once, one sandbox each "
+                                                                  "(default 1)")
     aud.add_argument("--drop-failing", action="store_true",
                      help="remove from the suite every audited task that fails a check (counted as rejected "
                           "'audit: <check>' in its project's generation summary)")
@@ -405,8 +407,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.sample is not None and args.sample < 1:
         print(f"termgym swesynth audit: --sample must be at least 1, got {args.sample}", file=sys.stderr)
         return 2
+    if args.workers < 1:
+        print(f"termgym swesynth audit: --workers must be at least 1, got {args.workers}", file=sys.stderr)
+        return 2
     suite = SweSynthSuite(folder, behaviour="any")
     result = audit(suite, sample=args.sample, seed=args.seed, run=not args.static, backend=args.backend,
+                   workers=args.workers,
                    progress=lambda done, total: print(f"\r{done}/{total}", end="", file=sys.stderr, flush=True))
     print(file=sys.stderr)
     print(format_audit(result), end="")

@@ -221,3 +221,26 @@ def test_names_a_package_star_imports_from_its_modules_are_its_exports(tmp_path)
     assert "chunked" in exports(tmp_path, "mit") and "_hidden" not in exports(tmp_path, "mit")
     module = read_test_module("tests/test_m.py::test_it", tmp_path)
     assert import_lines("chunked([1], 1)", module, project_packages(tmp_path)) == ["from mit import chunked"]
+
+
+def test_the_audit_of_several_projects_at_once_equals_one_at_a_time(toy):
+    """``workers=2`` audits the two toy projects in two sandboxes at once: the table and the failures
+    are those of ``workers=1`` (the sabotage: a worker that loses one project's row fails here)."""
+    from termgym.factory.swesynth.audit import audit
+
+    one = audit(toy, sample=6, seed=3, workers=1)
+    two = audit(toy, sample=6, seed=3, workers=2)
+    assert len(one["projects"]) == 2, "the sample must span both toy projects"
+    for result in (one, two):
+        result.pop("seconds")
+    assert two == one
+    assert one["total"]["repro shows the difference"][1] == 6
+    with pytest.raises(ValueError, match="workers must be at least 1, got 0"):
+        audit(toy, sample=1, workers=0)
+
+
+def test_the_audit_command_names_a_bad_worker_count(capsys):
+    from termgym.cli import main
+
+    assert main(["swesynth", "audit", "--suite", "toy", "--workers", "0"]) == 2
+    assert "--workers must be at least 1, got 0" in capsys.readouterr().err

@@ -122,3 +122,24 @@ def test_the_sweep_benchmark_grades_the_chosen_tasks(suite, tmp_path, monkeypatc
     parse_ids = [t for t in suite.task_ids("all") if suite.record(t).repo == "parse"]
     assert [e["task_id"] for e in report["results"]] == [parse_ids[1]]
     assert report["ok"] == report["tasks"] == 1 and report["results"][0]["oracle"] != report["results"][0]["nop"]
+
+
+@pytest.mark.slow
+def test_a_stopped_sweep_resumes_from_its_progress_file(suite, tmp_path, monkeypatch):
+    """A sweep killed after one task left only its progress file (and a line cut short): --resume
+    keeps that task and grades only the next one; the report counts both. The sabotage, a resume
+    that ignores the progress file, grades both again and fails the counts."""
+    from benchmarks import swesynth_sweep
+
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "sweep.json"
+    first = ["--suite", str(SUITE_V1_DIR), "--project", "parse", "--limit", "1", "-j", "1", "--out", str(out)]
+    assert swesynth_sweep.main(first) == 0
+    done = json.loads(out.read_text())["results"]
+    assert not swesynth_sweep.progress_path(out).exists(), "the finished report holds every entry"
+    out.unlink()  # as if killed before the report was written
+    swesynth_sweep.progress_path(out).write_text(json.dumps(done[0]) + "\n" + '{"task_id": "par')
+    assert swesynth_sweep.main([*first[:4], "--limit", "2", "-j", "1", "--out", str(out), "--resume"]) == 0
+    report = json.loads(out.read_text())
+    assert (report["kept_from_earlier"], report["graded_now"], report["tasks"], report["ok"]) == (1, 1, 2, 2)
+    assert report["results"][0] == done[0]

@@ -192,13 +192,46 @@ def audit_task(task, worker=None) -> dict[str, str | None]:
     return results
 
 
-def audit(suite, *, sample: int | None = None, seed: int = 0, run: bool = True, backend: str = "local",
-          progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Audit ``suite`` (a :class:`~termgym.tasks.swesynth.suite.SweSynthSuite`); returns
-    ``{"tasks", "seconds", "projects": {project: {"tasks", check: [passed, decided]}}, "total": ...,
-    "failures": [(task, check, why) ...]}``."""
+def _audit_project(tasks: dict[str, Any], project_ids: list[str], run: bool, backend: str,
+                   tick: Callable[[], None]) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
+    """One project's row of the table and its failures, in one long-lived sandbox."""
     from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker
 
+    worker = None
+    if run:
+        first = tasks[project_ids[0]].record
+        env = ProjectEnv.for_project(first.project, backend) if first.project else ProjectEnv(backend=backend)
+        worker = ScreenWorker(Path(first.repo_dir), first.test_command, tasks[project_ids[0]].source_dirs, env)
+    row: dict[str, Any] = {"tasks": len(project_ids), **{c: [0, 0] for c in COLUMNS}}
+    failures: list[tuple[str, str, str]] = []
+    try:
+        for tid in project_ids:
+            results = audit_task(tasks[tid], worker)
+            for check in COLUMNS:
+                why = results.get(check)
+                if why is None:
+                    continue
+                row[check][1] += 1
+                row[check][0] += not why
+                if why:
+                    failures.append((tid, check, why))
+            tick()
+    finally:
+        if worker is not None:
+            worker.close()
+    return row, failures
+
+
+def audit(suite, *, sample: int | None = None, seed: int = 0, run: bool = True, backend: str = "local",
+          workers: int = 1, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Audit ``suite`` (a :class:`~termgym.tasks.swesynth.suite.SweSynthSuite`), ``workers`` projects
+    at once; returns ``{"tasks", "seconds", "projects": {project: {"tasks", check: [passed, decided]}},
+    "total": ..., "failures": [(task, check, why) ...]}`` (the same whatever ``workers`` is)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
     ids = list(suite.task_ids("all"))  # every split: the held-out projects too
     if sample is not None and sample < len(ids):
         ids = sorted(random.Random(seed).sample(ids, sample))
@@ -209,34 +242,24 @@ def audit(suite, *, sample: int | None = None, seed: int = 0, run: bool = True, 
         tasks[tid] = task
         by_project.setdefault(task.record.project or task.record.repo, []).append(tid)
     started = time.monotonic()
-    table: dict[str, dict[str, Any]] = {}
-    failures: list[tuple[str, str, str]] = []
+    lock = threading.Lock()
     done = 0
-    for project, project_ids in sorted(by_project.items()):
-        worker = None
-        if run:
-            first = tasks[project_ids[0]].record
-            env = ProjectEnv.for_project(first.project, backend) if first.project else ProjectEnv(backend=backend)
-            worker = ScreenWorker(Path(first.repo_dir), first.test_command, tasks[project_ids[0]].source_dirs, env)
-        row: dict[str, Any] = {"tasks": len(project_ids), **{c: [0, 0] for c in COLUMNS}}
-        try:
-            for tid in project_ids:
-                results = audit_task(tasks[tid], worker)
-                for check in COLUMNS:
-                    why = results.get(check)
-                    if why is None:
-                        continue
-                    row[check][1] += 1
-                    row[check][0] += not why
-                    if why:
-                        failures.append((tid, check, why))
-                done += 1
-                if progress:
-                    progress(done, len(ids))
-        finally:
-            if worker is not None:
-                worker.close()
-        table[project] = row
+
+    def tick() -> None:
+        nonlocal done
+        with lock:
+            done += 1
+            if progress:
+                progress(done, len(ids))
+
+    projects = sorted(by_project)
+    # the largest projects first, so that one long project does not start last
+    order = sorted(projects, key=lambda p: -len(by_project[p]))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {p: pool.submit(_audit_project, tasks, by_project[p], run, backend, tick) for p in order}
+        outcome = {p: futures[p].result() for p in order}
+    table = {p: outcome[p][0] for p in projects}
+    failures = [f for p in projects for f in outcome[p][1]]
     total: dict[str, Any] = {"tasks": len(ids), **{c: [sum(r[c][0] for r in table.values()),
                                                        sum(r[c][1] for r in table.values())] for c in COLUMNS}}
     return {"tasks": len(ids), "sample": sample, "seed": seed, "run": run, "seconds": round(time.monotonic() - started, 1),
