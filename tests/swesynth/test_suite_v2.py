@@ -19,7 +19,7 @@ from termgym.tasks.swesynth.suite import SUITE_V2_DIR, SweSynthSuite
 from tests.swesynth.episodes import oracle_and_nop
 
 #: The v2 suite as committed; a later resume only grows it.
-MIN_PROJECTS, MIN_TASKS = 65, 3000
+MIN_PROJECTS, MIN_TASKS = 65, 5000
 #: Issue 26: no project above 8 % of the tasks.
 MAX_PROJECT_SHARE, TARGET_TASKS = 0.08, 5000
 
