@@ -138,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         fresh = dict(zip(todo, pool.map(grade, todo)))
-    by_id = {**{e["task_id"]: e for e in earlier}, **fresh}
-    results = [by_id[tid] for tid in chosen]
+    results = [fresh[tid] if tid in fresh else kept[tid] for tid in chosen]
     summary: dict[str, dict] = {}
     for entry in results:
         row = summary.setdefault(entry["repo"], {"tasks": 0, "ok": 0, "bad": []})
