@@ -125,6 +125,10 @@ def register(subparsers) -> None:
                           "test makes (checks without marks only)")
     beh.add_argument("--retry-unserved", action="store_true",
                      help="record again tasks whose marked check has no held-out input that tells the bug apart")
+    beh.add_argument("--drop-clock", action="store_true",
+                     help="repair checks holding inputs whose arguments hold a clock (a cache timed by "
+                          "datetime.now or time.monotonic): drop those inputs, or record the task again when "
+                          "nothing that tells the bug apart is left")
     beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)
@@ -478,7 +482,7 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
 
     stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
                      redo=args.redo, retry=args.retry, verify=args.verify, heldout=args.heldout,
-                     retry_unserved=args.retry_unserved, progress=progress)
+                     retry_unserved=args.retry_unserved, clock=args.drop_clock, progress=progress)
     print(json.dumps(stats, indent=1))
     return 0
 

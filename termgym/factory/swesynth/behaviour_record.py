@@ -11,6 +11,9 @@ provisioned test environment:
 3. perturbed variants are made (neighbouring numbers, trimmed and extended strings and lists, other
    dict keys, flipped flags, other callables, neighbouring dates and durations, project objects'
    attributes); a candidate whose digest is one of the tests' calls is not *held out*;
+   an input whose pickled arguments hold a clock (a cache timed by ``datetime.now`` or
+   ``time.monotonic``: its answer moves with the replaying machine's clock, days later or on another
+   machine) is not a candidate (:func:`~termgym.tasks.swesynth.behaviour.clock_reference`);
 4. every input is replayed twice on the clean tree and once on the buggy tree (each in a fresh
    isolated interpreter); inputs the clean code answers differently twice are dropped;
 5. a check is kept only if the buggy code answers at least one input differently (held-out ones
@@ -43,6 +46,7 @@ from termgym.tasks.swesynth.behaviour import (
     CALL_SECONDS,
     CANONICAL_VERSION,
     PROBE_SOURCE,
+    clock_reference,
     module_name,
     replay_spec,
     run_replay,
@@ -248,6 +252,10 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             raw_inputs = json.loads(box.read_file("/tmp/.tgb-rec/inputs.json"))
         except (FileNotFoundError, ValueError):
             raw_inputs = [{"target": c["target"], "args": c["args"], "origin": "test"} for c in calls]
+        raw_inputs, clocked = without_clock_inputs(raw_inputs)
+        if not raw_inputs:
+            raise NoCheck(f"every recorded input's arguments hold a clock ({clocked[0]}): its answer would move "
+                          "with the time of the replay")
         candidates = []
         for n, item in enumerate(raw_inputs[:MAX_CANDIDATES]):
             path, qual = item["target"]
@@ -322,6 +330,42 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
              "heldout": [c["id"] for c in chosen if c["id"] in held_ids],
              "inputs": chosen, "answers": answers}
     return check
+
+
+def without_clock_inputs(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``items`` (inputs with base64 ``"args"``) less those whose arguments hold a clock, and the
+    clocks found (:func:`~termgym.tasks.swesynth.behaviour.clock_reference`): such an input's clean
+    answer holds only until the recorded time passes, or only on the machine that recorded it."""
+    kept, clocks = [], []
+    for item in items:
+        clock = clock_reference(item["args"])
+        if clock is None:
+            kept.append(item)
+        else:
+            clocks.append(clock)
+    return kept, clocks
+
+
+def drop_clock_inputs(check: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """A stored check without its clock-bound inputs, and the ids dropped.
+
+    The inputs left keep their ids and answers (``telling``, ``heldout`` and ``discriminating``
+    follow). ``None`` when no input that tells the bug apart is left: the check decides nothing
+    then. A pruned check must still be shown to reproduce in a fresh sandbox (:func:`reproduces`):
+    its answers were proven with the dropped inputs replayed before them."""
+    dropped = [item["id"] for item in check["inputs"] if clock_reference(item["args"])]
+    if not dropped:
+        return check, []
+    gone = set(dropped)
+    inputs = [item for item in check["inputs"] if item["id"] not in gone]
+    telling = [i for i in check.get("telling") or () if i not in gone]
+    if not inputs or not telling:
+        return None, dropped
+    pruned = {**check, "inputs": inputs, "answers": {i["id"]: check["answers"][i["id"]] for i in inputs},
+              "telling": telling, "discriminating": len(telling)}
+    if "heldout" in check:
+        pruned["heldout"] = [i for i in check["heldout"] if i not in gone]
+    return pruned, dropped
 
 
 def _test_call_digests(box) -> set[str]:
@@ -518,7 +562,7 @@ def compact_sidecar(path: Path) -> int:
 def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
              limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
              verify: bool = False, heldout: bool = False, retry_unserved: bool = False,
-             progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+             clock: bool = False, progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
 
     A compact suite gets ``behaviour/<repo>.jsonl`` (one line per task, appended as each finishes);
@@ -528,7 +572,11 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     ``heldout`` answers every stored check that has no ``"heldout"`` marks again and marks them
     (:func:`mark_heldout`; a task whose marking fails keeps its check and is tried on the next run);
     ``retry_unserved`` records again the tasks whose marked check has no held-out input that tells
-    the bug apart (:func:`~termgym.tasks.swesynth.behaviour.servable`).
+    the bug apart (:func:`~termgym.tasks.swesynth.behaviour.servable`). ``clock`` repairs the
+    checks holding inputs whose arguments hold a clock (recorded before the recorder refused them,
+    :func:`drop_clock_inputs`): the check without them is kept when it still tells the bug apart and
+    reproduces in a fresh sandbox, else the task is recorded again (``clock_pruned`` and
+    ``rerecorded`` count which).
     """
     from termgym.tasks.swesynth.behaviour import needs_marking, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
@@ -565,11 +613,15 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
             by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
         queues = list(by_repo.values())
         todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+    if clock:
+        todo = [tid for tid in ids if (check := suite.record(tid).behaviour)
+                and any(clock_reference(item["args"]) for item in check["inputs"])]
     if limit is not None:
         todo = todo[:limit]
     lock = threading.Lock()
     stats: dict[str, Any] = {"checked": 0, "no_check": {}, "skipped": len(ids) - len(todo) if limit is None
-                             else len(done), "errors": 0, "reverified": 0, "servable": 0}
+                             else len(done), "errors": 0, "reverified": 0, "servable": 0,
+                             "clock_pruned": 0, "rerecorded": 0}
     start = time.monotonic()
 
     def one(tid: str) -> None:
@@ -593,6 +645,25 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                     again = None
                 if again is not None and servable(again):
                     line = {"task_id": tid, "behaviour": again}
+        elif clock:
+            pruned, _dropped = drop_clock_inputs(record.behaviour)
+            if pruned is not None and reproduces(record, pruned, backend=backend):
+                line = {"task_id": tid, "behaviour": pruned}
+                counter = "clock_pruned"
+            else:
+                try:
+                    line = {"task_id": tid, "behaviour": record_behaviour(record, backend=backend)}
+                except NoCheck as exc:
+                    line = {"task_id": tid, "behaviour": None, "reason": str(exc)}
+                except Exception as exc:  # the old check stays; the next run tries again
+                    with lock:
+                        stats["errors"] += 1
+                        if progress:
+                            progress(tid, f"recording again failed: {type(exc).__name__}: {exc}"[:300])
+                    return
+                counter = "rerecorded"
+            with lock:
+                stats[counter] += 1
         elif verify:
             if reproduces(record, record.behaviour, backend=backend):
                 with lock:

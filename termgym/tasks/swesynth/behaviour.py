@@ -84,6 +84,69 @@ def canonical_answer(form: Any) -> dict[str, Any]:
     return behaviour_probe.answer_of(form)
 
 
+#: Callables that read a clock: an input whose pickled arguments hold one (a cache's timer, a
+#: default factory) is answered by the clock at replay time, not by the code alone.
+CLOCK_CALLABLES = frozenset(
+    [f"time.{name}" for name in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns",
+                                 "process_time", "process_time_ns", "thread_time", "thread_time_ns",
+                                 "clock_gettime", "clock_gettime_ns", "localtime", "gmtime", "ctime", "asctime")]
+    + [f"datetime.{cls}.{name}" for cls in ("datetime", "date") for name in ("now", "utcnow", "today")])
+_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
+                         "SHORT_BINSTRING"})
+
+
+def clock_reference(args_b64: str) -> str | None:
+    """The clock an input's pickled arguments refer to (``"datetime.datetime.now"``), or None.
+
+    Such an input is not a fact about the code: its answer moves with the clock of the machine
+    that replays it (a ``TTLCache`` timed by ``datetime.now`` expires its entries while being
+    unpickled once the recorded expiry has passed; one timed by ``time.monotonic`` depends on how
+    long that machine has been up), so a check holding one turns into an infrastructure error on
+    the clean code days later, or on another machine. The pickle is read without running it
+    (:mod:`pickletools`): a global that is a clock reader, or ``getattr(datetime, "now")`` as a
+    class method is pickled. Bytes that are not a pickle give None (the replay reports those).
+    """
+    import base64
+    import binascii
+    import pickletools
+
+    try:
+        data = base64.b64decode(args_b64, validate=True)
+        ops = list(pickletools.genops(data))
+    except (ValueError, binascii.Error, EOFError):
+        return None
+    memo: dict[int, Any] = {}
+    pushed: list[Any] = []  # what each opcode put on the stack, as far as it matters here
+    for op, arg, _pos in ops:
+        name = op.name
+        if name in _STRING_OPS:
+            pushed.append(arg if isinstance(arg, str) else None)
+        elif name == "MEMOIZE":
+            memo[len(memo)] = pushed[-1] if pushed else None
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[int(arg)] = pushed[-1] if pushed else None
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            pushed.append(memo.get(int(arg)))
+        elif name in ("GLOBAL", "STACK_GLOBAL"):
+            if name == "GLOBAL":
+                module, _, qual = str(arg).partition(" ")
+            else:
+                module, qual = (pushed[-2], pushed[-1]) if len(pushed) >= 2 else (None, None)
+                del pushed[-2:]
+            ref = ("global", f"{module}.{qual}") if isinstance(module, str) and isinstance(qual, str) else None
+            if ref and ref[1] in CLOCK_CALLABLES:
+                return ref[1]
+            pushed.append(ref)
+        else:
+            pushed.append(None)
+        # getattr(datetime.datetime, "now"): the class, then the method's name, right after it
+        if len(pushed) >= 2 and isinstance(pushed[-2], tuple) and isinstance(pushed[-1], str):
+            method = f"{pushed[-2][1]}.{pushed[-1]}"
+            if method in CLOCK_CALLABLES:
+                return method
+    return None
+
+
 def validate_check(check: Any, where: str) -> dict[str, Any]:
     """A stored behaviour check, shape-checked; raises :class:`BehaviourDataError` naming what is wrong."""
     if not isinstance(check, dict):
