@@ -13,7 +13,9 @@ no change (must not). Results go to a JSON file, one entry per task, and a summa
 
 Each graded task is also appended to ``OUT.progress.jsonl`` as it finishes, so a sweep stopped part
 way (hours, across sessions) loses nothing: ``--resume`` keeps the tasks that behaved in ``OUT`` or
-its progress file and grades the others again; the final report counts them all.
+its progress file and grades the others again; the final report counts them all. Each entry
+carries the ``digest`` of what was graded (the record and its behaviour check, :func:`task_digest`):
+a task whose record or check changed since, or an entry without one, is graded again.
 
 The exit status is 0 only when every graded task behaved.
 """
@@ -21,6 +23,7 @@ The exit status is 0 only when every graded task behaved.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import threading
@@ -29,13 +32,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
+def task_digest(record) -> str:
+    """What a grade of the task depends on in the suite's data: its record and its behaviour check."""
+    blob = json.dumps({"record": record.to_json(), "behaviour": record.behaviour or None},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
 def sweep_task(suite, task_id: str, backend: str) -> dict:
     """Grade one task's oracle and its unfixed repository; the verdict and the reason if bad."""
     from termgym.sandbox import FreshSandboxes
 
     task = suite.load(task_id)
     started = time.monotonic()
-    entry = {"task_id": task_id, "repo": task.record.repo, "difficulty": task.record.difficulty}
+    entry = {"task_id": task_id, "repo": task.record.repo, "difficulty": task.record.difficulty,
+             "digest": task_digest(task.record)}
     try:
         with FreshSandboxes(backend) as new_sandbox:
             oracle = task.grade_patch(task.record.fix_patch, new_sandbox)
@@ -104,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
     suite = SweSynthSuite(args.suite if args.suite else SUITE_DIR)
     out = Path(args.out)
-    # a task that misbehaved (or whose grading broke) is graded again
+    # a task that misbehaved (or whose grading broke), or whose record or check changed since, is graded again
     kept = {tid: e for tid, e in earlier_results(out).items() if e.get("ok")} if args.resume else {}
     chosen: list[str] = []
     per_project: dict[str, int] = {}
@@ -120,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         per_project[repo] = per_project.get(repo, 0) + 1
         chosen.append(tid)
+    stale = [tid for tid in chosen if tid in kept and kept[tid].get("digest") != task_digest(suite.record(tid))]
+    for tid in stale:
+        del kept[tid]
+    if stale:
+        print(f"{len(stale)} earlier entries are of a record or check that changed since (or carry no digest); "
+              f"graded again", file=sys.stderr)
     earlier = [kept[tid] for tid in chosen if tid in kept]
     todo = [tid for tid in chosen if tid not in kept]
     if earlier:

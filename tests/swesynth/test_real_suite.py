@@ -143,3 +143,12 @@ def test_a_stopped_sweep_resumes_from_its_progress_file(suite, tmp_path, monkeyp
     report = json.loads(out.read_text())
     assert (report["kept_from_earlier"], report["graded_now"], report["tasks"], report["ok"]) == (1, 1, 2, 2)
     assert report["results"][0] == done[0]
+    # An entry of a record or check that changed since (another digest) is graded again. The sabotage,
+    # a resume that keeps entries whatever they graded, keeps it and fails the counts.
+    out.unlink()
+    swesynth_sweep.progress_path(out).write_text(json.dumps({**done[0], "digest": "0" * 16}) + "\n")
+    assert swesynth_sweep.main([*first, "--resume"]) == 0
+    again = json.loads(out.read_text())
+    assert (again["kept_from_earlier"], again["graded_now"], again["ok"]) == (0, 1, 1)
+    assert again["results"][0]["digest"] == done[0]["digest"] == swesynth_sweep.task_digest(
+        suite.record(done[0]["task_id"]))
