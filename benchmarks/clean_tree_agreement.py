@@ -126,7 +126,7 @@ def fetch_tree(project: PyPIProject, root: Path) -> Path:
         raise RuntimeError(f"pip download {spec} left no sdist in {sdists}")
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         with tarfile.open(sdist) as tar:
-            tar.extractall(tmp, filter="data")
+            tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         top = next(p for p in Path(tmp).iterdir() if p.is_dir())
         tree.parent.mkdir(parents=True, exist_ok=True)
         top.rename(tree)

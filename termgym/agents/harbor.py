@@ -245,7 +245,7 @@ class StepChannel:
         data = _decode(output, code, path)
         target.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(target, filter="data")
+            tar.extractall(target, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
 
 
 def _decode(output: str, code: int, path: str) -> bytes:

@@ -139,7 +139,7 @@ def unpack(sdist: Path, dest: Path) -> Path:
         tops = {PurePosixPath(m.name).parts[0] for m in tar.getmembers() if PurePosixPath(m.name).parts}
         if len(tops) != 1:
             raise AddProjectError(f"{sdist.name}: the sdist has no single top folder ({sorted(tops)[:5]})")
-        tar.extractall(dest, filter="data")
+        tar.extractall(dest, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     return dest / tops.pop()
 
 
