@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from termgym.archives import extract_all
+
 #: Where the test environment appears in the sandbox (read-only).
 ENV_MOUNT = "/opt/agreement-testenv"
 #: The grader plugin before issue 25 (the in-process monitor with its denials and integrity checks).
@@ -126,7 +128,7 @@ def fetch_tree(project: PyPIProject, root: Path) -> Path:
         raise RuntimeError(f"pip download {spec} left no sdist in {sdists}")
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         with tarfile.open(sdist) as tar:
-            tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+            extract_all(tar, tmp)
         top = next(p for p in Path(tmp).iterdir() if p.is_dir())
         tree.parent.mkdir(parents=True, exist_ok=True)
         top.rename(tree)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.agents.base import Agent, Episode, InfraError, Reply
+from termgym.archives import extract_all
 
 try:
     from harbor.environments.base import BaseEnvironment
@@ -245,7 +246,7 @@ class StepChannel:
         data = _decode(output, code, path)
         target.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(target, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+            extract_all(tar, target)
 
 
 def _decode(output: str, code: int, path: str) -> bytes:

@@ -24,7 +24,7 @@ ROOT = Path(termgym.__file__).parent
 #: commands, except that a task *describes* its sandbox (a ``SandboxSpec``) and grades in one, so
 #: the sandbox contract sits under the tasks: sandboxes know nothing of tasks.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("termgym.imports", "termgym.jsonl")),
+    ("foundation", ("termgym.imports", "termgym.jsonl", "termgym.archives")),
     ("sandbox", ("termgym.sandbox",)),
     ("tasks", ("termgym.tasks",)),
     ("factory", ("termgym.factory",)),

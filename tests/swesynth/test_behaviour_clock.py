@@ -123,7 +123,7 @@ def test_no_bundled_check_holds_a_clocked_input():
     for name in ("v2", "v1", "toy"):
         suite = SweSynthSuite(NAMED_SUITES[name], behaviour="any")
         for task_id in suite.task_ids("all"):
-            check = suite.record(task_id).behaviour
+            check = suite.behaviour_check_of(task_id)
             found += [f"{task_id}:{item['id']} ({clock})" for item in (check or {}).get("inputs", ())
                       if (clock := clock_reference(item["args"]))]
     assert not found, f"{len(found)} bundled inputs answer by the clock, e.g. {found[:5]}"

@@ -10,6 +10,7 @@ import tarfile
 
 import pytest
 
+from termgym.archives import extract_all
 from termgym.cli import main
 from termgym.commands.swesynth import ProgressBar
 from termgym.env import oracle_actions
@@ -81,7 +82,7 @@ def test_generation_on_a_pypi_sdist(tmp_path, capsys):
     if proc.returncode != 0:
         pytest.skip(f"PyPI is not reachable here: {proc.stderr.strip()[-200:]}")
     with tarfile.open(next(tmp_path.glob("inflection-*.tar.gz"))) as tar:
-        tar.extractall(tmp_path, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        extract_all(tar, tmp_path)
     repo = next(p for p in tmp_path.iterdir() if p.is_dir())
     out = tmp_path / "out"
     assert main(["swesynth", "generate", "--repo", str(repo), "--test-cmd", "python3 -m pytest -q", "--n", "2",

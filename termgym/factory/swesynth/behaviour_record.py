@@ -614,7 +614,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
         queues = list(by_repo.values())
         todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
     if clock:
-        todo = [tid for tid in ids if (check := suite.record(tid).behaviour)
+        todo = [tid for tid in ids if (check := suite.behaviour_check_of(tid))
                 and any(clock_reference(item["args"]) for item in check["inputs"])]
     if limit is not None:
         todo = todo[:limit]

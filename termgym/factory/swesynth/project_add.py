@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path, PurePosixPath
 
+from termgym.archives import extract_all
 from termgym.tasks.swesynth.projects import (
     PERMISSIVE,
     PROJECTS_DIR,
@@ -139,7 +140,7 @@ def unpack(sdist: Path, dest: Path) -> Path:
         tops = {PurePosixPath(m.name).parts[0] for m in tar.getmembers() if PurePosixPath(m.name).parts}
         if len(tops) != 1:
             raise AddProjectError(f"{sdist.name}: the sdist has no single top folder ({sorted(tops)[:5]})")
-        tar.extractall(dest, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        extract_all(tar, dest)
     return dest / tops.pop()
 
 
