@@ -58,11 +58,16 @@ def graded_with(task, buggy_tree: Path, tmp_path: Path, code: str, path: str = "
 
 def assert_decided_outside(details: dict) -> None:
     """An in-process forgery may make pytest report a pass; the behaviour check, decided on the host
-    against the clean code's answers, must still fail the grade (no infrastructure error)."""
+    against the clean code's answers, must still fail the grade (no infrastructure error).
+
+    A forgery that wins only part of its race (a runner patched after some tests ran) leaves a
+    failure pytest reports itself: that alone is the 0, and the replay is not needed then."""
     assert not details["all_passed"], details
     assert not details.get("infra_error"), details
     if details["target_result"] != "0/3":
-        assert details.get("behaviour_failure") or details.get("tamper"), details
+        passed, total = map(int, details["all_result"].split("/"))
+        reported_by_pytest = passed < total and not details.get("tests_passed")
+        assert details.get("behaviour_failure") or details.get("tamper") or reported_by_pytest, details
 
 
 def assert_forgery_fails(details: dict) -> None:
