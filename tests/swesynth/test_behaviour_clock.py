@@ -189,3 +189,225 @@ def test_the_recorder_refuses_a_task_whose_every_input_holds_a_clock(monkeypatch
     monkeypatch.setattr(recorder, "clock_reference", lambda args: "time.monotonic")
     with pytest.raises(NoCheck, match=r"every recorded input's arguments hold a clock \(time.monotonic\)"):
         record_behaviour(toy.record(task_id), cache_dir=tmp_path)
+
+
+# -- clocks read inside the code: a replay that watches ------------------------------------------------
+
+#: A package whose functions read the clock in the ways project code does, and some that do not.
+CLOCK_PACKAGE = {
+    "__init__.py": "",
+    "helpers.py": "import time\n\ndef ticks():\n    return time.perf_counter()\n",
+    "core.py": '''
+import datetime as _dt
+import logging
+import time
+from datetime import date, datetime
+from time import monotonic
+
+from . import helpers
+
+log = logging.getLogger(__name__)
+
+
+class Deadline:
+    def __init__(self, limit, start):
+        self.limit, self.start = limit, start
+
+    def expired(self):  # more-itertools' time_limited: compares the clock with a recorded start
+        return monotonic() - self.start > self.limit
+
+
+class Stamped:
+    """Reads the clock while being unpickled (as a cache timed by the clock expires entries)."""
+    def __setstate__(self, state):
+        self.__dict__.update(state, seen=time.time() > 0)
+
+
+class Moment(datetime):
+    pass
+
+
+def wall_clock(x):
+    return int(time.time()) > x
+
+
+def this_year(x):
+    return datetime.now().year >= x
+
+
+def today_later(x):
+    return date.today() > x
+
+
+def subclass_now(x):
+    return Moment.now().year >= x
+
+
+def through_a_helper(x):
+    return helpers.ticks() > x
+
+
+def module_attribute(x):
+    return _dt.datetime.utcnow().year >= x
+
+
+def logs_a_warning(x):
+    log.warning("value %s", x)  # logging stamps the record with time.time_ns(): no answer shows it
+    return x + 1
+
+
+def pure(x):
+    return x * 2
+
+
+def unpickled(value):
+    return value.seen
+''',
+}
+READS_CLOCK = ["expired", "wall_clock", "this_year", "today_later", "subclass_now", "through_a_helper",
+               "module_attribute", "unpickled"]
+
+
+def _replay_sample(tmp_path, watch: bool):
+    """Replay one input per function of :data:`CLOCK_PACKAGE` with the real probe, as a script."""
+    import importlib
+    import subprocess
+    import sys
+
+    from termgym.tasks.swesynth.behaviour import PROBE_SOURCE, parse_replay_output, replay_spec
+
+    root = tmp_path / "src"
+    (root / "clockwatch_sample").mkdir(parents=True, exist_ok=True)
+    for name, text in CLOCK_PACKAGE.items():
+        (root / "clockwatch_sample" / name).write_text(text)
+    sys.path.insert(0, str(root))
+    try:
+        core = importlib.import_module("clockwatch_sample.core")
+        stamped = core.Stamped.__new__(core.Stamped)
+        stamped.name = "entry"  # some state, so unpickling calls __setstate__
+        args = {"expired": [core.Deadline(5, 1000.0)], "wall_clock": [0], "this_year": [2000],
+                "today_later": [datetime.date(2000, 1, 1)], "subclass_now": [2000], "through_a_helper": [-1.0],
+                "module_attribute": [2000], "logs_a_warning": [1], "pure": [21], "unpickled": [stamped]}
+        inputs = []
+        for name, pos in args.items():
+            qualname = "Deadline.expired" if name == "expired" else name  # its one argument is self
+            payload = {"pos": pos, "kw": {}, "var": [], "varkw": {}}
+            inputs.append({"id": name, "module": "clockwatch_sample.core", "qualname": qualname,
+                           "args": base64.b64encode(pickle.dumps(payload, protocol=4)).decode()})
+    finally:
+        sys.path.remove(str(root))
+        for module in [m for m in sys.modules if m.startswith("clockwatch_sample")]:
+            del sys.modules[module]
+    spec = replay_spec(inputs, [str(root)], watch_clock=watch)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    shutil.copy(PROBE_SOURCE, tmp_path / "probe.py")
+    out = subprocess.run([sys.executable, "-s", "-B", "probe.py", "replay", "spec.json"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"})
+    answers, problem = parse_replay_output(out.stdout, [item["id"] for item in inputs])
+    assert answers is not None, (problem, out.stderr[-2000:])
+    return answers
+
+
+def test_a_watched_replay_names_every_input_that_reads_a_clock_and_no_other(tmp_path):
+    watched = _replay_sample(tmp_path, watch=True)
+    assert sorted(i for i, answer in watched.items() if answer.get("clock")) == sorted(READS_CLOCK)
+    assert watched["pure"]["c"]["return"] == 42 and watched["logs_a_warning"]["c"]["return"] == 2
+
+
+def test_an_unwatched_replay_gives_the_same_answers_and_no_clock_marks(tmp_path):
+    plain = _replay_sample(tmp_path / "plain", watch=False)
+    watched = _replay_sample(tmp_path / "watched", watch=True)
+    assert not any("clock" in answer for answer in plain.values())
+    assert {i: a["h"] for i, a in plain.items()} == {i: a["h"] for i, a in watched.items()}
+
+
+# -- the task the v2 sweep caught: more-itertools' time_limited ---------------------------------------
+
+#: more-itertools-6c2b4b8419 (a bug in ``time_limited.__next__``) held these two inputs until session
+#: 14: a ``time_limited`` not yet timed out, whose ``__next__`` compares ``time.monotonic()`` with the
+#: start recorded in it (91,132 s of the recording machine's uptime). Replayed on a machine up for
+#: less time the answer differed, and every grade of the task was an infrastructure error.
+TIME_LIMITED_TASK = "more-itertools-6c2b4b8419"
+TIME_LIMITED_INPUTS = {
+    "iclock11": ("gASVtAAAAAAAAAB9lCiMA3Bvc5RdlIwTbW9yZV9pdGVydG9vbHMubW9yZZSMDHRpbWVfbGltaXRlZJSTlCmBlH2UKIwNbGltaXRf"
+                 "c2Vjb25kc5RLAYwJX2l0ZXJhYmxllIwJaXRlcnRvb2xzlIwFY291bnSUk5RLAIWUUpSMC19zdGFydF90aW1llEdA9j/PD7t0YIwJ"
+                 "dGltZWRfb3V0lIl1YmGMAmt3lH2UjAN2YXKUXZSMBXZhcmt3lH2UdS4=",
+                 "a8c4fae24b5aa5a271561e6fffca24a95cdf9dbe7a2612d4b8a79d38d22d2f98"),
+    "iclock14": ("gASVtwAAAAAAAAB9lCiMA3Bvc5RdlIwTbW9yZV9pdGVydG9vbHMubW9yZZSMDHRpbWVfbGltaXRlZJSTlCmBlH2UKIwNbGltaXRf"
+                 "c2Vjb25kc5RK/////4wJX2l0ZXJhYmxllIwJaXRlcnRvb2xzlIwFY291bnSUk5RLAIWUUpSMC19zdGFydF90aW1llEdA9j/PD7t0"
+                 "YIwJdGltZWRfb3V0lIl1YmGMAmt3lH2UjAN2YXKUXZSMBXZhcmt3lH2UdS4=",
+                 "650236d402fa023f5e32a170019a9db95af31a215ebd8c3817ad1534377838ac"),
+}
+
+
+def _v2_suite():
+    from termgym.tasks.swesynth.suite import SUITE_V2_DIR, SweSynthSuite
+
+    return SweSynthSuite(SUITE_V2_DIR, behaviour="any")
+
+
+def _with_time_limited_inputs(check: dict) -> dict:
+    """The stored check with the two clock-reading inputs it held before the repair put back."""
+    check = json.loads(json.dumps(check))
+    for input_id, (args, digest) in TIME_LIMITED_INPUTS.items():
+        check["inputs"].append({"id": input_id, "module": "more_itertools.more", "qualname": "time_limited.__next__",
+                                "args": args, "origin": "perturbed:1:pos:0.limit_seconds"})
+        check["answers"][input_id] = {"h": digest}
+        check["heldout"] = [*check.get("heldout", []), input_id]
+    return check
+
+
+def test_a_watched_clean_replay_finds_the_calls_that_read_the_clock_in_a_real_task():
+    """Real sandbox, real project: of the stored check plus the two inputs it held before the
+    repair, exactly those two read the clock (nothing the stored check holds now does)."""
+    from termgym.factory.swesynth.behaviour_record import clock_reading_inputs
+
+    suite = _v2_suite()
+    record = suite.record(TIME_LIMITED_TASK)
+    assert clock_reading_inputs(record, _with_time_limited_inputs(record.behaviour)) == list(TIME_LIMITED_INPUTS)
+
+
+def test_drop_clock_prunes_calls_that_read_the_clock_from_a_compact_suite(tmp_path, capsys):
+    """`termgym swesynth behaviour --drop-clock` on a one-task compact suite cut from v2, its check
+    holding the two clock-reading inputs again: they are dropped, what is left is the stored check
+    (proven to reproduce in a fresh sandbox), and a second run finds nothing to do."""
+    from termgym.cli import main
+    from termgym.tasks.swesynth.suite import SUITE_V2_DIR
+
+    suite = _v2_suite()
+    stored = suite.behaviour_check_of(TIME_LIMITED_TASK)
+    out = tmp_path / "suite"
+    for folder in ("records", "baselines", "behaviour"):
+        (out / folder).mkdir(parents=True)
+    index = json.loads((SUITE_V2_DIR / "suite.json").read_text())
+    index["repos"] = {"more-itertools": index["repos"]["more-itertools"]}
+    index["splits"] = {name: [t for t in ids if t == TIME_LIMITED_TASK] if isinstance(ids, list) else ids
+                       for name, ids in index["splits"].items()}
+    (out / "suite.json").write_text(json.dumps(index))
+    line = next(text for text in (SUITE_V2_DIR / "records/more-itertools.jsonl").read_text().splitlines()
+                if json.loads(text)["task_id"] == TIME_LIMITED_TASK)
+    (out / "records/more-itertools.jsonl").write_text(line + "\n")
+    shutil.copy(SUITE_V2_DIR / "baselines/more-itertools.json", out / "baselines/more-itertools.json")
+    (out / "behaviour/more-itertools.jsonl").write_text(json.dumps(
+        {"task_id": TIME_LIMITED_TASK, "behaviour": _with_time_limited_inputs(stored)}) + "\n")
+
+    assert main(["swesynth", "behaviour", "--suite", str(out), "--drop-clock", "--quiet"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["clock_pruned"] == 1 and stats["rerecorded"] == 0 and stats["errors"] == 0, stats
+    lines = [json.loads(text) for text in (out / "behaviour/more-itertools.jsonl").read_text().splitlines()]
+    assert lines[-1]["behaviour"]["inputs"] == stored["inputs"] and lines[-1]["behaviour"]["answers"] == stored["answers"]
+
+    assert main(["swesynth", "behaviour", "--suite", str(out), "--drop-clock", "--quiet"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["clock_free"] == 1 and again["clock_pruned"] == again["rerecorded"] == 0, again
+
+
+def test_the_recorder_keeps_no_input_whose_call_reads_the_clock(tmp_path):
+    """The recorder's own run on the real task (its tests under the recorder, perturbations, replays):
+    the check it makes still tells the bug apart, and none of its inputs reads the clock."""
+    from termgym.factory.swesynth.behaviour_record import clock_reading_inputs, record_behaviour
+
+    record = _v2_suite().record(TIME_LIMITED_TASK)
+    check = record_behaviour(record, cache_dir=tmp_path)
+    assert check["telling"]
+    assert clock_reading_inputs(record, check) == []

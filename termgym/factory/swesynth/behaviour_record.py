@@ -268,14 +268,23 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         clean2, p2 = run_replay(box, spec)
         if clean1 is None or clean2 is None:
             raise NoCheck(f"the clean tree's replay failed: {p1 or p2}")
+        # A third replay watches for clock reads (slower, so apart from the two that give the answers).
+        watched, p_watch = run_replay(box, replay_spec(candidates, sys_path, watch_clock=True))
+        if watched is None:
+            raise NoCheck(f"the clean tree's replay watching for clock reads failed: {p_watch}")
+        reads_clock = {i for i, answer in watched.items() if answer.get("clock")}
         _apply(box, wd, record.bug_patch)  # the buggy tree
         buggy, p3 = run_replay(box, spec)
         if buggy is None:
             buggy = {}
-        stable = [c for c in candidates if clean1[c["id"]]["h"] == clean2[c["id"]]["h"] and _stable(clean1[c["id"]])]
-        telling = [c for c in stable if buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]]
-        if not stable:
+        repeated = [c for c in candidates if clean1[c["id"]]["h"] == clean2[c["id"]]["h"] and _stable(clean1[c["id"]])]
+        if not repeated:
             raise NoCheck("no recorded input is answered the same way twice by the clean code")
+        stable = [c for c in repeated if c["id"] not in reads_clock]
+        if not stable:
+            raise NoCheck("every input the clean code answers the same way twice reads a clock (time.monotonic, "
+                          "datetime.now, ...): its answer would move with the time or the machine of the replay")
+        telling = [c for c in stable if buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]]
         if not telling:
             raise NoCheck("no recorded or perturbed input is answered differently by the buggy code")
         keep_ids: set[str] = set()
@@ -346,14 +355,40 @@ def without_clock_inputs(items: list[dict[str, Any]]) -> tuple[list[dict[str, An
     return kept, clocks
 
 
-def drop_clock_inputs(check: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
-    """A stored check without its clock-bound inputs, and the ids dropped.
+def clock_reading_inputs(record, check: dict[str, Any], *, backend: str = "local") -> list[str]:
+    """The ids of a stored check's inputs whose answer hangs on a clock: their arguments hold one
+    (:func:`~termgym.tasks.swesynth.behaviour.clock_reference`), or the clean tree, replaying them in
+    a fresh sandbox under a watch for clock reads, reads one (a ``time.monotonic()`` inside the
+    function compared with a start time recorded in the arguments). Raises :class:`NoCheck` when that
+    replay fails."""
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    task = SweSynthTask(record)
+    spec = replay_spec(check["inputs"], task_sys_path(task), canonical=int(check.get("canonical", 1)),
+                       watch_clock=True)
+    with FreshSandboxes(backend) as new_sandbox:
+        box = new_sandbox(_clean_spec(task))
+        try:
+            watched, problem = run_replay(box, spec)
+        finally:
+            box.close()
+    if watched is None:
+        raise NoCheck(f"the clean tree's replay watching for clock reads failed: {problem}")
+    return [item["id"] for item in check["inputs"]
+            if clock_reference(item["args"]) or watched.get(item["id"], {}).get("clock")]
+
+
+def drop_clock_inputs(check: dict[str, Any], also: Sequence[str] = ()) -> tuple[dict[str, Any] | None, list[str]]:
+    """A stored check without its clock-bound inputs (those whose arguments hold a clock, and the
+    ids in ``also``: :func:`clock_reading_inputs` found them reading one), and the ids dropped.
 
     The inputs left keep their ids and answers (``telling``, ``heldout`` and ``discriminating``
     follow). ``None`` when no input that tells the bug apart is left: the check decides nothing
     then. A pruned check must still be shown to reproduce in a fresh sandbox (:func:`reproduces`):
     its answers were proven with the dropped inputs replayed before them."""
-    dropped = [item["id"] for item in check["inputs"] if clock_reference(item["args"])]
+    extra = set(also)
+    dropped = [item["id"] for item in check["inputs"] if item["id"] in extra or clock_reference(item["args"])]
     if not dropped:
         return check, []
     gone = set(dropped)
@@ -573,10 +608,11 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     (:func:`mark_heldout`; a task whose marking fails keeps its check and is tried on the next run);
     ``retry_unserved`` records again the tasks whose marked check has no held-out input that tells
     the bug apart (:func:`~termgym.tasks.swesynth.behaviour.servable`). ``clock`` repairs the
-    checks holding inputs whose arguments hold a clock (recorded before the recorder refused them,
-    :func:`drop_clock_inputs`): the check without them is kept when it still tells the bug apart and
-    reproduces in a fresh sandbox, else the task is recorded again (``clock_pruned`` and
-    ``rerecorded`` count which).
+    checks holding inputs whose answer hangs on a clock (recorded before the recorder refused them):
+    every check is replayed on the clean tree under a watch (:func:`clock_reading_inputs`); the
+    check without those inputs (:func:`drop_clock_inputs`) is kept when it still tells the bug apart
+    and reproduces in a fresh sandbox, else the task is recorded again (``clock_pruned`` and
+    ``rerecorded`` count which, ``clock_free`` the checks with no such input).
     """
     from termgym.tasks.swesynth.behaviour import needs_marking, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
@@ -613,15 +649,14 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
             by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
         queues = list(by_repo.values())
         todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
-    if clock:
-        todo = [tid for tid in ids if (check := suite.behaviour_check_of(tid))
-                and any(clock_reference(item["args"]) for item in check["inputs"])]
+    if clock:  # every check: a clean replay in a fresh sandbox shows which inputs read a clock
+        todo = [tid for tid in ids if suite.behaviour_check_of(tid)]
     if limit is not None:
         todo = todo[:limit]
     lock = threading.Lock()
     stats: dict[str, Any] = {"checked": 0, "no_check": {}, "skipped": len(ids) - len(todo) if limit is None
                              else len(done), "errors": 0, "reverified": 0, "servable": 0,
-                             "clock_pruned": 0, "rerecorded": 0}
+                             "clock_pruned": 0, "rerecorded": 0, "clock_free": 0}
     start = time.monotonic()
 
     def one(tid: str) -> None:
@@ -646,7 +681,19 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                 if again is not None and servable(again):
                     line = {"task_id": tid, "behaviour": again}
         elif clock:
-            pruned, _dropped = drop_clock_inputs(record.behaviour)
+            try:
+                found = clock_reading_inputs(record, record.behaviour, backend=backend)
+            except Exception as exc:  # the check stays as it was; the next run tries again
+                with lock:
+                    stats["errors"] += 1
+                    if progress:
+                        progress(tid, f"watching the clean replay failed: {type(exc).__name__}: {exc}"[:300])
+                return
+            if not found:
+                with lock:
+                    stats["clock_free"] += 1
+                return
+            pruned, _dropped = drop_clock_inputs(record.behaviour, found)
             if pruned is not None and reproduces(record, pruned, backend=backend):
                 line = {"task_id": tid, "behaviour": pruned}
                 counter = "clock_pruned"

@@ -175,11 +175,17 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
 
 
 def replay_spec(inputs: list[dict[str, Any]], sys_path: list[str], seconds: float = CALL_SECONDS,
-                canonical: int = CANONICAL_VERSION) -> dict[str, Any]:
+                canonical: int = CANONICAL_VERSION, watch_clock: bool = False) -> dict[str, Any]:
     """The file the replay sandbox gets: inputs, the import path and which canonical form to answer
-    in (the check's), never an answer."""
-    return {"inputs": [{k: item[k] for k in ("id", "module", "qualname", "args")} for item in inputs],
+    in (the check's), never an answer. ``watch_clock`` (recording only, never a grade): each answer
+    also says whether unpickling the input or the call read a clock (``"clock": true``), which a
+    check must not depend on: ``time_limited`` comparing ``time.monotonic()`` with a recorded start
+    answers by how long the replaying machine has been up."""
+    spec = {"inputs": [{k: item[k] for k in ("id", "module", "qualname", "args")} for item in inputs],
             "sys_path": list(sys_path), "seconds": seconds, "canonical": canonical}
+    if watch_clock:
+        spec["watch_clock"] = True
+    return spec
 
 
 def heldout_telling(check: dict[str, Any] | None) -> list[str]:
@@ -328,6 +334,8 @@ def parse_replay_output(output: str, ids: list[str]) -> tuple[dict[str, dict] | 
             if canonical_answer(got["c"]).get("h") != digest:
                 return None, f"the replay's result for {want!r} does not match its own digest"
             answer["c"] = got["c"]
+        if got.get("clock") is True:  # the call read a clock (a replay that watched for it)
+            answer["clock"] = True
         answers[want] = answer
     return answers, ""
 

@@ -29,6 +29,7 @@ import os
 import pickle
 import signal
 import sys
+import time
 import types
 
 try:
@@ -589,6 +590,34 @@ class _OutOfTime(BaseException):
     pass
 
 
+#: The functions that read a clock, as the C calls a profile function sees (however the code under
+#: test imported them: ``from time import monotonic`` calls this same object).
+_CLOCK_FUNCTIONS = tuple(getattr(time, name) for name in (
+    "time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
+    "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns") if hasattr(time, name))
+_CLOCK_METHODS = ("now", "utcnow", "today")
+_CLOCK_SEEN = [False]
+
+
+def _reads_clock(func):
+    """Whether a C function a profile event names reads a clock: one of :mod:`time`'s, or
+    ``now``/``utcnow``/``today`` of :class:`datetime.date` or a subclass."""
+    if any(func is f for f in _CLOCK_FUNCTIONS):
+        return True
+    owner = getattr(func, "__self__", None)
+    return (isinstance(owner, type) and issubclass(owner, datetime.date)
+            and getattr(func, "__name__", None) in _CLOCK_METHODS)
+
+
+def _watch_clock(frame, event, arg):
+    """A profile function: notes a clock read by the replayed code. Not one :mod:`logging` makes to
+    time-stamp a record (which no answer shows)."""
+    if event == "c_call" and not _CLOCK_SEEN[0] and _reads_clock(arg):
+        module = frame.f_globals.get("__name__") if frame is not None else None
+        if not (type(module) is str and (module == "logging" or module.startswith("logging."))):
+            _CLOCK_SEEN[0] = True
+
+
 def _on_alarm(signum, frame):
     raise _OutOfTime()
 
@@ -630,8 +659,13 @@ def _resolve(module_name, qualname):
     return raw
 
 
-def replay_one(item, seconds):
+def replay_one(item, seconds, watch_clock=False):
+    """One input's canonical form; with ``watch_clock``, :data:`_CLOCK_SEEN` says afterwards whether
+    unpickling it or the call read a clock (a profile function watches, so the call runs slower)."""
+    _CLOCK_SEEN[0] = False
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    if watch_clock:
+        sys.setprofile(_watch_clock)
     try:
         try:
             args = loads(base64.b64decode(item["args"]))
@@ -661,6 +695,8 @@ def replay_one(item, seconds):
     except _OutOfTime:
         return ["timeout"]
     finally:
+        if watch_clock:
+            sys.setprofile(None)
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
@@ -679,9 +715,10 @@ def replay(spec):
             pass
     signal.signal(signal.SIGALRM, _on_alarm)
     results = []
+    watch = spec.get("watch_clock") is True
     for item in spec["inputs"]:
-        form = replay_one(item, float(spec.get("seconds", CALL_SECONDS)))
-        results.append({"id": item["id"], **answer_of(form)})
+        form = replay_one(item, float(spec.get("seconds", CALL_SECONDS)), watch)
+        results.append({"id": item["id"], **answer_of(form), **({"clock": True} if watch and _CLOCK_SEEN[0] else {})})
     out.write(MARKER + json.dumps({"version": 1, "results": results}, separators=(",", ":")) + "\n")
     out.flush()
 
