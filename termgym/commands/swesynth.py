@@ -126,10 +126,11 @@ def register(subparsers) -> None:
     beh.add_argument("--retry-unserved", action="store_true",
                      help="record again tasks whose marked check has no held-out input that tells the bug apart")
     beh.add_argument("--drop-clock", action="store_true",
-                     help="repair checks holding inputs whose answer hangs on a clock: arguments that hold one "
-                          "(a cache timed by datetime.now) or a call that reads one (time.monotonic inside the "
-                          "function), found by replaying every check on the clean tree under a watch: drop "
-                          "those inputs, or record the task again when nothing that tells the bug apart is left")
+                     help="repair checks holding inputs whose answer hangs on a clock or on chance: arguments "
+                          "that hold a clock (a cache timed by datetime.now), a call that reads one "
+                          "(time.monotonic inside the function) or draws random numbers (random.shuffle), found "
+                          "by replaying every check on the clean tree under a watch: drop those inputs, or "
+                          "record the task again when nothing that tells the bug apart is left")
     beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)

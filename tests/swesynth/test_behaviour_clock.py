@@ -262,10 +262,38 @@ def pure(x):
 
 def unpickled(value):
     return value.seen
+
+
+import random
+import secrets
+import uuid
+
+
+def shuffled(xs):
+    xs = list(xs)
+    random.shuffle(xs)  # the shared generator, seeded by the OS when the process starts
+    return sorted(xs)  # the same answer every time: still a draw the check must not hang on
+
+
+def coin(x):
+    return random.random() < x
+
+
+def token(x):
+    return len(uuid.uuid4().hex) == x
+
+
+def secret(x):
+    return len(secrets.token_hex(x))
+
+
+def seeded_die(x):
+    return random.Random(x).randint(1, 6)  # a generator of its own with a fixed seed: repeatable
 ''',
 }
 READS_CLOCK = ["expired", "wall_clock", "this_year", "today_later", "subclass_now", "through_a_helper",
                "module_attribute", "unpickled"]
+DRAWS_CHANCE = ["shuffled", "coin", "token", "secret"]
 
 
 def _replay_sample(tmp_path, watch: bool):
@@ -287,7 +315,8 @@ def _replay_sample(tmp_path, watch: bool):
         stamped.name = "entry"  # some state, so unpickling calls __setstate__
         args = {"expired": [core.Deadline(5, 1000.0)], "wall_clock": [0], "this_year": [2000],
                 "today_later": [datetime.date(2000, 1, 1)], "subclass_now": [2000], "through_a_helper": [-1.0],
-                "module_attribute": [2000], "logs_a_warning": [1], "pure": [21], "unpickled": [stamped]}
+                "module_attribute": [2000], "logs_a_warning": [1], "pure": [21], "unpickled": [stamped],
+                "shuffled": [[3, 1, 2]], "coin": [2], "token": [32], "secret": [4], "seeded_die": [7]}
         inputs = []
         for name, pos in args.items():
             qualname = "Deadline.expired" if name == "expired" else name  # its one argument is self
@@ -298,7 +327,7 @@ def _replay_sample(tmp_path, watch: bool):
         sys.path.remove(str(root))
         for module in [m for m in sys.modules if m.startswith("clockwatch_sample")]:
             del sys.modules[module]
-    spec = replay_spec(inputs, [str(root)], watch_clock=watch)
+    spec = replay_spec(inputs, [str(root)], watch=watch)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     shutil.copy(PROBE_SOURCE, tmp_path / "probe.py")
     out = subprocess.run([sys.executable, "-s", "-B", "probe.py", "replay", "spec.json"], cwd=tmp_path,
@@ -308,17 +337,20 @@ def _replay_sample(tmp_path, watch: bool):
     return answers
 
 
-def test_a_watched_replay_names_every_input_that_reads_a_clock_and_no_other(tmp_path):
+def test_a_watched_replay_names_every_input_that_reads_a_clock_or_draws_chance_and_no_other(tmp_path):
     watched = _replay_sample(tmp_path, watch=True)
     assert sorted(i for i, answer in watched.items() if answer.get("clock")) == sorted(READS_CLOCK)
+    assert sorted(i for i, answer in watched.items() if answer.get("chance")) == sorted(DRAWS_CHANCE)
     assert watched["pure"]["c"]["return"] == 42 and watched["logs_a_warning"]["c"]["return"] == 2
+    assert watched["shuffled"]["c"]["return"] == ["list", [1, 2, 3]] or watched["shuffled"]["c"]["return"] == [1, 2, 3]
 
 
 def test_an_unwatched_replay_gives_the_same_answers_and_no_clock_marks(tmp_path):
     plain = _replay_sample(tmp_path / "plain", watch=False)
     watched = _replay_sample(tmp_path / "watched", watch=True)
-    assert not any("clock" in answer for answer in plain.values())
-    assert {i: a["h"] for i, a in plain.items()} == {i: a["h"] for i, a in watched.items()}
+    assert not any("clock" in answer or "chance" in answer for answer in plain.values())
+    repeatable = set(plain) - {"token"} - {"coin"}  # answers that are the same every time
+    assert {i: plain[i]["h"] for i in repeatable} == {i: watched[i]["h"] for i in repeatable}
 
 
 # -- the task the v2 sweep caught: more-itertools' time_limited ---------------------------------------
@@ -360,11 +392,11 @@ def _with_time_limited_inputs(check: dict) -> dict:
 def test_a_watched_clean_replay_finds_the_calls_that_read_the_clock_in_a_real_task():
     """Real sandbox, real project: of the stored check plus the two inputs it held before the
     repair, exactly those two read the clock (nothing the stored check holds now does)."""
-    from termgym.factory.swesynth.behaviour_record import clock_reading_inputs
+    from termgym.factory.swesynth.behaviour_record import clock_or_chance_inputs
 
     suite = _v2_suite()
     record = suite.record(TIME_LIMITED_TASK)
-    assert clock_reading_inputs(record, _with_time_limited_inputs(record.behaviour)) == list(TIME_LIMITED_INPUTS)
+    assert clock_or_chance_inputs(record, _with_time_limited_inputs(record.behaviour)) == list(TIME_LIMITED_INPUTS)
 
 
 def test_drop_clock_prunes_calls_that_read_the_clock_from_a_compact_suite(tmp_path, capsys):
@@ -405,9 +437,9 @@ def test_drop_clock_prunes_calls_that_read_the_clock_from_a_compact_suite(tmp_pa
 def test_the_recorder_keeps_no_input_whose_call_reads_the_clock(tmp_path):
     """The recorder's own run on the real task (its tests under the recorder, perturbations, replays):
     the check it makes still tells the bug apart, and none of its inputs reads the clock."""
-    from termgym.factory.swesynth.behaviour_record import clock_reading_inputs, record_behaviour
+    from termgym.factory.swesynth.behaviour_record import clock_or_chance_inputs, record_behaviour
 
     record = _v2_suite().record(TIME_LIMITED_TASK)
     check = record_behaviour(record, cache_dir=tmp_path)
     assert check["telling"]
-    assert clock_reading_inputs(record, check) == []
+    assert clock_or_chance_inputs(record, check) == []

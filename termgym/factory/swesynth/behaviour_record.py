@@ -268,11 +268,12 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         clean2, p2 = run_replay(box, spec)
         if clean1 is None or clean2 is None:
             raise NoCheck(f"the clean tree's replay failed: {p1 or p2}")
-        # A third replay watches for clock reads (slower, so apart from the two that give the answers).
-        watched, p_watch = run_replay(box, replay_spec(candidates, sys_path, watch_clock=True))
+        # A third replay watches for clock reads and random draws (slower, so apart from the two
+        # that give the answers): two replays in a row can agree by chance or within one second.
+        watched, p_watch = run_replay(box, replay_spec(candidates, sys_path, watch=True))
         if watched is None:
             raise NoCheck(f"the clean tree's replay watching for clock reads failed: {p_watch}")
-        reads_clock = {i for i, answer in watched.items() if answer.get("clock")}
+        unrepeatable = {i for i, answer in watched.items() if answer.get("clock") or answer.get("chance")}
         _apply(box, wd, record.bug_patch)  # the buggy tree
         buggy, p3 = run_replay(box, spec)
         if buggy is None:
@@ -280,10 +281,11 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         repeated = [c for c in candidates if clean1[c["id"]]["h"] == clean2[c["id"]]["h"] and _stable(clean1[c["id"]])]
         if not repeated:
             raise NoCheck("no recorded input is answered the same way twice by the clean code")
-        stable = [c for c in repeated if c["id"] not in reads_clock]
+        stable = [c for c in repeated if c["id"] not in unrepeatable]
         if not stable:
             raise NoCheck("every input the clean code answers the same way twice reads a clock (time.monotonic, "
-                          "datetime.now, ...): its answer would move with the time or the machine of the replay")
+                          "datetime.now, ...) or draws random numbers: its answer would move with the time, the "
+                          "machine or the seed of the replay")
         telling = [c for c in stable if buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]]
         if not telling:
             raise NoCheck("no recorded or perturbed input is answered differently by the buggy code")
@@ -355,18 +357,18 @@ def without_clock_inputs(items: list[dict[str, Any]]) -> tuple[list[dict[str, An
     return kept, clocks
 
 
-def clock_reading_inputs(record, check: dict[str, Any], *, backend: str = "local") -> list[str]:
-    """The ids of a stored check's inputs whose answer hangs on a clock: their arguments hold one
-    (:func:`~termgym.tasks.swesynth.behaviour.clock_reference`), or the clean tree, replaying them in
-    a fresh sandbox under a watch for clock reads, reads one (a ``time.monotonic()`` inside the
-    function compared with a start time recorded in the arguments). Raises :class:`NoCheck` when that
-    replay fails."""
+def clock_or_chance_inputs(record, check: dict[str, Any], *, backend: str = "local") -> list[str]:
+    """The ids of a stored check's inputs whose answer hangs on a clock or on chance: their
+    arguments hold a clock (:func:`~termgym.tasks.swesynth.behaviour.clock_reference`), or the clean
+    tree, replaying them in a fresh sandbox under a watch, reads one (a ``time.monotonic()`` inside
+    the function compared with a start time recorded in the arguments) or draws from the shared
+    random generator (``random.shuffle``). Raises :class:`NoCheck` when that replay fails."""
     from termgym.sandbox import FreshSandboxes
     from termgym.tasks.swesynth.task import SweSynthTask
 
     task = SweSynthTask(record)
     spec = replay_spec(check["inputs"], task_sys_path(task), canonical=int(check.get("canonical", 1)),
-                       watch_clock=True)
+                       watch=True)
     with FreshSandboxes(backend) as new_sandbox:
         box = new_sandbox(_clean_spec(task))
         try:
@@ -375,13 +377,14 @@ def clock_reading_inputs(record, check: dict[str, Any], *, backend: str = "local
             box.close()
     if watched is None:
         raise NoCheck(f"the clean tree's replay watching for clock reads failed: {problem}")
-    return [item["id"] for item in check["inputs"]
-            if clock_reference(item["args"]) or watched.get(item["id"], {}).get("clock")]
+    return [item["id"] for item in check["inputs"] if clock_reference(item["args"])
+            or watched.get(item["id"], {}).get("clock") or watched.get(item["id"], {}).get("chance")]
 
 
 def drop_clock_inputs(check: dict[str, Any], also: Sequence[str] = ()) -> tuple[dict[str, Any] | None, list[str]]:
     """A stored check without its clock-bound inputs (those whose arguments hold a clock, and the
-    ids in ``also``: :func:`clock_reading_inputs` found them reading one), and the ids dropped.
+    ids in ``also``: :func:`clock_or_chance_inputs` found them reading one or drawing chance), and
+    the ids dropped.
 
     The inputs left keep their ids and answers (``telling``, ``heldout`` and ``discriminating``
     follow). ``None`` when no input that tells the bug apart is left: the check decides nothing
@@ -608,8 +611,9 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     (:func:`mark_heldout`; a task whose marking fails keeps its check and is tried on the next run);
     ``retry_unserved`` records again the tasks whose marked check has no held-out input that tells
     the bug apart (:func:`~termgym.tasks.swesynth.behaviour.servable`). ``clock`` repairs the
-    checks holding inputs whose answer hangs on a clock (recorded before the recorder refused them):
-    every check is replayed on the clean tree under a watch (:func:`clock_reading_inputs`); the
+    checks holding inputs whose answer hangs on a clock or on chance (recorded before the recorder
+    refused them): every check is replayed on the clean tree under a watch
+    (:func:`clock_or_chance_inputs`); the
     check without those inputs (:func:`drop_clock_inputs`) is kept when it still tells the bug apart
     and reproduces in a fresh sandbox, else the task is recorded again (``clock_pruned`` and
     ``rerecorded`` count which, ``clock_free`` the checks with no such input).
@@ -682,7 +686,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                     line = {"task_id": tid, "behaviour": again}
         elif clock:
             try:
-                found = clock_reading_inputs(record, record.behaviour, backend=backend)
+                found = clock_or_chance_inputs(record, record.behaviour, backend=backend)
             except Exception as exc:  # the check stays as it was; the next run tries again
                 with lock:
                     stats["errors"] += 1

@@ -175,16 +175,17 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
 
 
 def replay_spec(inputs: list[dict[str, Any]], sys_path: list[str], seconds: float = CALL_SECONDS,
-                canonical: int = CANONICAL_VERSION, watch_clock: bool = False) -> dict[str, Any]:
+                canonical: int = CANONICAL_VERSION, watch: bool = False) -> dict[str, Any]:
     """The file the replay sandbox gets: inputs, the import path and which canonical form to answer
-    in (the check's), never an answer. ``watch_clock`` (recording only, never a grade): each answer
-    also says whether unpickling the input or the call read a clock (``"clock": true``), which a
-    check must not depend on: ``time_limited`` comparing ``time.monotonic()`` with a recorded start
-    answers by how long the replaying machine has been up."""
+    in (the check's), never an answer. ``watch`` (recording only, never a grade): each answer also
+    says whether unpickling the input or the call read a clock (``"clock": true``) or drew from the
+    shared random generator or the OS's (``"chance": true``), which a check must not depend on:
+    ``time_limited`` comparing ``time.monotonic()`` with a recorded start answers by how long the
+    replaying machine has been up, ``_sample_unweighted`` by the seed the OS gave the process."""
     spec = {"inputs": [{k: item[k] for k in ("id", "module", "qualname", "args")} for item in inputs],
             "sys_path": list(sys_path), "seconds": seconds, "canonical": canonical}
-    if watch_clock:
-        spec["watch_clock"] = True
+    if watch:
+        spec["watch"] = True
     return spec
 
 
@@ -334,8 +335,9 @@ def parse_replay_output(output: str, ids: list[str]) -> tuple[dict[str, dict] | 
             if canonical_answer(got["c"]).get("h") != digest:
                 return None, f"the replay's result for {want!r} does not match its own digest"
             answer["c"] = got["c"]
-        if got.get("clock") is True:  # the call read a clock (a replay that watched for it)
-            answer["clock"] = True
+        for kind in ("clock", "chance"):  # the call read a clock or drew chance (a watched replay)
+            if got.get(kind) is True:
+                answer[kind] = True
         answers[want] = answer
     return answers, ""
 

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import pickle
+import random
 import signal
 import sys
 import time
@@ -596,7 +597,10 @@ _CLOCK_FUNCTIONS = tuple(getattr(time, name) for name in (
     "time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
     "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns") if hasattr(time, name))
 _CLOCK_METHODS = ("now", "utcnow", "today")
-_CLOCK_SEEN = [False]
+#: What a watched replay saw the code read: a clock, or chance (the process-wide random generator
+#: every ``random.*`` function draws from, seeded by the OS at start; ``os.urandom``, which
+#: ``uuid4``, ``secrets`` and ``SystemRandom`` read).
+_SEEN = {"clock": False, "chance": False}
 
 
 def _reads_clock(func):
@@ -609,13 +613,26 @@ def _reads_clock(func):
             and getattr(func, "__name__", None) in _CLOCK_METHODS)
 
 
-def _watch_clock(frame, event, arg):
-    """A profile function: notes a clock read by the replayed code. Not one :mod:`logging` makes to
-    time-stamp a record (which no answer shows)."""
-    if event == "c_call" and not _CLOCK_SEEN[0] and _reads_clock(arg):
+def _draws_chance(func):
+    """Whether a C function a profile event names draws randomness no seed of the code's own fixed:
+    the shared generator behind ``random.random``/``choice``/``shuffle``/... (a generator the code
+    made with a seed is left alone), or the OS's."""
+    if func is os.urandom:
+        return True
+    return getattr(func, "__self__", None) is random._inst and getattr(func, "__name__", None) in ("random", "getrandbits")
+
+
+def _watch(frame, event, arg):
+    """A profile function: notes a clock read or a random draw by the replayed code. Not a time
+    stamp :mod:`logging` puts on a record (which no answer shows)."""
+    if event != "c_call":
+        return
+    if not _SEEN["clock"] and _reads_clock(arg):
         module = frame.f_globals.get("__name__") if frame is not None else None
         if not (type(module) is str and (module == "logging" or module.startswith("logging."))):
-            _CLOCK_SEEN[0] = True
+            _SEEN["clock"] = True
+    elif not _SEEN["chance"] and _draws_chance(arg):
+        _SEEN["chance"] = True
 
 
 def _on_alarm(signum, frame):
@@ -659,13 +676,13 @@ def _resolve(module_name, qualname):
     return raw
 
 
-def replay_one(item, seconds, watch_clock=False):
-    """One input's canonical form; with ``watch_clock``, :data:`_CLOCK_SEEN` says afterwards whether
-    unpickling it or the call read a clock (a profile function watches, so the call runs slower)."""
-    _CLOCK_SEEN[0] = False
+def replay_one(item, seconds, watch=False):
+    """One input's canonical form; with ``watch``, :data:`_SEEN` says afterwards whether unpickling
+    it or the call read a clock or drew chance (a profile function watches, so the call runs slower)."""
+    _SEEN["clock"] = _SEEN["chance"] = False
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    if watch_clock:
-        sys.setprofile(_watch_clock)
+    if watch:
+        sys.setprofile(_watch)
     try:
         try:
             args = loads(base64.b64decode(item["args"]))
@@ -695,7 +712,7 @@ def replay_one(item, seconds, watch_clock=False):
     except _OutOfTime:
         return ["timeout"]
     finally:
-        if watch_clock:
+        if watch:
             sys.setprofile(None)
         signal.setitimer(signal.ITIMER_REAL, 0)
 
@@ -715,10 +732,11 @@ def replay(spec):
             pass
     signal.signal(signal.SIGALRM, _on_alarm)
     results = []
-    watch = spec.get("watch_clock") is True
+    watch = spec.get("watch") is True
     for item in spec["inputs"]:
         form = replay_one(item, float(spec.get("seconds", CALL_SECONDS)), watch)
-        results.append({"id": item["id"], **answer_of(form), **({"clock": True} if watch and _CLOCK_SEEN[0] else {})})
+        seen = {kind: True for kind, hit in _SEEN.items() if watch and hit}
+        results.append({"id": item["id"], **answer_of(form), **seen})
     out.write(MARKER + json.dumps({"version": 1, "results": results}, separators=(",", ":")) + "\n")
     out.flush()
 
