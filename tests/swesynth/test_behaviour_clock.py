@@ -1,4 +1,4 @@
-"""Behaviour checks hold no input whose answer moves with the clock.
+"""Behaviour checks hold no input whose answer moves with the clock (or with chance).
 
 The full oracle sweep of the v2 suite (session 13) found two cachetools tasks whose *clean* code no
 longer reproduced its recorded answers: their inputs held a ``TTLCache`` timed by ``datetime.now``,
@@ -6,6 +6,11 @@ which expires entries while being unpickled once the recorded expiry (a day late
 every grade of those tasks became an infrastructure error. One timed by ``time.monotonic`` depends
 on how long the replaying machine has been up. The recorder now refuses such inputs, ``termgym
 swesynth behaviour --drop-clock`` repairs stored checks, and no bundled check holds one.
+
+Session 14's sweep found the rest of it: calls that read the clock inside the code (more-itertools'
+``time_limited`` comparing ``time.monotonic()`` with a recorded start) or draw from the shared random
+generator (``_sample_unweighted``). A watched replay (a profile function) now finds both at
+recording and in the repair.
 """
 
 from __future__ import annotations
@@ -378,25 +383,45 @@ def _v2_suite():
     return SweSynthSuite(SUITE_V2_DIR, behaviour="any")
 
 
-def _with_time_limited_inputs(check: dict) -> dict:
-    """The stored check with the two clock-reading inputs it held before the repair put back."""
+#: more-itertools-f8afdf01d4 (a bug in ``_sample_unweighted``) held this input until session 14: a
+#: reservoir sample of 4 from 5 drawn with the shared random generator, whose recorded answer came
+#: back in every recording replay by chance and then failed the oracle's grade in the sweep.
+SAMPLE_TASK = "more-itertools-f8afdf01d4"
+SAMPLE_INPUTS = {
+    "ichance15": ("gASVUwAAAAAAAAB9lCiMA3Bvc5RdlCiMCGJ1aWx0aW5zlIwEaXRlcpSTlF2UKEsBSwJLA0sESwVlhZRSlEsAYksEZYwCa3eUfZSM"
+                  "A3ZhcpRdlIwFdmFya3eUfZR1Lg==",
+                  "f7fc796b94eadaefd41ab6396b36faeec3f9e5d106fde6c4f93c56b86a3e06fb"),
+}
+
+
+def _with_inputs(check: dict, inputs: dict, qualname: str) -> dict:
+    """The stored check with inputs it held before the repair put back."""
     check = json.loads(json.dumps(check))
-    for input_id, (args, digest) in TIME_LIMITED_INPUTS.items():
-        check["inputs"].append({"id": input_id, "module": "more_itertools.more", "qualname": "time_limited.__next__",
-                                "args": args, "origin": "perturbed:1:pos:0.limit_seconds"})
+    for input_id, (args, digest) in inputs.items():
+        check["inputs"].append({"id": input_id, "module": "more_itertools.more", "qualname": qualname,
+                                "args": args, "origin": "perturbed"})
         check["answers"][input_id] = {"h": digest}
         check["heldout"] = [*check.get("heldout", []), input_id]
     return check
 
 
-def test_a_watched_clean_replay_finds_the_calls_that_read_the_clock_in_a_real_task():
-    """Real sandbox, real project: of the stored check plus the two inputs it held before the
-    repair, exactly those two read the clock (nothing the stored check holds now does)."""
+def _with_time_limited_inputs(check: dict) -> dict:
+    return _with_inputs(check, TIME_LIMITED_INPUTS, "time_limited.__next__")
+
+
+@pytest.mark.parametrize(("task_id", "inputs", "qualname"), [
+    (TIME_LIMITED_TASK, TIME_LIMITED_INPUTS, "time_limited.__next__"),
+    (SAMPLE_TASK, SAMPLE_INPUTS, "_sample_unweighted"),
+])
+def test_a_watched_clean_replay_finds_the_calls_on_a_clock_or_chance_in_a_real_task(task_id, inputs, qualname):
+    """Real sandbox, real project: of the stored check plus the inputs it held before the repair,
+    exactly those read the clock or draw chance (nothing the stored check holds now does; the
+    sample's task has no check left: only random draws told its bug apart)."""
     from termgym.factory.swesynth.behaviour_record import clock_or_chance_inputs
 
-    suite = _v2_suite()
-    record = suite.record(TIME_LIMITED_TASK)
-    assert clock_or_chance_inputs(record, _with_time_limited_inputs(record.behaviour)) == list(TIME_LIMITED_INPUTS)
+    record = _v2_suite().record(task_id)
+    stored = record.behaviour or {"version": 1, "canonical": 2, "inputs": [], "answers": {}}
+    assert clock_or_chance_inputs(record, _with_inputs(stored, inputs, qualname)) == list(inputs)
 
 
 def test_drop_clock_prunes_calls_that_read_the_clock_from_a_compact_suite(tmp_path, capsys):
