@@ -272,7 +272,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         # that give the answers): two replays in a row can agree by chance or within one second.
         watched, p_watch = run_replay(box, replay_spec(candidates, sys_path, watch=True))
         if watched is None:
-            raise NoCheck(f"the clean tree's replay watching for clock reads failed: {p_watch}")
+            raise NoCheck(f"the clean tree's replay watching for clock reads and random draws failed: {p_watch}")
         unrepeatable = {i for i, answer in watched.items() if answer.get("clock") or answer.get("chance")}
         _apply(box, wd, record.bug_patch)  # the buggy tree
         buggy, p3 = run_replay(box, spec)
@@ -376,7 +376,7 @@ def clock_or_chance_inputs(record, check: dict[str, Any], *, backend: str = "loc
         finally:
             box.close()
     if watched is None:
-        raise NoCheck(f"the clean tree's replay watching for clock reads failed: {problem}")
+        raise NoCheck(f"the clean tree's replay watching for clock reads and random draws failed: {problem}")
     return [item["id"] for item in check["inputs"] if clock_reference(item["args"])
             or watched.get(item["id"], {}).get("clock") or watched.get(item["id"], {}).get("chance")]
 
@@ -613,10 +613,10 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     the bug apart (:func:`~termgym.tasks.swesynth.behaviour.servable`). ``clock`` repairs the
     checks holding inputs whose answer hangs on a clock or on chance (recorded before the recorder
     refused them): every check is replayed on the clean tree under a watch
-    (:func:`clock_or_chance_inputs`); the
-    check without those inputs (:func:`drop_clock_inputs`) is kept when it still tells the bug apart
-    and reproduces in a fresh sandbox, else the task is recorded again (``clock_pruned`` and
-    ``rerecorded`` count which, ``clock_free`` the checks with no such input).
+    (:func:`clock_or_chance_inputs`); the check without those inputs (:func:`drop_clock_inputs`) is
+    kept when it still tells the bug apart and reproduces in a fresh sandbox, else the task is
+    recorded again (``clock_pruned`` and ``rerecorded`` count which, ``clock_free`` the checks with
+    no such input).
     """
     from termgym.tasks.swesynth.behaviour import needs_marking, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
@@ -653,7 +653,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
             by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
         queues = list(by_repo.values())
         todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
-    if clock:  # every check: a clean replay in a fresh sandbox shows which inputs read a clock
+    if clock:  # every check: a watched clean replay shows which inputs read a clock or draw chance
         todo = [tid for tid in ids if suite.behaviour_check_of(tid)]
     if limit is not None:
         todo = todo[:limit]
