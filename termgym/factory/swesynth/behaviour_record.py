@@ -273,7 +273,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         watched, p_watch = run_replay(box, replay_spec(candidates, sys_path, watch=True))
         if watched is None:
             raise NoCheck(f"the clean tree's replay watching for clock reads and random draws failed: {p_watch}")
-        unrepeatable = {i for i, answer in watched.items() if answer.get("clock") or answer.get("chance")}
+        unrepeatable = {i for i, answer in watched.items() if _unrepeatable(answer)}
         _apply(box, wd, record.bug_patch)  # the buggy tree
         buggy, p3 = run_replay(box, spec)
         if buggy is None:
@@ -363,35 +363,32 @@ def clock_or_chance_inputs(record, check: dict[str, Any], *, backend: str = "loc
     tree, replaying them in a fresh sandbox under a watch, reads one (a ``time.monotonic()`` inside
     the function compared with a start time recorded in the arguments) or draws from the shared
     random generator (``random.shuffle``). Raises :class:`NoCheck` when that replay fails."""
-    from termgym.sandbox import FreshSandboxes
-    from termgym.tasks.swesynth.task import SweSynthTask
-
-    task = SweSynthTask(record)
-    spec = replay_spec(check["inputs"], task_sys_path(task), canonical=int(check.get("canonical", 1)),
-                       watch=True)
-    with FreshSandboxes(backend) as new_sandbox:
-        box = new_sandbox(_clean_spec(task))
-        try:
-            watched, problem = run_replay(box, spec)
-        finally:
-            box.close()
+    watched, problem = _replay_clean(record, check, backend=backend, watch=True)
     if watched is None:
         raise NoCheck(f"the clean tree's replay watching for clock reads and random draws failed: {problem}")
-    return [item["id"] for item in check["inputs"] if clock_reference(item["args"])
-            or watched.get(item["id"], {}).get("clock") or watched.get(item["id"], {}).get("chance")]
+    return [item["id"] for item in check["inputs"]
+            if clock_reference(item["args"]) or _unrepeatable(watched.get(item["id"], {}))]
 
 
-def drop_clock_inputs(check: dict[str, Any], also: Sequence[str] = ()) -> tuple[dict[str, Any] | None, list[str]]:
-    """A stored check without its clock-bound inputs (those whose arguments hold a clock, and the
-    ids in ``also``: :func:`clock_or_chance_inputs` found them reading one or drawing chance), and
-    the ids dropped.
+def _unrepeatable(answer: dict[str, Any]) -> bool:
+    """Whether a watched replay's answer read a clock or drew chance (:func:`replay_spec`'s ``watch``)."""
+    return bool(answer.get("clock") or answer.get("chance"))
+
+
+def drop_clock_inputs(check: dict[str, Any], ids: Sequence[str] | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """A stored check without the inputs ``ids`` (by default those whose arguments hold a clock;
+    :func:`clock_or_chance_inputs` also names those that read one or draw chance), and the ids
+    dropped.
 
     The inputs left keep their ids and answers (``telling``, ``heldout`` and ``discriminating``
     follow). ``None`` when no input that tells the bug apart is left: the check decides nothing
     then. A pruned check must still be shown to reproduce in a fresh sandbox (:func:`reproduces`):
     its answers were proven with the dropped inputs replayed before them."""
-    extra = set(also)
-    dropped = [item["id"] for item in check["inputs"] if item["id"] in extra or clock_reference(item["args"])]
+    if ids is None:
+        dropped = [item["id"] for item in check["inputs"] if clock_reference(item["args"])]
+    else:
+        named = set(ids)
+        dropped = [item["id"] for item in check["inputs"] if item["id"] in named]
     if not dropped:
         return check, []
     gone = set(dropped)
@@ -546,15 +543,22 @@ def _marked(check: dict[str, Any], kept: list[dict[str, Any]], answers: dict[str
 
 def reproduces(record, check: dict[str, Any], *, backend: str = "local") -> bool:
     """Whether a stored check's clean answers come back in a fresh sandbox of the clean tree."""
-    from termgym.sandbox import FreshSandboxes
     from termgym.tasks.swesynth.behaviour import compare_answers
+
+    got, _ = _replay_clean(record, check, backend=backend)
+    return got is not None and not compare_answers({i["id"]: check["answers"][i["id"]] for i in check["inputs"]}, got)
+
+
+def _replay_clean(record, check: dict[str, Any], *, backend: str, watch: bool = False) -> tuple[dict | None, str]:
+    """A stored check's inputs replayed, in the check's canonical form, in a fresh sandbox of the
+    clean tree (``watch``: noting clock reads and random draws); :func:`run_replay`'s result."""
+    from termgym.sandbox import FreshSandboxes
     from termgym.tasks.swesynth.task import SweSynthTask
 
     task = SweSynthTask(record)
+    spec = replay_spec(check["inputs"], task_sys_path(task), canonical=int(check.get("canonical", 1)), watch=watch)
     with FreshSandboxes(backend) as new_sandbox:
-        got, _ = run_replay(new_sandbox(_clean_spec(task)), replay_spec(check["inputs"], task_sys_path(task),
-                                                                         canonical=int(check.get("canonical", 1))))
-    return got is not None and not compare_answers({i["id"]: check["answers"][i["id"]] for i in check["inputs"]}, got)
+        return run_replay(new_sandbox(_clean_spec(task)), spec)
 
 
 # -- the backfill -------------------------------------------------------------------------------------

@@ -596,6 +596,7 @@ class _OutOfTime(BaseException):
 _CLOCK_FUNCTIONS = tuple(getattr(time, name) for name in (
     "time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
     "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns") if hasattr(time, name))
+_CLOCK_IDS = frozenset(map(id, _CLOCK_FUNCTIONS))  # a lookup per C call the watch sees (they live as long as time)
 _CLOCK_METHODS = ("now", "utcnow", "today")
 #: What a watched replay saw the code read: a clock, or chance (the process-wide random generator
 #: every ``random.*`` function draws from, seeded by the OS at start; ``os.urandom``, which
@@ -606,7 +607,7 @@ _SEEN = {"clock": False, "chance": False}
 def _reads_clock(func):
     """Whether a C function a profile event names reads a clock: one of :mod:`time`'s, or
     ``now``/``utcnow``/``today`` of :class:`datetime.date` or a subclass."""
-    if any(func is f for f in _CLOCK_FUNCTIONS):
+    if id(func) in _CLOCK_IDS:
         return True
     owner = getattr(func, "__self__", None)
     return (isinstance(owner, type) and issubclass(owner, datetime.date)
