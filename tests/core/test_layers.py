@@ -24,7 +24,7 @@ ROOT = Path(termgym.__file__).parent
 #: commands, except that a task *describes* its sandbox (a ``SandboxSpec``) and grades in one, so
 #: the sandbox contract sits under the tasks: sandboxes know nothing of tasks.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("termgym.imports", "termgym.jsonl", "termgym.archives")),
+    ("foundation", ("termgym.imports", "termgym.jsonl", "termgym.archives", "termgym.encodable")),
     ("sandbox", ("termgym.sandbox",)),
     ("tasks", ("termgym.tasks",)),
     ("factory", ("termgym.factory",)),
@@ -48,27 +48,28 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _runtime_nodes(tree: ast.AST):
-    """Every node except what sits under ``if TYPE_CHECKING:``."""
+def _runtime_nodes(tree: ast.AST, *, type_hints: bool = False):
+    """Every node except what sits under ``if TYPE_CHECKING:`` (with ``type_hints``: every node)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if not type_hints and isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 stack.extend(child.orelse)
                 continue
             stack.append(child)
 
 
-def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """``{module: {termgym modules it imports}}`` for every module under ``root``."""
+def import_graph(root: Path = ROOT, *, type_hints: bool = False) -> dict[str, set[str]]:
+    """``{module: {modules under root it imports}}`` for every module under ``root``; with
+    ``type_hints`` the imports under ``if TYPE_CHECKING:`` count too."""
     modules = {module_name(p, root): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str] = set()
-        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path)), type_hints=type_hints):
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -163,6 +164,19 @@ def test_no_import_cycles(graph):
     assert not gone, f"these cycles are gone: delete them from PENDING_CYCLES: {gone}"
 
 
+def test_no_cycles_through_type_hints_either():
+    """Two modules that name each other only in type hints still read as one tangle: a site that
+    types its world while the world holds the sites wants a protocol the site owns instead."""
+    found = [sorted(c) for c in cycles(import_graph(type_hints=True))]
+    assert not found, f"import cycles counting TYPE_CHECKING imports: {found}"
+
+
+def test_the_trainers_have_no_import_cycles():
+    trainers = ROOT.parent / "trainers"
+    found = [sorted(c) for c in cycles(import_graph(trainers, type_hints=True))]
+    assert not found, f"import cycles in trainers/: {found}"
+
+
 def test_no_import_goes_back_up_the_layers(graph):
     upward = {(a, b) for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a)}
     described = sorted(f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
@@ -199,6 +213,9 @@ def test_the_checker_sees_a_cycle_and_an_upward_import(tmp_path):
     assert cycles(fake) == [frozenset({"termgym.tasks.a", "termgym.tasks.b"})]
     assert fake["termgym.env"] == set()
     assert layer_of("termgym.env") > layer_of("termgym.tasks.b")  # so tasks.b -> env is an upward import
+    # counting type hints, env -> tasks.a closes a second cycle through b's runtime import of env
+    assert cycles(import_graph(package, type_hints=True)) == [
+        frozenset({"termgym.env", "termgym.tasks.a", "termgym.tasks.b"})]
 
 
 #: The only modules outside the factory that may import it: the command line.

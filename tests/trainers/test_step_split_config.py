@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
-from trainers.verl import cpu_trainer, gpu_step_split, launch  # noqa: E402
+from trainers.verl import cpu_trainer, gpu_step_split, launch, learning  # noqa: E402
 
 
 def _compose(tmp_path, extra, setup):
@@ -42,7 +42,7 @@ def test_the_learning_setup_samples_among_single_token_choices(tmp_path):
     from trainers.verl.learning import CHOICES
     from trainers.verl.tiny_model import TinyTokenServer, build_tiny_model, build_tiny_tokenizer
 
-    setup = cpu_trainer.learning_setup(2)
+    setup = learning.learning_setup(2)
     config = _compose(tmp_path, [], setup)
     # a JSON string through Hydra, parsed back by the rollout server (trainers/verl/hf_rollout.py)
     assert json.loads(config.actor_rollout_ref.rollout.custom.termgym_choices) == list(CHOICES)
@@ -72,9 +72,9 @@ def test_the_learning_model_can_express_a_confident_choice(tmp_path):
         gaps = [float((emb[2] - emb[k]).norm()) * scale for k in (0, 1)]
         return 1 / (1 + sum(torch.exp(-torch.tensor(g)).item() for g in gaps))  # an upper bound, both gaps at once
 
-    setup = cpu_trainer.learning_setup(1)
-    learning = AutoModelForCausalLM.from_pretrained(
+    setup = learning.learning_setup(1)
+    learned = AutoModelForCausalLM.from_pretrained(
         save_tiny_checkpoint(tmp_path / "m", extra_tokens=CHOICES, initializer_range=setup.initializer_range))
     default = AutoModelForCausalLM.from_pretrained(save_tiny_checkpoint(tmp_path / "d", extra_tokens=CHOICES))
-    assert best_p_blue(learning) > 0.99
+    assert best_p_blue(learned) > 0.99
     assert best_p_blue(default) < 0.9  # the cap the learning model's init removes

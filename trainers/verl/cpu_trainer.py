@@ -41,7 +41,7 @@ class CpuSetup:
     """What a CPU run trains on: the suite, the tiny model's extra tokens, how the rollout answers.
 
     :data:`SMOKE` (the smoke suite: scripted solutions next to random text, ProcessReward on) is the
-    default; :func:`learning_setup` is a task a policy can learn (:mod:`trainers.verl.learning`).
+    default; :func:`trainers.verl.learning.learning_setup` is a task a policy can learn.
     """
 
     env_id: str
@@ -66,15 +66,6 @@ def smoke_setup() -> CpuSetup:
 
     return CpuSetup(env_id=ENV_ID, import_module="trainers.verl.smoke_suite", train="0-2", val="3", epochs=4,
                     scripts=SCRIPTS, wrappers=("termgym.wrappers.rewards:ProcessReward",))
-
-
-def learning_setup(turns: int = 1, *, groups: int = 4, n: int = 8) -> CpuSetup:
-    """The pick-a-colour task (:mod:`trainers.verl.learning`): every turn one of three actions."""
-    from trainers.verl.learning import CHOICES, INITIALIZER_RANGE, SINGLE_TURN_ID, TWO_TURN_ID
-
-    return CpuSetup(env_id=SINGLE_TURN_ID if turns == 1 else TWO_TURN_ID, import_module="trainers.verl.learning",
-                    train="0-3", val="4", epochs=16, choices=CHOICES, max_tokens_per_turn=4, groups=groups, n=n,
-                    response_length=256, initializer_range=INITIALIZER_RANGE)
 
 
 def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str | Path, agent_loops: str | Path,

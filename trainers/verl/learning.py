@@ -21,6 +21,7 @@ from functools import partial
 
 import termgym
 from termgym import CommandTask, ListSuite
+from trainers.verl.cpu_trainer import CpuSetup, read_metrics, run
 
 SINGLE_TURN_ID = "termgym-learn/Pick-v0"
 TWO_TURN_ID = "termgym-learn/PickTwice-v0"
@@ -53,6 +54,13 @@ termgym.register_suite(SINGLE_TURN_ID, partial(pick_suite, turns=1), max_steps=1
 termgym.register_suite(TWO_TURN_ID, partial(pick_suite, turns=2), max_steps=2)
 
 
+def learning_setup(turns: int = 1, *, groups: int = 4, n: int = 8) -> CpuSetup:
+    """The pick-a-colour task for :func:`trainers.verl.cpu_trainer.run`: every turn one of three actions."""
+    return CpuSetup(env_id=SINGLE_TURN_ID if turns == 1 else TWO_TURN_ID, import_module="trainers.verl.learning",
+                    train="0-3", val="4", epochs=16, choices=CHOICES, max_tokens_per_turn=4, groups=groups, n=n,
+                    response_length=256, initializer_range=INITIALIZER_RANGE)
+
+
 def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = None, groups: int = 4, n: int = 8,
                  kl_loss: bool = True, lr: float = 1e-2, extra=()) -> dict[int, dict]:
     """veRL's own trainer (``run_ppo``, CPU path) on the pick task; returns step -> logged metrics.
@@ -63,8 +71,6 @@ def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = 
     one agent-loop sabotage per step). ``kl_loss=False`` drops the recipe's KL loss, so a step
     without reward has no gradient at all.
     """
-    from trainers.verl.cpu_trainer import learning_setup, read_metrics, run
-
     overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
                  "trainer.save_freq=-1",
                  "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0"]

@@ -16,10 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from termgym.tasks.harbor.task import HarborTask
+from termgym.tasks.harbor.dockerfile import read_instructions
 
 #: (pattern, what it does): the first that matches a line names why it needs the network.
 PATTERNS: list[tuple[re.Pattern[str], str]] = [
@@ -69,29 +67,30 @@ def scan_text(text: str, phase: str, file: str) -> list[NetworkNeed]:
     return needs
 
 
-def network_needs(task: HarborTask, *, phases: tuple[str, ...] = ("verifier", "build")) -> list[NetworkNeed]:
-    """Why ``task`` needs the internet in ``phases`` (see the module docstring); empty when it does not."""
+def network_needs(root: Path, *, tests_dirs: list[Path], built_dockerfile: Path | None = None,
+                  solution_dir: Path | None = None,
+                  phases: tuple[str, ...] = ("verifier", "build")) -> list[NetworkNeed]:
+    """Why the task in ``root`` needs the internet in ``phases`` (see the module docstring); empty when
+    it does not. ``tests_dirs`` are its verifier folders (the task's and each step's),
+    ``built_dockerfile`` the Dockerfile its image is built from (``None`` when the image is pulled or
+    the local backend runs the base image as it is), ``solution_dir`` its reference solution."""
     needs: list[NetworkNeed] = []
-    root = task.task_dir
     if "verifier" in phases:
         scripts: list[Path] = []
-        for tests_dir in [task.tests_dir, *(d for s in task.steps for d in s.tests_dirs)]:
+        for tests_dir in tests_dirs:
             if tests_dir.is_dir():
                 scripts += sorted(p for p in tests_dir.rglob("*.sh") if p.is_file())
         if (root / "run-tests.sh").is_file():
             scripts.append(root / "run-tests.sh")
         for script in dict.fromkeys(scripts):
             needs += scan_text(script.read_text(encoding="utf-8", errors="replace"), "verifier", _rel(script, root))
-    if "build" in phases and task.dockerfile is not None and not task.uses_prebuilt_image and not task.local_ok:
-        from termgym.tasks.harbor.dockerfile import read_instructions
-
-        path = task.dockerfile.path
-        for ins in read_instructions(path.read_text(encoding="utf-8", errors="replace")):
+    if "build" in phases and built_dockerfile is not None:
+        for ins in read_instructions(built_dockerfile.read_text(encoding="utf-8", errors="replace")):
             if ins.keyword == "RUN":
-                for need in scan_text(ins.args, "build", _rel(path, root)):
+                for need in scan_text(ins.args, "build", _rel(built_dockerfile, root)):
                     needs.append(NetworkNeed("build", need.file, ins.line, need.why, need.text))
-    if "solution" in phases and task.solution_dir is not None:
-        for script in sorted(p for p in task.solution_dir.rglob("*.sh") if p.is_file()):
+    if "solution" in phases and solution_dir is not None:
+        for script in sorted(p for p in solution_dir.rglob("*.sh") if p.is_file()):
             needs += scan_text(script.read_text(encoding="utf-8", errors="replace"), "solution", _rel(script, root))
     return needs
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from termgym.tasks.base import Grade, GradingContext, Task
 from termgym.tasks.harbor.config import HarborTaskConfig, StepConfig, resolve_env
 from termgym.tasks.harbor.dockerfile import DockerfileInfo, executable_files
+from termgym.tasks.harbor.network import NetworkNeed, network_needs
 from termgym.tasks.harbor.verifier import TB_PASSING, RewardError, combine_rewards, parse_pytest_summary
 
 if TYPE_CHECKING:
@@ -169,11 +170,12 @@ class HarborTask(Task):
         """Whether the sandbox starts from ``docker_image`` (pulled) rather than the Dockerfile (built)."""
         return bool(self.config.docker_image) and not (self.force_build and self.dockerfile is not None)
 
-    def network_needs(self, phases: tuple[str, ...] = ("verifier", "build")) -> list[Any]:
+    def network_needs(self, phases: tuple[str, ...] = ("verifier", "build")) -> list[NetworkNeed]:
         """Why this task needs the internet at run time (its verifier, its image build), from its files."""
-        from termgym.tasks.harbor.network import network_needs
-
-        return network_needs(self, phases=phases)
+        built = self.dockerfile is not None and not self.uses_prebuilt_image and not self.local_ok
+        return network_needs(self.task_dir, tests_dirs=[self.tests_dir, *(d for s in self.steps for d in s.tests_dirs)],
+                             built_dockerfile=self.dockerfile.path if built else None,
+                             solution_dir=self.solution_dir, phases=phases)
 
     @property
     def agent_user(self) -> str | None:

@@ -22,14 +22,11 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from termgym.tasks.liveweb.noise import DAY, HOUR, TICK
 from termgym.tasks.liveweb.sites import markup
 from termgym.tasks.liveweb.sites.markup import Response, json_response
-
-if TYPE_CHECKING:
-    from termgym.tasks.liveweb.world import World
 
 #: JSON API modes: ``limited`` (the default) lists a collection a page at a time with the
 #: collection's summary fields only (:attr:`CollectionSpec.api_fields`) and a request quota per
@@ -44,6 +41,24 @@ API_QUOTA = 30
 MAX_PER_PAGE = 100
 #: How far back a paging client may pin its snapshot (``at=``): the grader's grace window.
 API_PIN_WINDOW = 300
+
+
+class WorldView(Protocol):
+    """What a site reads of the world it belongs to (:class:`termgym.tasks.liveweb.world.World` is one):
+    the seed and its time anchor, noise keys, the site's static data, any site's records at a moment,
+    and a cache for values derived from them. Sites depend on this, not on the world's module, so the
+    world can hold the sites without the sites importing it back."""
+
+    seed: int
+    base_time: int
+
+    def noise_key(self, *parts: object) -> int: ...
+
+    def static(self, site: str) -> Any: ...
+
+    def records(self, site: str, t: float) -> dict[str, list[dict]]: ...
+
+    def memo(self, key: tuple, make: Callable[[], Any]) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -149,15 +164,15 @@ class Site:
             if value:
                 setattr(cls, name, value)
 
-    def generate(self, world: World) -> Any:
+    def generate(self, world: WorldView) -> Any:
         """Static, time-independent data of this site in ``world``."""
         raise NotImplementedError
 
-    def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:
+    def records(self, world: WorldView, static: Any, t: int) -> dict[str, list[dict]]:
         """Exact records of every collection at tick time ``t``."""
         raise NotImplementedError
 
-    def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
+    def html(self, world: WorldView, t: float, path: str, query: dict[str, str]) -> Response:
         """Render an HTML page (``t`` is the current simulated time; every page is live)."""
         raise NotImplementedError
 
@@ -200,11 +215,11 @@ class Site:
         return self.page("Page not found", f"<p>Nothing here at {markup.esc(path)}. Try the menu or the search.</p>",
                          t, status=404)
 
-    def find(self, world: World, t: float, collection: str, match: Callable[[dict], bool]) -> dict | None:
+    def find(self, world: WorldView, t: float, collection: str, match: Callable[[dict], bool]) -> dict | None:
         """The first exact record of ``collection`` at ``t`` that ``match`` accepts (detail pages)."""
         return next((r for r in world.records(self.key, t)[collection] if match(r)), None)
 
-    def rng(self, world: World, *parts: object) -> random.Random:
+    def rng(self, world: WorldView, *parts: object) -> random.Random:
         return random.Random(f"{world.seed}:{self.key}:" + ":".join(map(str, parts)))
 
     def list_view(self, records: list[dict], spec: CollectionSpec, query: dict[str, str], default_sort: str,
@@ -232,7 +247,7 @@ class Site:
 
     PER_PAGE = 25
 
-    def handle(self, world: World, t: float, path: str, query: dict[str, str], *, api: str = DEFAULT_API) -> Response:
+    def handle(self, world: WorldView, t: float, path: str, query: dict[str, str], *, api: str = DEFAULT_API) -> Response:
         """Route one GET request: the JSON API under ``/api/``, everything else to :meth:`html`.
 
         ``api`` is the API mode (:data:`API_MODES`).
@@ -241,7 +256,7 @@ class Site:
             return self.api(world, t, path, query, mode=api)
         return self.html(world, t, path, query)
 
-    def api(self, world: World, t: float, path: str, query: dict[str, str], *, mode: str = DEFAULT_API) -> Response:
+    def api(self, world: WorldView, t: float, path: str, query: dict[str, str], *, mode: str = DEFAULT_API) -> Response:
         if mode not in API_MODES:
             raise ValueError(f"API mode must be one of {', '.join(API_MODES)}, got {mode!r}")
         if mode == "off":
@@ -286,7 +301,7 @@ class Site:
                 return json_response({"time": int(t), "item": record})
         return json_response({"error": f"no {spec.noun} {parts[1]!r}"}, 404)
 
-    def _api_page(self, world: World, t: float, name: str, query: dict[str, str], records: list[dict]) -> Response:
+    def _api_page(self, world: WorldView, t: float, name: str, query: dict[str, str], records: list[dict]) -> Response:
         """One page of a collection, in key order (stable while ranks move); ``next`` pins the snapshot time."""
         tick = int(t // TICK) * TICK
         try:

@@ -7,15 +7,12 @@ stock levels drift and reviews accumulate. Ratings (1–5 stars) never change.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from termgym.tasks.liveweb.noise import DAY, HOUR, HashRandom, stable_hash, unit01, value_noise
 from termgym.tasks.liveweb.sites import markup
-from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site, WorldView
 from termgym.tasks.liveweb.sites.naming import coined_word, slug
-
-if TYPE_CHECKING:
-    from termgym.tasks.liveweb.world import World
 
 BASE_BOOKS = 240
 #: Writers in a world's catalogue: most have several books.
@@ -47,13 +44,13 @@ BOOKS = CollectionSpec(
 )
 
 
-def _author(world: World, j: int) -> str:
+def _author(world: WorldView, j: int) -> str:
     """Author ``j`` of the world's pool (the seed's cast: the same in every variant)."""
     rng = HashRandom(stable_hash(world.seed, "author", j))
     return f"{rng.choice(_FIRST)} {coined_word(rng, 2)}"
 
 
-def _book(world: World, anchor: int, i: int) -> dict:
+def _book(world: WorldView, anchor: int, i: int) -> dict:
     key = world.noise_key("book", i)
     rng = HashRandom(key)
     w = coined_word(rng)
@@ -72,10 +69,10 @@ class BooksSite(Site, key="books", host="books.test", title="Books to Browse (si
                 live_host="openlibrary.org"):
     collections = {"books": BOOKS}
 
-    def generate(self, world: World) -> Any:
+    def generate(self, world: WorldView) -> Any:
         return {"anchor": world.base_time - 30 * DAY, "cache": {}}
 
-    def _catalogue(self, world: World, static: Any, t: float) -> list[dict]:
+    def _catalogue(self, world: WorldView, static: Any, t: float) -> list[dict]:
         anchor, cache = static["anchor"], static["cache"]
         last = BASE_BOOKS + max(0, math.floor((t - anchor) / NEW_EVERY) + 1)
         out = []
@@ -87,7 +84,7 @@ class BooksSite(Site, key="books", host="books.test", title="Books to Browse (si
                 out.append(book)
         return out
 
-    def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:
+    def records(self, world: WorldView, static: Any, t: int) -> dict[str, list[dict]]:
         day = int(t // DAY)
         out = []
         for b in self._catalogue(world, static, t):
@@ -158,7 +155,7 @@ class BooksSite(Site, key="books", host="books.test", title="Books to Browse (si
                 + '<ol class="row">' + "".join(f"<li>{self._card(b)}</li>" for b in view["shown"]) + "</ol>"
                 + markup.pager(base, view["page"], view["pages"], query))
 
-    def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
+    def html(self, world: WorldView, t: float, path: str, query: dict[str, str]) -> Response:
         books = world.records(self.key, t)["books"]
         if path in ("/", "/index.html"):
             return self.page("All products", self._listing(books, "/", query), t)
@@ -198,7 +195,7 @@ class BooksSite(Site, key="books", host="books.test", title="Books to Browse (si
             return self.page(b["title"], body, t)
         return self.not_found(path, t)
 
-    def _prices(self, world: World, t: float, book: dict) -> Response:
+    def _prices(self, world: WorldView, t: float, book: dict) -> Response:
         rows = []
         for at in self.history_times("books", 0, t):
             r = next((x for x in world.records(self.key, at)["books"] if x["id"] == book["id"]), None)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from termgym.tasks.liveweb.noise import DAY, sig, wander
 from termgym.tasks.liveweb.sites import markup
-from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site, WorldView
 from termgym.tasks.liveweb.sites.naming import slug, symbol_for, unique_words
-
-if TYPE_CHECKING:
-    from termgym.tasks.liveweb.world import World
 
 N_COINS = 50
 PER_PAGE = 25
@@ -41,7 +38,7 @@ COINS = CollectionSpec(
 )
 
 
-def tao_usd(world: World, t: float) -> float:
+def tao_usd(world: WorldView, t: float) -> float:
     """TAO's USD price: the crypto site lists it and the subnet explorer quotes it."""
     coins = world.static("crypto")
     tao = next(c for c in coins if c["symbol"] == "TAO")
@@ -56,7 +53,7 @@ class CryptoSite(Site, key="crypto", host="coingecko.test", title="CoinGecko (si
                  live_host="api.coingecko.com"):
     collections = {"coins": COINS}
 
-    def generate(self, world: World) -> Any:
+    def generate(self, world: WorldView) -> Any:
         rng = self.rng(world, "coins")
         names = unique_words(rng, N_COINS)
         taken = {"TAO"}
@@ -74,7 +71,7 @@ class CryptoSite(Site, key="crypto", host="coingecko.test", title="CoinGecko (si
             coin["key"] = world.noise_key("coin", coin["id"])
         return coins
 
-    def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:
+    def records(self, world: WorldView, static: Any, t: int) -> dict[str, list[dict]]:
         out = []
         for c in static:
             price = _price(c, t)
@@ -149,7 +146,7 @@ class CryptoSite(Site, key="crypto", host="coingecko.test", title="CoinGecko (si
                 + '<p class="perpage">Show rows: ' + " ".join(
                     markup.link(markup.with_query(base, query, per_page=n, page=1), n) for n in (25, 50, 100)) + "</p>")
 
-    def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
+    def html(self, world: WorldView, t: float, path: str, query: dict[str, str]) -> Response:
         coins = world.records(self.key, t)["coins"]
         if path in ("/", "/index.html"):
             body = ("<p>The global cryptocurrency market, by market capitalisation. Click a column to sort; "
@@ -192,7 +189,7 @@ class CryptoSite(Site, key="crypto", host="coingecko.test", title="CoinGecko (si
             return self.page(f"{c['name']} ({c['symbol']}) price", body, t)
         return self.not_found(path, t)
 
-    def _history(self, world: World, t: float, coin: dict, query: dict[str, str]) -> Response:
+    def _history(self, world: WorldView, t: float, coin: dict, query: dict[str, str]) -> Response:
         day = markup.parse_day(query.get("date", markup.day_iso(t)))
         if day is None:
             return self.page("Historical data", "<p>Give the day as date=YYYY-MM-DD.</p>", t, status=400)

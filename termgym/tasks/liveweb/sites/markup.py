@@ -17,11 +17,8 @@ import html
 import json
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
-
-if TYPE_CHECKING:
-    from termgym.tasks.liveweb.sites.base import Site
 
 
 @dataclass
@@ -126,7 +123,13 @@ class Skin:
     footer: str = "<footer></footer>"
 
 
-def page(site: Site, skin: Skin, title: str, body: str, nav: list[tuple[str, str]] = (), t: float = 0.0,
+class Titled(Protocol):
+    """Whatever a page is titled after: a site (``site.title`` heads every page and its ``<title>``)."""
+
+    title: str
+
+
+def page(site: Titled, skin: Skin, title: str, body: str, nav: list[tuple[str, str]] = (), t: float = 0.0,
          status: int = 200) -> Response:
     menu = skin.nav_sep.join(skin.nav_item.format(link=link(h, label)) for h, label in nav)
     clock = f"{utc(t):%Y-%m-%d %H:%M} UTC" if t else ""

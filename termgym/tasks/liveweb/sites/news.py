@@ -8,15 +8,12 @@ stories slide off as they age. The site shows the stories of the last four days.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from termgym.tasks.liveweb.noise import DAY, HOUR, HashRandom, unit01
 from termgym.tasks.liveweb.sites import markup
-from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site, WorldView
 from termgym.tasks.liveweb.sites.naming import coined_word
-
-if TYPE_CHECKING:
-    from termgym.tasks.liveweb.world import World
 
 GAP = 20 * 60
 WINDOW = 4 * DAY
@@ -59,7 +56,7 @@ _AUTHORS = ["pg", "mira", "dtan", "kestrel", "jlo", "nullptr", "ferris", "quasar
             "sable", "brisk", "tuple", "ivo", "nadia_k", "ratchet", "polyglot", "moss", "ember"]
 
 
-def _story(world: World, anchor: int, i: int) -> dict:
+def _story(world: WorldView, anchor: int, i: int) -> dict:
     """Story number ``i`` of this world: posted at ``anchor + i * GAP`` plus jitter."""
     key = world.noise_key("story", i)
     rng = HashRandom(key)
@@ -82,11 +79,11 @@ class NewsSite(Site, key="news", host="news.test", title="Terminal News (simulat
                live_host="hacker-news.firebaseio.com"):
     collections = {"stories": STORIES}
 
-    def generate(self, world: World) -> Any:
+    def generate(self, world: WorldView) -> Any:
         # Stories are made lazily by index; the static part is the anchor and a per-world cache.
         return {"anchor": world.base_time - 20 * DAY, "cache": {}}
 
-    def _stories_between(self, world: World, static: Any, lo: float, hi: float) -> list[dict]:
+    def _stories_between(self, world: WorldView, static: Any, lo: float, hi: float) -> list[dict]:
         anchor, cache = static["anchor"], static["cache"]
         first = max(0, math.floor((lo - anchor) / GAP) - 1)
         last = math.floor((hi - anchor) / GAP) + 1
@@ -99,7 +96,7 @@ class NewsSite(Site, key="news", host="news.test", title="Terminal News (simulat
                 out.append(story)
         return out
 
-    def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:
+    def records(self, world: WorldView, static: Any, t: int) -> dict[str, list[dict]]:
         out = []
         for s in self._stories_between(world, static, t - WINDOW, t):
             age = t - s["posted"]
@@ -178,7 +175,7 @@ class NewsSite(Site, key="news", host="news.test", title="Terminal News (simulat
         return (f'<p class="sorts">sort: {sorts}</p>' + self._rows(view["shown"], t)
                 + markup.pager(base, view["page"], view["pages"], query))
 
-    def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
+    def html(self, world: WorldView, t: float, path: str, query: dict[str, str]) -> Response:
         stories = world.records(self.key, t)["stories"]
         if path in ("/", "/news", "/index.html"):
             top = {k: v for k, v in query.items() if k != "per_page"}

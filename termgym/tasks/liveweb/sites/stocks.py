@@ -7,15 +7,12 @@ last price before midnight and ``change_pct`` is measured against it.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from termgym.tasks.liveweb.noise import DAY, TICK, sig, unit01, wander
 from termgym.tasks.liveweb.sites import markup
-from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site, WorldView
 from termgym.tasks.liveweb.sites.naming import symbol_for, unique_words
-
-if TYPE_CHECKING:
-    from termgym.tasks.liveweb.world import World
 
 N_STOCKS = 40
 PER_PAGE = 20
@@ -58,7 +55,7 @@ class StocksSite(Site, key="stocks", host="stooq.test", title="Stooq (simulated)
                  live_host="stooq.com"):
     collections = {"quotes": QUOTES}
 
-    def generate(self, world: World) -> Any:
+    def generate(self, world: WorldView) -> Any:
         rng = self.rng(world, "stocks")
         words = unique_words(rng, N_STOCKS)
         taken: set[str] = set()
@@ -72,7 +69,7 @@ class StocksSite(Site, key="stocks", host="stooq.test", title="Stooq (simulated)
                            "avg_volume": 10 ** rng.uniform(5, 7.3), "key": world.noise_key("stock", symbol)})
         return stocks
 
-    def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:
+    def records(self, world: WorldView, static: Any, t: int) -> dict[str, list[dict]]:
         day_start = int(t // DAY) * DAY
         frac = (t - day_start + TICK) / DAY
         out = []
@@ -137,7 +134,7 @@ class StocksSite(Site, key="stocks", host="stooq.test", title="Stooq (simulated)
         return (markup.record_table(heads, [self._row(q) for q in view["shown"]], "fth")
                 + markup.pager(base, view["page"], view["pages"], query))
 
-    def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
+    def html(self, world: WorldView, t: float, path: str, query: dict[str, str]) -> Response:
         quotes = world.records(self.key, t)["quotes"]
         if path in ("/", "/index.html"):
             sector = query.get("sector", "")
@@ -184,7 +181,7 @@ class StocksSite(Site, key="stocks", host="stooq.test", title="Stooq (simulated)
             return self.page(f"{q['symbol']} - {q['name']}", body, t)
         return self.not_found(path, t)
 
-    def _history(self, world: World, t: float, quote: dict, query: dict[str, str]) -> Response:
+    def _history(self, world: WorldView, t: float, quote: dict, query: dict[str, str]) -> Response:
         day = markup.parse_day(query.get("d", f"{markup.utc(t):%Y%m%d}"), compact=True)
         if day is None:
             return self.page("History", "<p>Give the day as d=YYYYMMDD.</p>", t, status=400)

@@ -7,16 +7,13 @@ whose price in TAO wanders; emission shares follow prices; a block is produced e
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from termgym.tasks.liveweb.noise import DAY, EPOCH, sig, value_noise, wander
 from termgym.tasks.liveweb.sites import markup
-from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site
+from termgym.tasks.liveweb.sites.base import CollectionSpec, FieldSpec, Response, Site, WorldView
 from termgym.tasks.liveweb.sites.crypto import tao_usd
 from termgym.tasks.liveweb.sites.naming import unique_words
-
-if TYPE_CHECKING:
-    from termgym.tasks.liveweb.world import World
 
 PER_PAGE = 16
 INITIAL_SUBNETS = 40
@@ -59,7 +56,7 @@ class SubnetsSite(Site, key="subnets", host="taostats.test", title="taostats (si
                   live_host="api.taostats.io"):
     collections = {"subnets": SUBNETS, "network": NETWORK}
 
-    def generate(self, world: World) -> Any:
+    def generate(self, world: WorldView) -> Any:
         rng = self.rng(world, "subnets")
         names = unique_words(rng, MAX_SUBNETS)
         first = world.base_time - 30 * DAY
@@ -74,7 +71,7 @@ class SubnetsSite(Site, key="subnets", host="taostats.test", title="taostats (si
                             "key": world.noise_key("subnet", netuid)})
         return subnets
 
-    def records(self, world: World, static: Any, t: int) -> dict[str, list[dict]]:
+    def records(self, world: WorldView, static: Any, t: int) -> dict[str, list[dict]]:
         live = [s for s in static if s["registered"] <= t]
         prices = {s["netuid"]: _price(s, t) for s in live}
         weights = {n: p ** 0.8 for n, p in prices.items()}
@@ -142,7 +139,7 @@ class SubnetsSite(Site, key="subnets", host="taostats.test", title="taostats (si
                 + markup.val("registered", s["registered"], f"{markup.utc(s['registered']):%Y-%m-%d %H:%M}")
                 + "</tr>")
 
-    def html(self, world: World, t: float, path: str, query: dict[str, str]) -> Response:
+    def html(self, world: WorldView, t: float, path: str, query: dict[str, str]) -> Response:
         data = world.records(self.key, t)
         if path in ("/", "/index.html"):
             net = data["network"][0]
@@ -190,7 +187,7 @@ class SubnetsSite(Site, key="subnets", host="taostats.test", title="taostats (si
             return self.page(f"SN{s['netuid']} · {s['name']}", body, t)
         return self.not_found(path, t)
 
-    def _history(self, world: World, t: float, subnet: dict, query: dict[str, str]) -> Response:
+    def _history(self, world: WorldView, t: float, subnet: dict, query: dict[str, str]) -> Response:
         day = markup.parse_day(query.get("day", markup.day_iso(t)))
         if day is None:
             return self.page("History", "<p>Give the day as day=YYYY-MM-DD.</p>", t, status=400)
