@@ -30,8 +30,10 @@ import numpy as np
 from gymnasium.vector import utils as vector_utils
 
 from termgym.config import EnvConfig, resolve_suite, split_options
+from termgym.encodable import map_strings
 from termgym.protocols import make_protocol
 from termgym.sandbox import ExecResult, FreshSandboxes, Sandbox, make_sandbox, run_blocking
+from termgym.sandbox.base import in_sandbox_terms
 from termgym.tasks.base import Grade, GradingContext, Task
 
 
@@ -450,9 +452,17 @@ class TerminalEnv(gym.Env[str, str]):
         ctx = GradingContext(sandbox=self.sandbox, new_sandbox=new_sandbox, submission=submission, reason=reason,
                              elapsed=time.monotonic() - self._started_at, commands=list(self.commands))
         try:
-            self.grade = self.task.grade(ctx)
-        except Exception as exc:  # grading must not crash the episode; keep the reason
-            self.grade = Grade(score=0.0, passed=False, error=f"grading failed: {type(exc).__name__}: {exc}")
+            try:
+                grade = self.task.grade(ctx)
+            except Exception as exc:  # grading must not crash the episode; keep the reason
+                grade = Grade(score=0.0, passed=False, error=f"grading failed: {type(exc).__name__}: {exc}")
+            # A message about the agent's files names them as the agent sees them, never by where
+            # this host keeps its sandboxes (the grading sandboxes' too, before they close).
+            hosts = {k: v for box in (self.sandbox, *new_sandbox.opened) for k, v in box.host_paths().items()}
+            if hosts:
+                grade.details = map_strings(grade.details, lambda text: in_sandbox_terms(text, hosts))
+                grade.error = None if grade.error is None else in_sandbox_terms(grade.error, hosts)
+            self.grade = grade
         finally:
             new_sandbox.close()
         self.grade.details.setdefault("end_reason", reason)

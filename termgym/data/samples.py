@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym.encodable import JSON_ERRORS
+
 #: The ``extra`` fields of seed 000's format, in its order.
 EXTRA_FIELDS = ("all_passed", "all_result", "bug_types", "conversation", "problem_statement", "fix_patch")
 ROLES = ("system", "user", "assistant", "tool")
@@ -171,9 +173,10 @@ def write_samples(samples: Iterable[OfflineSample | Mapping[str, Any]], path: st
              for i, s in enumerate(samples)]
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".json":
-        path.write_text(json.dumps(items, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(items, ensure_ascii=False, indent=2) + "\n", encoding="utf-8", errors=JSON_ERRORS)
     elif path.suffix == ".jsonl":
-        path.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")
+        path.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8",
+                        errors=JSON_ERRORS)
     else:
         raise SampleError(f"{path}: write samples to a .json (list) or .jsonl (one per line) file")
     return len(items)

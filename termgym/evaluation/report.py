@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from termgym.encodable import JSON_ERRORS
 from termgym.evaluation.results import EpisodeResult, RunDir, _duration, _si, summarize
 
 _CSS = """
@@ -104,7 +105,7 @@ def write_report(run: str | Path, output: str | Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     transcripts = {r.key: store.transcript(r) for r in results}  # reads each episode's record
     path.write_text(render_report(summary, results, config, title=str(store.path), transcripts=transcripts),
-                    encoding="utf-8")
+                    encoding="utf-8", errors=JSON_ERRORS)
     return path
 
 

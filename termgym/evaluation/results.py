@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym.encodable import JSON_ERRORS
 from termgym.jsonl import json_lines
 
 #: The recording file of a run directory (every episode's record).
@@ -211,7 +212,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=JSON_ERRORS) as handle:
             json.dump(data, handle, indent=1, ensure_ascii=False, default=_json_default)
         os.replace(tmp, path)
     except BaseException:

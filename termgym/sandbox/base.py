@@ -253,6 +253,12 @@ class Sandbox(ABC):
         closes it. ``FileNotFoundError`` when the directory is gone."""
         return None
 
+    def host_paths(self) -> dict[str, str]:
+        """Host directories that hold this sandbox's files, each with the sandbox path it is (empty
+        where none does): what :func:`in_sandbox_terms` takes out of a message before an agent or a
+        record sees it."""
+        return {}
+
     def _binds_overlap(self, target: str) -> bool:
         """Whether a ``spec.ro_binds`` destination is ``target``, inside it or around it."""
         target = os.path.normpath(target)
@@ -352,3 +358,15 @@ def run_blocking(fn, *args, **kwargs):
         _EXECUTOR = ThreadPoolExecutor(max_workers=512, thread_name_prefix="termgym-io")
     loop = asyncio.get_running_loop()
     return loop.run_in_executor(_EXECUTOR, lambda: fn(*args, **kwargs))
+
+
+def in_sandbox_terms(text: str, host_paths: dict[str, str]) -> str:
+    """``text`` with every host path of ``host_paths`` (from :meth:`Sandbox.host_paths`) written as
+    the sandbox path it stands for: a message about the agent's files names them as the agent
+    sees them, not where this host keeps them (longer host paths first, so a mount inside another
+    is named by its own path)."""
+    for host in sorted(host_paths, key=len, reverse=True):
+        if host and host in text:
+            inside = host_paths[host].rstrip("/")
+            text = text.replace(host + "/", inside + "/").replace(host, inside or "/")
+    return text

@@ -289,6 +289,9 @@ class BubblewrapSandbox(ShellSandbox):
 
     # -- files ----------------------------------------------------------------------------------
 
+    def host_paths(self) -> dict[str, str]:
+        return {} if self.root is None else {str(self.root): "/"}
+
     def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
         payload = data.encode() if isinstance(data, str) else bytes(data)
         target = self.resolve(path)

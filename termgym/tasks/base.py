@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from termgym.encodable import encodable, encodable_text
+
 if TYPE_CHECKING:
     from termgym.sandbox.base import Sandbox, SandboxSpec
 
@@ -28,6 +30,10 @@ class Grade:
     (SWE-SYNTH: ``all_result`` like ``"234/236"``, ``all_passed``, ``target_result``,
     ``pass_rate``; LIVEWEB: per-question scores). ``error`` is set when grading
     itself failed (the score is then 0 and the reason is kept here).
+
+    ``details`` and ``error`` often carry the agent's own text (file names, patches, output): every
+    string in them is made :func:`~termgym.encodable.encodable_text` here, so a grade always encodes
+    wherever it is written.
     """
 
     score: float
@@ -41,6 +47,9 @@ class Grade:
         if not math.isfinite(float(self.score)):
             raise ValueError(f"Grade.score must be a finite number, got {self.score!r}")
         self.score = float(self.score)
+        self.details = encodable(self.details)
+        if self.error is not None:
+            self.error = encodable_text(self.error)
 
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]

@@ -45,6 +45,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from termgym.encodable import JSON_ERRORS
 from termgym.jsonl import json_lines
 
 #: The ``format`` field of every episode record this module writes.
@@ -72,7 +73,7 @@ def append_jsonl(path: str | Path, record: Mapping[str, Any]) -> int:
         text = json.dumps(record, ensure_ascii=False, default=_json_default, allow_nan=False)
     except ValueError:  # NaN/inf (a -inf logprob): strict JSON has no spelling for them, store null
         text = json.dumps(_finite(record), ensure_ascii=False, default=_json_default, allow_nan=False)
-    data = (text + "\n").encode()
+    data = (text + "\n").encode("utf-8", JSON_ERRORS)  # a lone surrogate left: its JSON escape
     if data.count(b"\n") != 1:  # json.dumps escapes newlines; guard against a future change
         raise ValueError("a record must serialise to exactly one line")
     path = Path(path)

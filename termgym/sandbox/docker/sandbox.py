@@ -225,6 +225,10 @@ class DockerSandbox(ShellSandbox):
         found = tree.locate(target) if tree is not None and not self._binds_overlap(target) else None
         return None if found is None else open_dir(found[0], found[1])
 
+    def host_paths(self) -> dict[str, str]:
+        tree = self.host_tree
+        return {} if tree is None else {str(host): dest for dest, host in tree.mounts.items()}
+
     def _bound_tree(self) -> HostTree | None:
         """The host directories to use for file operations now (None before start or after close)."""
         self._ensure_running()

@@ -14,7 +14,8 @@ followed or opened on the host (:mod:`termgym.sandbox.hostfs`).
 
 * **source files** (:func:`~termgym.tasks.swesynth.tree.is_source_path`) are compared byte for
   byte (and by their executable bit, which git records): new, changed and deleted ones are the
-  change to grade. A source path that is now a symlink, a FIFO or a device is refused, never read.
+  change to grade. A source path that is now a symlink, a FIFO or a device is refused, never read,
+  and so is a new or changed source file whose name is not UTF-8 or holds a control character.
 * **every other file** that differs (size, modification time, executable bit; the sandbox's copy
   keeps the tree's normalised times) or was added or deleted is listed as ``ignored``: not graded,
   reported. Hidden directories (``.git`` included) and caches/build outputs
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from termgym.encodable import encodable_text
 from termgym.sandbox.base import Sandbox
 from termgym.sandbox.hostfs import TreeListing, TreeTooLarge, walk_tree
 from termgym.tasks.swesynth.tree import IGNORED_DIRS, is_source_path
@@ -63,6 +65,18 @@ class AgentChanges:
     modes: dict[str, int] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+
+
+def odd_name(path: str) -> str | None:
+    """Why a source path's name cannot be graded, or None: bytes that are not UTF-8 (no module can
+    be imported by such a name, and git would quote it in the patch) or a control character."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not valid UTF-8"
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "its name holds a control character"
+    return None
 
 
 def skip_dir(path: str) -> bool:
@@ -126,7 +140,10 @@ def read_agent_changes(sandbox: Sandbox, workdir: str, buggy: Path, source_dirs:
         mine, theirs = agent.files.get(path), base.files.get(path)
         mine_other, theirs_other = agent.others.get(path), base.others.get(path)
         if is_source(path):
-            if mine_other is not None:
+            odd = odd_name(path)
+            if odd and (mine is not None or mine_other is not None):
+                out.refused.append(f"{encodable_text(path)}: {odd}")
+            elif mine_other is not None:
                 if theirs_other is None:
                     out.refused.append(f"{path}: becomes {mine_other}")
             elif mine is None:

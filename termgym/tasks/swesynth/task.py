@@ -330,13 +330,13 @@ class SweSynthTask(Task):
         wd = shlex.quote(self.workdir)
         written = {path: data for path, data in changes.files.items() if data is not None}
         deleted = [path for path, data in changes.files.items() if data is None]
+        self.clear_for_changes(sandbox, [*deleted, *written])
         for path, data in written.items():
             sandbox.write_file(f"{self.workdir}/{path}", data, mode=changes.modes.get(path, 0o644))
         out = f"/tmp/.termgym-agent-{uuid.uuid4().hex}.patch"
-        remove = f"rm -f -- {' '.join(shlex.quote(p) for p in deleted)} && " if deleted else ""
         names = f"{out}.names"
         result = sandbox.exec(
-            f"cd {wd} && {remove}git add -A -N . >/dev/null 2>&1; "
+            f"cd {wd} && git add -A -N . >/dev/null 2>&1; "
             f"{_GIT_DIFF} --name-only -z {_BASE_COMMIT} > {names} && {_GIT_DIFF} --binary {_BASE_COMMIT} > {out}",
             timeout=120)
         if result.exit_code != 0:
@@ -349,6 +349,22 @@ class SweSynthTask(Task):
             sandbox.exec(f"cd {wd} && rm -f -- {' '.join(shlex.quote(p) for p in dropped)}", timeout=60)
         patch = sandbox.read_file(out).decode("utf-8", "replace")  # (left in /tmp: it is the agent's own)
         return patch, graded
+
+    def clear_for_changes(self, sandbox: Sandbox, paths: list[str]) -> None:
+        """Remove ``paths`` (relative to the workdir) in the grading ``sandbox`` before the agent's
+        files are written: deleted files go, and so does whatever stands where a changed file goes.
+        So a source file the agent made a directory of (``pkg/mod.py/x.py``) is gone before the
+        files below it are written, and a directory the agent made a file of goes whole (nothing
+        below it is left in the agent's tree)."""
+        if not paths:
+            return
+        quoted = " ".join(shlex.quote(p) for p in paths)
+        result = sandbox.exec(f"cd {shlex.quote(self.workdir)} && for p in {quoted}; do "
+                              f"if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then rm -rf -- \"$p\"; else rm -f -- \"$p\"; fi; "
+                              f"done", timeout=120)
+        if result.exit_code != 0:
+            raise RuntimeError(f"could not clear the agent's deleted files in the grading sandbox: "
+                               f"{result.output.strip()[-300:]}")
 
     def grade_tree(self, sandbox: Sandbox, patch: str, new_sandbox) -> dict[str, Any]:
         """Run the tests in ``sandbox`` (a fresh one holding the buggy tree with ``patch`` applied) and
@@ -447,7 +463,7 @@ class SweSynthTask(Task):
                          error=error)
 
         def refuse(refused: list[str], graded: list[str], ignored: list[str]) -> Grade:
-            return zero("the change touches files that would shadow the test tool chain: " + "; ".join(refused),
+            return zero("the change touches files the grader refuses: " + "; ".join(refused),
                         patch_files=graded, ignored_files=ignored, refused_files=refused)
 
         try:
