@@ -108,7 +108,7 @@ def test_a_single_module_project_is_found_with_its_tests_beside_or_below(tmp_pat
 
 @pytest.mark.parametrize(("kwargs", "edit", "message"), [
     ({}, lambda top: (top / "LICENSE").write_text(GPL), "the licence is none that can be recognised"),
-    ({"licence": "GPL-3.0-only"}, lambda top: None, "'GPL-3.0-only' is not one of the permissive licences"),
+    ({"licence": "GPL-3.0-only"}, lambda top: None, "'GPL-3.0-only' is not one of the licences a project may carry"),
     ({}, lambda top: (top / "LICENSE").unlink(), "no licence file"),
     ({}, lambda top: shutil.rmtree(top / "tests"), "holds no test folder"),
     ({}, lambda top: (top / "demo" / "__init__.py").unlink(), "no package"),
@@ -210,3 +210,46 @@ def test_cli_names_bad_arguments(capsys, tmp_path):
     assert main(["swesynth", "add-project", "idna==3.7", "--sdist", str(zipped), "--domain", "d",
                  "--description", "x"]) == 1
     assert "not both" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_polib_from_pypi_with_no_flags_has_its_unittest_file_collected(tmp_path, monkeypatch):
+    """polib 1.2.0 keeps its TestCase classes in tests/tests.py, which pytest's default python_files
+    misses (the old add-project collected nothing: pytest exit 5). With no flags its suite now runs;
+    the two tests that cannot pass in the sandbox are named for --deselect, and nothing is added."""
+    monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path / "envs"))
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    root, printed = tmp_path / "projects", []
+    result = add_project("polib==1.2.0", domain="gettext catalogs", description="PO and MO files.", root=root,
+                         log=printed.append)
+    assert "-o 'python_files=test_*.py *_test.py tests.py'" in result.project.test_command
+    assert any("python_files: added tests.py (tests/tests.py" in line for line in printed)
+    assert result.run.counts.get("passed") == 85  # the sabotage: nothing was collected before
+    assert sorted(result.failures) == ["tests/tests.py::TestFunctions::test_is_file",  # isfile(True): fd 1
+                                       "tests/tests.py::TestPoFile::test_save_as_mofile"]  # distutils
+    assert not result.ok and not (root / "polib").exists()
+
+
+@pytest.mark.slow
+def test_pydash_from_pypi_gets_its_dependency_and_loses_its_coverage_options(tmp_path, monkeypatch):
+    """pydash 7.0.7 declares typing-extensions and runs pytest with pytest-cov's options and a junit
+    report (setup.cfg addopts). The old add-project stopped at pytest's usage error (exit 4), then at
+    the missing typing-extensions; now both are read. Its mypy-plugin cases and one wall-clock test
+    are left out."""
+    monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path / "envs"))
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "projects"
+    result = add_project("pydash==7.0.7", domain="functional utilities", description="Lo-Dash-style helpers.",
+                         deselect=[("tests/pytest_mypy_testing", "type-checking cases for the pytest-mypy-testing "
+                                    "plugin (they run mypy), not runtime tests"),
+                                   ("tests/test_functions.py::test_debounce_max_wait", "wall-clock debounce timing: "
+                                    "fails when the machine is loaded")], root=root, log=lambda _: None)
+    assert result.ok, result.failures
+    project = P.load_project(root / "pydash")
+    assert "typing-extensions" in {P.normalise_name(r.split("==")[0]) for r in project.test_requirements}
+    assert project.extra["declared_dependencies"] == ["typing-extensions!=4.6.0,>=3.10"]
+    assert "--cov" not in project.test_command and "junitxml" not in project.test_command
+    assert "-o 'addopts=--verbose --doctest-modules'" in project.test_command
+    (note,) = project.extra["add_project_notes"]
+    assert note.startswith("setup.cfg [tool:pytest] addopts: dropped --no-cov-on-fail --cov-fail-under=100")
+    assert project.tests > 1800 and project.license == "MIT"

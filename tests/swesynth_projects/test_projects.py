@@ -71,7 +71,7 @@ def _copy_project(tmp_path, name="isodate"):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda t: t.replace('"pytest==7.2.1"', '"pytest>=7"'), "is not pinned as 'pkg==version'"),
-    (lambda t: t.replace('license = "BSD-3-Clause"', 'license = "GPL-3.0-only"'), "not one of the permissive"),
+    (lambda t: t.replace('license = "BSD-3-Clause"', 'license = "GPL-3.0-only"'), "not one of the licences a project may carry"),
     (lambda t: t.replace('license_files = ["LICENSE"]', 'license_files = ["NOTICE"]'), "licence file 'NOTICE'"),
     (lambda t: t.replace('name = "isodate"', 'name = "other"'), "differs from its folder"),
     (lambda t: t.replace('test_style = "pytest"', 'test_style = "nose"'), "test_style 'nose' must be"),

@@ -6,14 +6,21 @@ pinned requirement, for projects nobody here named as well as for the bundled on
 1. the **sdist** is downloaded (``pip download --no-deps --no-binary :all:``) or taken from a file,
    and must be a ``.tar.gz`` holding one top folder;
 2. its **licence** is read from the licence file (falling back to the package metadata) and must be
-   one of :data:`~termgym.tasks.swesynth.projects.PERMISSIVE`; the licence files are copied out;
+   one of :data:`~termgym.tasks.swesynth.projects.ALLOWED_LICENCES` (the permissive ones and MPL-2.0,
+   whose conditions bind each file); the licence files are copied out;
 3. the **layout** is found: the packages (``src/`` or top level) become ``source_dirs``, the test
    folder ``test_dirs``, ``src`` the ``python_path``; each can be given instead;
 4. the **test lock** is resolved: pytest 7.2.1 and its pinned dependencies (the lock every bundled
-   project shares) plus the extra test requirements, downloaded as wheels for the runtime's
-   interpreter with every transitive dependency, each with the sha256 of the wheel pip chose;
-5. the folder is written to a staging directory, its test environment **provisioned**, and the
-   clean suite **run in a sandbox under the grader** (:func:`~projects.run_clean_suite`). Only when
+   project shares), the project's declared runtime dependencies
+   (:func:`~.project_config.declared_dependencies`) and the extra test requirements, downloaded as
+   wheels for the runtime's interpreter with every transitive dependency, each with the sha256 of
+   the wheel pip chose;
+5. the folder is written to a staging directory and its test environment **provisioned**; the
+   project's pytest configuration is read as pytest reads it (:mod:`.project_config`): ``TestCase``
+   files its ``python_files`` misses are added to it, and ``addopts`` the lock's pytest cannot
+   satisfy (asked in a sandbox, :func:`probe_lock_pytest`) are dropped, each with a note printed and
+   kept in ``project.toml``;
+6. the clean suite is **run in a sandbox under the grader** (:func:`~projects.run_clean_suite`). Only when
    every collected test passes (or is skipped) is the folder moved into the project set, with the
    measured ``lines``, ``tests`` and ``suite_seconds``. Otherwise the failing tests are listed with
    their messages, to be left out with ``--deselect TEST=REASON`` (every left-out test says why).
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,8 +43,20 @@ from email.parser import Parser
 from pathlib import Path, PurePosixPath
 
 from termgym.archives import extract_all
+from termgym.factory.swesynth.project_config import (
+    PROBE_PLUGIN,
+    LockPytest,
+    ReadingError,
+    addopts_overrides,
+    declared_dependencies,
+    parse_probe,
+    plugin_names,
+    python_files_overrides,
+    read_pytest_config,
+    requirement_name,
+)
 from termgym.tasks.swesynth.projects import (
-    PERMISSIVE,
+    ALLOWED_LICENCES,
     PROJECTS_DIR,
     TARGET_PLATFORMS,
     TARGET_PYTHON,
@@ -46,6 +66,7 @@ from termgym.tasks.swesynth.projects import (
     file_sha256,
     load_project,
     normalise_name,
+    project_sandbox_spec_parts,
     project_tree,
     provision,
     run_clean_suite,
@@ -65,7 +86,7 @@ CONFIG_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.in
 _LICENCE_FILE = re.compile(r"(?i)^(licen[cs]e|copying|copyright)([-._][A-Za-z0-9.]+)?$|^[A-Za-z0-9.-]+[-.]licen[cs]e$")
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 _CLASSIFIERS = {"MIT License": "MIT", "Apache Software License": "Apache-2.0", "ISC License (ISCL)": "ISC",
-                "Python Software Foundation License": "PSF-2.0"}
+                "Python Software Foundation License": "PSF-2.0", "Mozilla Public License 2.0 (MPL 2.0)": "MPL-2.0"}
 
 
 class AddProjectError(ValueError):
@@ -145,7 +166,7 @@ def unpack(sdist: Path, dest: Path) -> Path:
 
 
 def licence_from_text(text: str) -> str | None:
-    """The SPDX id of a permissive licence text, or None when it is none of them."""
+    """The SPDX id of a licence text a project may carry, or None when it is none of them."""
     flat = " ".join(text.split())
     if "Apache License" in flat and "Version 2.0" in flat:
         return "Apache-2.0"
@@ -158,6 +179,8 @@ def licence_from_text(text: str) -> str | None:
         return "ISC"
     if "PYTHON SOFTWARE FOUNDATION LICENSE" in flat.upper():
         return "PSF-2.0"
+    if re.search(r"Mozilla Public License,? (Version|v\.) ?2\.0", flat):
+        return "MPL-2.0"
     return None
 
 
@@ -168,7 +191,7 @@ def licence_from_metadata(top: Path) -> str | None:
         return None
     meta = Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
     expression = (meta.get("License-Expression") or "").strip()
-    if expression in PERMISSIVE:
+    if expression in ALLOWED_LICENCES:
         return expression
     for classifier in meta.get_all("Classifier") or []:
         tail = classifier.rsplit("::", 1)[-1].strip()
@@ -191,10 +214,11 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
     found = licence or licence_from_text(texts) or licence_from_metadata(top)
     if found is None:
         raise AddProjectError(f"{where}: the licence is none that can be recognised; pass --license with its SPDX id "
-                              f"if it is one of {', '.join(sorted(PERMISSIVE))}")
-    if found not in PERMISSIVE:
-        raise AddProjectError(f"{where}: licence {found!r} is not one of the permissive licences "
-                              f"{', '.join(sorted(PERMISSIVE))}")
+                              f"if it is one of {', '.join(sorted(ALLOWED_LICENCES))}")
+    if found not in ALLOWED_LICENCES:
+        raise AddProjectError(f"{where}: licence {found!r} is not one of the licences a project may carry "
+                              f"({', '.join(sorted(ALLOWED_LICENCES))}: permissive, or MPL-2.0 whose conditions "
+                              "bind each file)")
     src = top / "src"
     if python_path is None:
         python_path = ["src"] if src.is_dir() and any((d / "__init__.py").is_file() or d.is_file() and d.suffix == ".py"
@@ -288,25 +312,33 @@ def count_lines(top: Path, source_dirs: Sequence[str], test_dirs: Sequence[str])
     return total
 
 
-def resolve_lock(extra: Sequence[str], work: Path, base: Sequence[str] = BASE_LOCK) -> list[tuple[str, str, str]]:
-    """The full lock ``[(name, version, sha256)]`` of pytest and ``extra``, as wheels for the runtime.
+def resolve_lock(extra: Sequence[str], work: Path, base: Sequence[str] = BASE_LOCK,
+                 declared: Sequence[str] = ()) -> list[tuple[str, str, str]]:
+    """The full lock ``[(name, version, sha256)]`` of pytest, ``extra`` and ``declared``, as wheels for the runtime.
 
-    pip resolves every transitive dependency for CPython :data:`TARGET_PYTHON` on the runtime's
-    platforms, binary wheels only; the digest is the wheel's, which ``--require-hashes`` checks.
+    ``extra`` are pinned (``name==version``, replacing a ``base`` pin of the same name); ``declared``
+    are the project's own runtime requirements as it states them (``typing-extensions>=3.10``),
+    which pip pins to the newest version that fits, alongside a ``base`` pin of the same name (both
+    must hold). pip resolves every transitive dependency for CPython :data:`TARGET_PYTHON` on the
+    runtime's platforms, binary wheels only; the digest is the wheel's, which ``--require-hashes`` checks.
     """
     wanted = {normalise_name(parse_requirement(r)[0]): r for r in base}
     for requirement in extra:
         wanted[normalise_name(parse_requirement(requirement, "test requirement")[0])] = requirement
+    pinned = {normalise_name(parse_requirement(r)[0]) for r in extra}
+    loose = [r for r in declared if requirement_name(r) not in pinned]
     wheels = work / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     cmd = ["download", "--only-binary", ":all:", "--python-version", TARGET_PYTHON, "--implementation", "cp",
            "--abi", "cp" + TARGET_PYTHON.replace(".", ""), "-d", str(wheels)]
     for platform in TARGET_PLATFORMS:
         cmd += ["--platform", platform]
-    proc = _pip(*cmd, *wanted.values())
+    proc = _pip(*cmd, *wanted.values(), *loose)
     if proc.returncode != 0:
+        hint = (f"; the project declares {', '.join(loose)}: pin one with --dep NAME==VERSION or leave it out "
+                "with --no-dep NAME" if loose else "")
         raise AddProjectError("resolving the test lock failed (every test requirement must exist as a wheel for "
-                              f"CPython {TARGET_PYTHON}): {(proc.stdout + proc.stderr).strip()[-800:]}")
+                              f"CPython {TARGET_PYTHON}){hint}: {(proc.stdout + proc.stderr).strip()[-800:]}")
     lock: dict[str, tuple[str, str, str]] = {}
     for wheel in sorted(wheels.glob("*.whl")):
         name, version = wheel.name.split("-")[:2]
@@ -325,9 +357,11 @@ def _toml_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(_toml_string(v) for v in values) + "]"
 
 
-def test_command(layout_test_dirs: Sequence[str], deselect: Sequence[tuple[str, str]], pytest_args: str = "") -> str:
-    """The command run from the tree's root: pytest, its extra arguments, each left-out test, the test dirs."""
-    parts = ["python3 -m pytest -q -p no:cacheprovider"]
+def test_command(layout_test_dirs: Sequence[str], deselect: Sequence[tuple[str, str]], pytest_args: str = "",
+                 ini: Sequence[str] = ()) -> str:
+    """The command run from the tree's root: pytest, each ``ini`` override (``-o python_files=...``),
+    the extra arguments (after the overrides, so a user's ``-o`` wins), each left-out test, the test dirs."""
+    parts = ["python3 -m pytest -q -p no:cacheprovider", *(f"-o {shlex.quote(item)}" for item in ini)]
     if pytest_args.strip():
         parts.append(pytest_args.strip())
     for test, _ in deselect:
@@ -346,8 +380,13 @@ test_command.__test__ = False  # type: ignore[attr-defined]
 
 def write_manifest(folder: Path, *, name: str, version: str, sdist: Path, layout: Layout, domain: str,
                    description: str, command: str, lock: Sequence[tuple[str, str, str]],
-                   deselect: Sequence[tuple[str, str]], measured: dict[str, float | int] | None = None) -> Path:
-    """Write ``project.toml`` in the project set's format (measured fields when given)."""
+                   deselect: Sequence[tuple[str, str]], measured: dict[str, float | int] | None = None,
+                   declared: Sequence[str] = (), notes: Sequence[str] = ()) -> Path:
+    """Write ``project.toml`` in the project set's format (measured fields when given).
+
+    ``declared`` (the project's own runtime requirements, pinned in the lock) and ``notes`` (what was
+    changed so that the lock runs its suite) are kept for the next reader: the project loads them as
+    ``extra``."""
     lines = [
         f"name = {_toml_string(name)}",
         f"version = {_toml_string(version)}",
@@ -364,6 +403,11 @@ def write_manifest(folder: Path, *, name: str, version: str, sdist: Path, layout
         f"protected_files = {_toml_list(layout.protected_files)}",
         f"test_style = {_toml_string(layout.test_style)}",
     ]
+    if declared or notes:
+        lines += ["# What add-project read from the sdist: its declared runtime dependencies (pinned in the lock",
+                  "# below) and what it changed so that the lock runs the suite the way its maintainers do."]
+        lines += [f"declared_dependencies = {_toml_list(declared)}"] * bool(declared)
+        lines += [f"add_project_notes = {_toml_list(notes)}"] * bool(notes)
     if measured:
         lines += [f"# Measured by add-project on {time.strftime('%Y-%m-%d', time.gmtime())} (run_clean_suite, local "
                   "sandbox, under the grader):",
@@ -405,16 +449,56 @@ def parse_deselect(items: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+def probe_lock_pytest(project: Project, plugins: Sequence[str] = (), *, backend: str = "local",
+                      timeout: float = 120.0) -> LockPytest:
+    """What the project's provisioned pytest knows: :data:`~.project_config.PROBE_PLUGIN` run in a
+    sandbox holding the clean tree and the test environment, as the suite will run.
+
+    The project's ``addopts`` and ``required_plugins`` are turned off for the probe (they are what is
+    being judged). When its conftest files cannot even be loaded, the probe runs again outside the
+    tree (pytest's options and the lock's plugins only) so that the clean run shows the real error.
+    """
+    from termgym.sandbox import make_sandbox
+    from termgym.sandbox.base import SandboxSpec
+
+    parts = project_sandbox_spec_parts(project)
+    spec = SandboxSpec(workdir="/app", copy_dirs={str(project_tree(project)): "/app"}, env=dict(parts.env),
+                       ro_binds=dict(parts.ro_binds))
+    probe_dir, out = "/tmp/tg-probe", "/tmp/tg-probe/options.json"
+    env = (f"env -u PYTEST_ADDOPTS -u PYTEST_PLUGINS PYTHONDONTWRITEBYTECODE=1 "
+           f"PYTHONPATH={shlex.quote(':'.join([probe_dir, *parts.python_path]))} TG_PROBE_OUT={out} "
+           f"TG_PROBE_PLUGINS={shlex.quote(' '.join(plugins))}")
+    pytest = "python3 -m pytest -p no:cacheprovider -o addopts= -o required_plugins= -p tg_probe"
+    box = make_sandbox(backend, spec)
+    try:
+        box.start()
+        box.write_file(f"{probe_dir}/tg_probe.py", PROBE_PLUGIN)
+        result = None
+        for where, args in (("/app", " ".join(shlex.quote(d) for d in project.test_dirs)), (probe_dir, "")):
+            result = box.exec(f"rm -f {out}; cd {where} && {env} {pytest} {args}", timeout=timeout)
+            try:
+                return parse_probe(box.read_file(out).decode("utf-8", "replace"))
+            except (FileNotFoundError, OSError, ReadingError):
+                continue
+        raise AddProjectError(f"{project.name}: the test lock's pytest could not be asked which options it knows "
+                              f"(exit {result.exit_code if result else '?'}): "
+                              f"{(result.output if result else '').strip()[-800:]}")
+    finally:
+        box.close()
+
+
 def add_project(requirement: str | None = None, *, sdist: str | Path | None = None, domain: str, description: str,
-                deps: Sequence[str] = (), deselect: Sequence[tuple[str, str]] = (), pytest_args: str = "",
-                source_dirs: Sequence[str] = (), test_dirs: Sequence[str] = (), python_path: Sequence[str] | None = None,
-                licence: str | None = None, root: str | Path | None = None, replace: bool = False,
-                timeout: float = 600.0, log: Callable[[str], None] = print) -> AddResult:
+                deps: Sequence[str] = (), no_deps: Sequence[str] = (), deselect: Sequence[tuple[str, str]] = (),
+                pytest_args: str = "", source_dirs: Sequence[str] = (), test_dirs: Sequence[str] = (),
+                python_path: Sequence[str] | None = None, licence: str | None = None, root: str | Path | None = None,
+                replace: bool = False, timeout: float = 600.0, log: Callable[[str], None] = print) -> AddResult:
     """Make, provision and check a project folder; move it into ``root`` when its clean suite passes.
 
     ``requirement`` (``name==version``) is downloaded from the package index, or ``sdist`` (a local
-    ``.tar.gz``) is used as is. See the module docstring for each step. Raises
-    :class:`AddProjectError` for what cannot be bundled (licence, layout, lock, an existing folder).
+    ``.tar.gz``) is used as is. The project's declared runtime dependencies join the lock (``deps``
+    pins one instead, ``no_deps`` names those left out); its pytest configuration is adapted to the
+    lock. See the module docstring for each step. Raises :class:`AddProjectError` for what cannot be
+    bundled (licence, layout, lock, an existing folder).
     """
     if (requirement is None) == (sdist is None):
         raise AddProjectError("give either a pinned requirement (name==version) or --sdist FILE, not both")
@@ -440,27 +524,44 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
                                licence=licence)
         log(f"{name} {version}: {layout.licence}, source {layout.source_dirs}, tests {layout.test_dirs} "
             f"({layout.test_style}), python_path {layout.python_path}")
-        lock = resolve_lock(deps, work)
+        try:
+            declared = _declared_for_lock(name, top, no_deps, log)
+            config = read_pytest_config(top, layout.test_dirs)
+            ini, notes = python_files_overrides(top, layout.test_dirs, config)
+        except ReadingError as exc:
+            raise AddProjectError(f"{name}: {exc}") from None
+        lock = resolve_lock(deps, work, declared=declared)
         log(f"{name}: test lock {', '.join(f'{n}=={v}' for n, v, _ in lock)}")
         itself = [f"{n}=={v}" for n, v, _ in lock if normalise_name(n) == normalise_name(name)]
         if itself:
             raise AddProjectError(f"{name}: the test lock installs the project itself ({itself[0]}, a dependency of "
-                                  "pytest or of a --dep): its tests would import that copy, not the tree under repair")
-        command = test_command(layout.test_dirs, deselect, pytest_args)
+                                  "pytest, of a --dep or of a declared dependency): its tests would import that copy, not the tree under repair")
         stage = work / "stage" / name
         stage.mkdir(parents=True)
         shutil.copy2(sdist_path, stage / sdist_path.name)
         for f in layout.licence_files:
             shutil.copy2(top / f, stage / f)
-        write_manifest(stage, name=name, version=version, sdist=stage / sdist_path.name, layout=layout,
-                       domain=domain, description=description, command=command, lock=lock, deselect=deselect)
-        try:
-            project = load_project(stage)
-        except ProjectError as exc:
-            raise AddProjectError(str(exc)) from None
+
+        def write(measured: dict[str, float | int] | None = None) -> Project:
+            write_manifest(stage, name=name, version=version, sdist=stage / sdist_path.name, layout=layout,
+                           domain=domain, description=description,
+                           command=test_command(layout.test_dirs, deselect, pytest_args, ini), lock=lock,
+                           deselect=deselect, measured=measured, declared=declared, notes=notes)
+            try:
+                return load_project(stage)
+            except ProjectError as exc:
+                raise AddProjectError(str(exc)) from None
+
+        project = write()
         started = time.monotonic()
         provision([project], log=log)
         provision_seconds = time.monotonic() - started
+        if config is not None and (config.addopts or config.required_plugins):
+            more_ini, more_notes = addopts_overrides(config, probe_lock_pytest(project, plugin_names(config.addopts)))
+            ini, notes = more_ini + ini, more_notes + notes
+            project = write()
+        for note in notes:
+            log(f"{name}: {note}")
         run = run_clean_suite(project, timeout=timeout)
         failures = failures_of(run)
         counts = ", ".join(f"{v} {k}" for k, v in sorted(run.counts.items()))
@@ -472,12 +573,9 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
             shutil.copytree(stage, kept)
             return AddResult(project=project, run=run, ok=False, failures=failures, folder=kept,
                              provision_seconds=provision_seconds)
-        measured = {"lines": count_lines(project_tree(project), layout.source_dirs, layout.test_dirs),
-                    "tests": sum(1 for o in run.outcomes.values() if o == "passed"),
-                    "suite_seconds": round(run.seconds, 2)}
-        write_manifest(stage, name=name, version=version, sdist=stage / sdist_path.name, layout=layout,
-                       domain=domain, description=description, command=command, lock=lock, deselect=deselect,
-                       measured=measured)
+        write({"lines": count_lines(project_tree(project), layout.source_dirs, layout.test_dirs),
+               "tests": sum(1 for o in run.outcomes.values() if o == "passed"),
+               "suite_seconds": round(run.seconds, 2)})
         if target.exists():
             shutil.rmtree(target)
         root.mkdir(parents=True, exist_ok=True)
@@ -488,6 +586,24 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _declared_for_lock(name: str, top: Path, no_deps: Sequence[str], log: Callable[[str], None]) -> list[str]:
+    """The project's declared runtime requirements that go into its lock (``no_deps`` left out)."""
+    declared = declared_dependencies(top)
+    skip = {normalise_name(n) for n in no_deps}
+    unknown = sorted(skip - {requirement_name(r) for r in declared.requirements})
+    if unknown:
+        raise AddProjectError(f"{name}: --no-dep {', '.join(unknown)}: the project declares no such runtime "
+                              f"dependency (it declares {', '.join(declared.requirements) or 'none'})")
+    for line in declared.left_out:
+        log(f"{name}: declared dependency left out: {line}")
+    kept = [r for r in declared.requirements if requirement_name(r) not in skip]
+    if declared.requirements:
+        log(f"{name}: declared runtime dependencies ({declared.source}): {', '.join(declared.requirements)}"
+            + (f"; left out by --no-dep: {', '.join(sorted(skip))}" if skip else ""))
+    return kept
+
+
 __all__ = ["BASE_LOCK", "AddProjectError", "AddResult", "Layout", "add_project", "count_lines", "detect_layout",
            "failures_of", "fetch_sdist", "licence_from_metadata", "licence_from_text", "parse_deselect",
-           "parse_requirement", "resolve_lock", "test_command", "test_style", "unpack", "write_manifest"]
+           "parse_requirement", "probe_lock_pytest", "resolve_lock", "test_command", "test_style", "unpack",
+           "write_manifest"]

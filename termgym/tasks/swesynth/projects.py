@@ -76,6 +76,13 @@ _REQUIRED = ("name", "version", "sdist", "sha256", "license", "license_files", "
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 #: SPDX ids of the permissive licences a bundled project may carry.
 PERMISSIVE = frozenset({"MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "ISC", "PSF-2.0"})
+#: File-level copyleft licences a project may carry too. MPL-2.0's conditions bind each covered file,
+#: not the work it sits in (its section 3.3): the sdist is redistributed unmodified with its licence
+#: files, and a task's bugged copy of a file is source that keeps its notice, under the same licence
+#: (sections 3.1 and 3.4). GPL and LGPL reach further and are not allowed (docs/swesynth.md, "Licences a project may carry").
+FILE_COPYLEFT = frozenset({"MPL-2.0"})
+#: Every licence a project folder may carry.
+ALLOWED_LICENCES = PERMISSIVE | FILE_COPYLEFT
 
 
 class ProjectError(ValueError):
@@ -189,9 +196,9 @@ def load_project(folder: str | Path) -> Project:
     if name != folder.name:
         raise ProjectError(f"{where}: name {name!r} differs from its folder {folder.name!r}")
     license_id = _need(data, "license", str, where)
-    if license_id not in PERMISSIVE:
-        raise ProjectError(f"{where}: license {license_id!r} is not one of the permissive licences "
-                           f"{', '.join(sorted(PERMISSIVE))}")
+    if license_id not in ALLOWED_LICENCES:
+        raise ProjectError(f"{where}: license {license_id!r} is not one of the licences a project may carry "
+                           f"({', '.join(sorted(ALLOWED_LICENCES))})")
     sha = _need(data, "sha256", str, where)
     if not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise ProjectError(f"{where}: 'sha256' must be 64 lowercase hex digits")
@@ -587,7 +594,7 @@ def project_sandbox_spec_parts(name: str | Project, workdir: str = "/app") -> Sa
 
 
 __all__ = [
-    "MARKER", "PERMISSIVE", "PROJECTS_DIR", "PROJECTS_PATH_ENV", "PROVISION_COMMAND", "TESTENV_MOUNT", "Deselected", "Project",
+    "ALLOWED_LICENCES", "FILE_COPYLEFT", "MARKER", "PERMISSIVE", "PROJECTS_DIR", "PROJECTS_PATH_ENV", "PROVISION_COMMAND", "TESTENV_MOUNT", "Deselected", "Project",
     "CleanRun", "ProjectError", "SandboxParts", "TestEnvMissing", "cache_root", "get_project", "host_pythonpath", "load_project", "load_projects",
     "missing_testenvs", "project_roots", "project_sandbox_spec_parts", "project_tree", "provision", "require_testenv",
     "run_clean_suite", "served_projects",
