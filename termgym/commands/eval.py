@@ -147,7 +147,8 @@ def harbor_preflight(env_kwargs: dict[str, Any]) -> str | None:
     from termgym.config import split_options
     from termgym.tasks.harbor.suite import HarborSuite
 
-    env_config, suite_options = split_options(env_kwargs)
+    # where the episodes run (``ray``: on other nodes) does not change which tasks need the internet
+    env_config, suite_options = split_options({k: v for k, v in env_kwargs.items() if k != "ray"})
     suite = HarborSuite(**suite_options)
     ids = list(suite.task_ids(env_config.split))
     online = {tid: suite.load(tid).network_needs(("verifier",)) for tid in ids}

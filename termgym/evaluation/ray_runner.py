@@ -2,9 +2,12 @@
 
 Each episode is one Ray task: the worker builds the agent from its name or import path, makes the
 env from the pickled ``EnvSpec`` (so suites registered only in the driver still work), plays the
-episode with the usual infrastructure retries and returns the result; the driver writes it to the
-run directory as it arrives, so a killed driver resumes like a local run. A worker or node lost
-mid-episode is an infrastructure failure: the episode is resubmitted up to ``infra_retries`` times.
+episode with the usual infrastructure retries and returns the result with its episode records
+(written to a scratch file on the worker, read back, returned); the driver appends the records to
+the run's ``episodes.jsonl`` and writes the result as they arrive, so no file system is shared with
+the workers and a killed driver resumes like a local run. A worker or node lost mid-episode is an
+infrastructure failure: the episode is resubmitted up to ``infra_retries`` times; a lost try
+returned nothing, so it leaves no record behind.
 
 Workers must be able to import termgym and whatever ``--import`` names. On a local cluster the
 driver's ``PYTHONPATH`` is passed on; elsewhere install your packages on the nodes or give a
@@ -14,7 +17,9 @@ driver's ``PYTHONPATH`` is passed on; elsewhere install your packages on the nod
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import tempfile
 import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
@@ -22,25 +27,48 @@ from typing import TYPE_CHECKING, Any
 from termgym.evaluation.config import EvalConfig, import_modules
 from termgym.evaluation.episode import EpisodeSpec, play_with_retries
 from termgym.evaluation.results import EpisodeResult, RunDir
+from termgym.wrappers.recording import append_jsonl, read_jsonl
 
 if TYPE_CHECKING:
     from termgym.evaluation.progress import Progress
 
 
 def ray_episode(spec: EpisodeSpec, agent: str, agent_options: dict[str, Any], imports: list[str]) -> dict[str, Any]:
-    """Play one episode on a Ray worker; returns the result as a dict."""
+    """Play one episode on a Ray worker.
+
+    Returns ``{"result": the EpisodeResult as a dict, "records": [episode records]}``: the records
+    (one per try; see :mod:`termgym.wrappers.recording`) are written to a scratch file on the worker,
+    never to ``spec.record_path`` (the driver's file, which this node need not see).
+    """
     from termgym.agents import make_agent
 
     import_modules(imports)
     built = make_agent(agent, **agent_options)
+    with tempfile.TemporaryDirectory(prefix="termgym-ray-episode-") as scratch:
+        local = spec
+        if spec.record_path is not None:
+            local = dataclasses.replace(spec, record_path=os.path.join(scratch, "episodes.jsonl"),
+                                        record_name=spec.record_name or spec.record_path)
 
-    async def play() -> EpisodeResult:
-        try:
-            return await play_with_retries(spec, built)
-        finally:
-            await built.close()
+        async def play() -> EpisodeResult:
+            try:
+                return await play_with_retries(local, built)
+            finally:
+                await built.close()
 
-    return asyncio.run(play()).to_dict()
+        result = asyncio.run(play())
+        records = list(read_jsonl(local.record_path)) if local.record_path and os.path.exists(local.record_path) \
+            else []
+    return {"result": result.to_dict(), "records": records}
+
+
+def keep_episode(store: RunDir, returned: dict[str, Any]) -> EpisodeResult:
+    """Append a returned episode's records to the run's recording, then write its result."""
+    for record in returned.get("records") or ():
+        append_jsonl(store.record_path, record)
+    result = EpisodeResult.from_dict(returned["result"])
+    store.write_episode(result)
+    return result
 
 
 def run_on_ray(config: EvalConfig, todo: list[EpisodeSpec], store: RunDir, progress: Progress) -> None:
@@ -75,7 +103,7 @@ def run_on_ray(config: EvalConfig, todo: list[EpisodeSpec], store: RunDir, progr
             for ref in ready:
                 spec = in_flight.pop(ref)
                 try:
-                    result = EpisodeResult.from_dict(ray.get(ref))
+                    returned = ray.get(ref)
                 except ray.exceptions.RayError as exc:  # the worker or its node died, or the task failed to run
                     key = (spec.task_id, spec.attempt)
                     lost[key] += 1
@@ -88,7 +116,9 @@ def run_on_ray(config: EvalConfig, todo: list[EpisodeSpec], store: RunDir, progr
                         task_id=spec.task_id, attempt=spec.attempt, status="infra_error", seed=spec.seed,
                         error={"kind": "infra", "type": type(exc).__name__, "message": str(exc)[:4000],
                                "where": "ray", "retriable": True})
-                store.write_episode(result)
+                    store.write_episode(result)
+                else:
+                    result = keep_episode(store, returned)
                 progress.episode_finished(result)
     finally:
         for ref in in_flight:

@@ -40,6 +40,8 @@ OPERATIONAL_OPTIONS = frozenset({
     "max_concurrency", "headers",
 })
 SECRET_OPTIONS = frozenset({"api_key", "headers"})
+#: Env options that change where episodes run but not what they return: they may differ on resume.
+OPERATIONAL_ENV_OPTIONS = frozenset({"ray"})
 
 
 class RunMismatch(ValueError):
@@ -206,7 +208,10 @@ def _config_record(config: EvalConfig, env_id: str, env_kwargs: dict[str, Any], 
 
 def _identity(record: dict[str, Any]) -> dict[str, Any]:
     options = {k: v for k, v in (record.get("agent_options") or {}).items() if k not in OPERATIONAL_OPTIONS}
-    return {"env_id": record.get("env_id"), "env_kwargs": record.get("env_kwargs"), "agent": record.get("agent"),
+    env_kwargs = record.get("env_kwargs")
+    if isinstance(env_kwargs, dict):
+        env_kwargs = {k: v for k, v in env_kwargs.items() if k not in OPERATIONAL_ENV_OPTIONS}
+    return {"env_id": record.get("env_id"), "env_kwargs": env_kwargs, "agent": record.get("agent"),
             "agent_options": options, "seed": record.get("seed"),
             "process_rewards": record.get("process_rewards") or False}
 

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tasks", ("termgym.tasks",)),
     ("factory", ("termgym.factory",)),
     ("protocols", ("termgym.protocols",)),
-    ("env", ("termgym.config", "termgym.env", "termgym.registration", "termgym")),
+    ("env", ("termgym.config", "termgym.env", "termgym.registration", "termgym.remote", "termgym")),
     ("wrappers", ("termgym.wrappers",)),
     ("data", ("termgym.data",)),
     ("agents", ("termgym.agents",)),

@@ -38,6 +38,7 @@ DATA_DIRS = ("termgym_data/swesynth/toy", "termgym_data/harbor/samples")
 #: Code that may import an extra's distributions (path prefix -> extras); the rest: the core only.
 #: The first matching prefix wins, so the more specific ones come first.
 EXTRA_OF = {
+    "benchmarks/ray_step.py": ("bench", "eval"),  # the remote step's overhead, on a Ray cluster
     "benchmarks/": ("bench",),
     # ART's GPU training script: its CUDA check needs torch (ART's GPU backend brings it) and its
     # health monitor is the veRL recipe's (trainers/verl/monitor.py)
@@ -50,6 +51,7 @@ EXTRA_OF = {
     "termgym/tasks/harbor/task.py": ("docker",),  # Harbor images are Docker images
     "termgym/data/": ("data",),
     "termgym/evaluation/ray_runner.py": ("eval",),
+    "termgym/remote/": ("eval",),  # envs as Ray actors
     "termgym/agents/minisweagent.py": ("bench",),  # mini-swe-agent itself
     "termgym/agents/harbor.py": ("harbor",),
     "termgym/protocols/terminus.py": ("harbor",),  # Harbor's own prompt templates, when installed
