@@ -529,7 +529,7 @@ def suite_counts(suite_dir: Path) -> dict:
             out["servable"] += servable(check)
             out["canonical_2"] += check.get("canonical", 1) == 2
             if not servable(check):
-                why = unservable_reason(check)
+                why = unservable_reason(check, name_functions=False)
                 out["not_served"][why] = out["not_served"].get(why, 0) + 1
         for line in lines.values():
             if not line.get("behaviour"):

@@ -317,7 +317,7 @@ class Context:
 
         cache = self.scratch / "swesynth-cache"
         if (TOY_DIR / "suite.json").is_file():
-            suite = SweSynthSuite(TOY_DIR, cache_dir=cache)
+            suite = SweSynthSuite(TOY_DIR, cache_dir=cache, behaviour="any")
             if suite.task_ids("all"):
                 self._suite, self.suite_origin = suite, "the bundled toy suite (termgym_data/swesynth/tasks)"
                 return suite
@@ -326,7 +326,7 @@ class Context:
             self.log(f"  no bundled SWE-SYNTH tasks: generating a small suite from corpus project "
                      f"{self.generation_project!r}")
             generate_corpus_tasks(self.generation_project, self.generated_suite, n=2, seed=7)
-        self._suite = SweSynthSuite(self.generated_suite, cache_dir=cache)
+        self._suite = SweSynthSuite(self.generated_suite, cache_dir=cache, behaviour="any")
         self.suite_origin = (f"tasks generated in this run from the bundled corpus project "
                              f"{self.generation_project!r} (the bundled suite had no tasks)")
         return self._suite

@@ -192,8 +192,8 @@ def run_task(suite_dir: Path, task_id: str, seed: int, old_plugin: Path | None, 
     from termgym.tasks.swesynth.suite import SweSynthSuite
     from termgym.tasks.swesynth.task import prepare_workspace
 
-    full_suite = SweSynthSuite(suite_dir, grade_tests="full", cache_dir=cache)
-    sel_suite = SweSynthSuite(suite_dir, grade_tests="selected", cache_dir=cache)
+    full_suite = SweSynthSuite(suite_dir, grade_tests="full", cache_dir=cache, behaviour="any")
+    sel_suite = SweSynthSuite(suite_dir, grade_tests="selected", cache_dir=cache, behaviour="any")
     full_task, sel_task = full_suite.load(task_id), sel_suite.load(task_id)
     rng = random.Random(f"{seed}:{task_id}")
     with tempfile.TemporaryDirectory(prefix="termgym-gradesel-") as tmp:
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     suite_dir = Path(args.suite)
-    suite = SweSynthSuite(suite_dir)
+    suite = SweSynthSuite(suite_dir, behaviour="any")
     projects = sorted(p for p in (args.project or suite.projects()) if suite.selection_file(p) is not None)
     if not projects:
         parser.error(f"no project of {suite_dir} has a coverage map (python -m termgym.factory.swesynth.selection_build)")

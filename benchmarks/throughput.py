@@ -385,7 +385,7 @@ def _driver(workload: str, cpus: list[int], concurrency: int, episodes: int, sta
     else:
         from termgym.tasks.swesynth import TOY_DIR, SweSynthSuite
 
-        suite = SweSynthSuite(TOY_DIR, cache_dir=cache_dir)
+        suite = SweSynthSuite(TOY_DIR, cache_dir=cache_dir, behaviour="any")
 
     def make_env():
         return TerminalEnv(suite, max_steps=10)
@@ -438,7 +438,7 @@ def scaling(*, swesynth_dir=None, cache_dir: str, log=print, light_episodes: int
 
     total = len(os.sched_getaffinity(0))
     core_counts = sorted({1, *[c for c in (2, 4, 8, 16, 32, 64) if c < total], total})
-    ids = list(SweSynthSuite(TOY_DIR, cache_dir=cache_dir).task_ids("all"))
+    ids = list(SweSynthSuite(TOY_DIR, cache_dir=cache_dir, behaviour="any").task_ids("all"))
     work = {"light": ([f"light-{i}" for i in range(8)], light_episodes),
             "swesynth": ([ids[int(i * len(ids) / 4)] for i in range(4)], swesynth_episodes)}
     table = Table("Scaling over cores (taskset) and driving processes",

@@ -264,6 +264,43 @@ def test_only_a_check_that_tells_the_bug_apart_on_a_held_out_input_is_servable()
     assert not servable(None) and unservable_reason(None) == "no behaviour check"
 
 
+def test_a_bug_in_two_functions_is_served_only_when_each_ones_bug_alone_is_told_apart():
+    """Issue 41: a check whose held-out telling inputs show one of two broken functions is passed
+    by fixing that one and forging the tests. Served only when each function's bug alone (the
+    measured ``per_bug``) is told apart by a held-out input; unmeasured or unsplittable is not served."""
+    from termgym.tasks.swesynth.behaviour import (
+        UNCOVERED_REASON,
+        needs_per_bug,
+        servable,
+        target_coverage,
+        uncovered_targets,
+        unservable_reason,
+    )
+
+    def answer(returned, args):
+        return probe.answer_of({"return": returned, "raises": None, "args_after": ["list", [args]]})
+
+    targets = [{"module": "pkg.a", "path": "pkg/a.py", "qualname": "f"},
+               {"module": "pkg.b", "path": "pkg/b.py", "qualname": "C.g"}]
+    base = {"targets": targets, "telling": ["i0", "i1"], "heldout": ["i0", "i2"],
+            "answers": {"i0": answer(1, "x"), "i1": answer(2, "y"), "i2": answer(3, "z")}}
+    single = {**base, "targets": targets[:1]}  # one function: its telling inputs are its own
+    assert servable(single) and uncovered_targets(single) == [] and target_coverage(single) == (0, 0)
+    assert needs_per_bug(base) and not servable(base)
+    assert "--per-bug" in unservable_reason(base) and uncovered_targets(base) == ["pkg.a.f", "pkg.b.C.g"]
+    # g's bug alone is told apart only by i1, a call the tests make: a half fix of f passes the replay
+    half = {**base, "per_bug": {"telling": {"pkg.a.f": ["i0"], "pkg.b.C.g": ["i1"]}}}
+    assert not needs_per_bug(half) and not servable(half) and uncovered_targets(half) == ["pkg.b.C.g"]
+    assert target_coverage(half) == (1, 2)
+    assert unservable_reason(half) == f"{UNCOVERED_REASON} (no held-out input tells apart the bug of pkg.b.C.g alone)"
+    assert unservable_reason(half, name_functions=False) == UNCOVERED_REASON
+    # held-out i2 tells g's bug alone apart (through f, say): served though no telling input calls g
+    both = {**base, "per_bug": {"telling": {"pkg.a.f": ["i0"], "pkg.b.C.g": ["i2"]}}}
+    assert servable(both) and target_coverage(both) == (2, 2)
+    unsplit = {**base, "per_bug": {"unsplittable": "a hunk spans two functions"}}
+    assert not servable(unsplit) and "cannot be split by changed function" in unservable_reason(unsplit)
+
+
 def _encode(call):
     import base64
     import pickle

@@ -152,8 +152,14 @@ def test_the_card_counts_generation_and_quotes_reports_drawn_by_a_fixed_seed(tmp
     assert [tid for tid, _ in sample_reports(card, 5, 27)] != [tid for tid, _ in first]
     served = card["served"]
     assert served["tasks"] + sum(served["not_served"].values()) == card["tasks"]
-    assert served["tasks"] == len(SweSynthSuite("projects").task_ids("all"))  # what the default policy serves
+    default = SweSynthSuite("projects")
+    assert served["tasks"] == len(default.task_ids("all"))  # what the default policy serves
+    # bugs in two or more functions: served only where each function's bug alone is told apart
+    multi = served["multi_function"]
+    assert multi["served"] == sum(len(default.behaviour_check_of(t)["targets"]) >= 2 for t in default.task_ids("all"))
+    assert 0 < multi["served"] < multi["tasks"] and 0 < multi["covered"] < multi["functions"], multi
     text = render(card, quotes=5, quote_seed=26)
+    assert f"for {multi['covered']} of their {multi['functions']} changed functions" in text
     assert "**Generation**:" in text and "**5 reports drawn at random** (seed 26" in text
     for tid, statement in first:  # quoted whole, each line behind '> '
         assert f"`{tid}`:" in text and "> " + statement.strip().splitlines()[0] in text

@@ -88,8 +88,11 @@ def test_generation_on_a_pypi_sdist(tmp_path, capsys):
     assert main(["swesynth", "generate", "--repo", str(repo), "--test-cmd", "python3 -m pytest -q", "--n", "2",
                  "--seed", "0", "--out", str(out), "--name", "inflection", "--max-attempts", "12"]) == 0
     assert "wrote 2 task(s)" in capsys.readouterr().out
-    suite = SweSynthSuite(out)
+    suite = SweSynthSuite(out, behaviour="any")  # every task it wrote (the default serves the checked ones)
     assert len(suite.task_ids()) == 2
+    # generate tries a check for every task it keeps: each record holds one or says why not
+    assert all(record.validation.get("behaviour") for record in map(suite.record, suite.task_ids()))
+    assert SweSynthSuite(out).behaviour == "required"
     for task_id in suite.task_ids():
         record = suite.record(task_id)
         assert record.target_tests and record.bug_patch.startswith("diff --git a/inflection/")
@@ -98,7 +101,7 @@ def test_generation_on_a_pypi_sdist(tmp_path, capsys):
                                 patch=record.bug_patch, repo=repo)
     env = gym.make("termgym/SweSynth-v0", path=str(out), max_steps=10)
     try:
-        task_id = suite.task_ids()[0]
+        task_id = SweSynthSuite(out).task_ids()[0]  # one gym.make serves by default
         env.reset(seed=0, options={"task_id": task_id})
         for message in oracle_actions(env.unwrapped):
             _, reward, terminated, truncated, info = env.step(message)

@@ -17,7 +17,7 @@ from tests.swesynth.episodes import oracle_and_nop
 
 @pytest.fixture(scope="module")
 def suite():
-    return SweSynthSuite(SUITE_V1_DIR)
+    return SweSynthSuite(SUITE_V1_DIR, behaviour="any")
 
 
 @pytest.fixture(scope="module")

@@ -34,11 +34,34 @@ def test_an_unchecked_task_still_loads_by_id_and_grades_by_its_tests():
     assert suite.load(unchecked).record.behaviour == {}
 
 
-def test_a_suite_of_your_own_serves_every_task_unless_asked(tmp_path):
-    own = SweSynthSuite(TOY_DIR)  # a path, not a bundled name: the user's choice
-    assert own.behaviour == "any" and own.unchecked == 0
-    assert len(_served(own)) == len(_served(SweSynthSuite("toy", behaviour="any")))
-    assert SweSynthSuite(TOY_DIR, behaviour="required").unchecked > 0
+def test_a_suite_of_your_own_with_checks_is_checked_by_default():
+    """A suite given by path (what ``generate`` writes) is served like the bundled ones when its
+    tasks carry checks: only tasks whose check decides alone; ``behaviour="any"`` serves them all."""
+    own = SweSynthSuite(TOY_DIR)  # a path, not a bundled name
+    assert own.behaviour == "required" and own.unchecked > 0
+    assert _served(own) == _served(SweSynthSuite("toy"))
+    assert all(own.has_servable_check(t) for t in _served(own))
+    everything = SweSynthSuite(TOY_DIR, behaviour="any")
+    assert everything.unchecked == 0 and len(_served(everything)) == len(_served(own)) + own.unchecked
+
+
+def test_a_suite_without_checks_says_so_loudly_and_serves_every_task():
+    from termgym.tasks.swesynth.suite import UnsafeGradingWarning
+
+    records = [default_suite("toy", behaviour="any").record(t) for t in _served(default_suite("toy", behaviour="any"))]
+    bare = [r for r in records if not r.behaviour][:3]
+    with pytest.warns(UnsafeGradingWarning, match="none of its 3 tasks carries a behaviour check.*can forge"):
+        suite = SweSynthSuite(bare)
+    assert suite.behaviour == "any" and len(_served(suite)) == 3
+
+
+def test_sabotage_a_default_that_ignores_the_checks_serves_unchecked_tasks(monkeypatch):
+    """With the old default (``"any"`` for every suite of your own), tasks without a check that
+    decides alone are served again: the test above fails."""
+    monkeypatch.setattr(SweSynthSuite, "_default_behaviour", lambda self: "any")
+    own = SweSynthSuite(TOY_DIR)
+    assert own.behaviour == "any"
+    assert any(not own.has_servable_check(t) for t in _served(own))
 
 
 def test_a_bad_policy_and_a_suite_with_no_checks_are_named():
@@ -48,7 +71,6 @@ def test_a_bad_policy_and_a_suite_with_no_checks_are_named():
     bare = [r for r in records if not r.behaviour][:3]
     with pytest.raises(RecordError, match="none of its 3 tasks carries a behaviour check"):
         SweSynthSuite(bare, behaviour="required")
-
 
 
 def test_a_check_only_the_tests_calls_tell_apart_is_not_served(monkeypatch):

@@ -20,7 +20,10 @@ provisioned test environment:
    are chosen first: a task is served by ``behaviour="required"`` only if one of them tells the
    bug apart, :func:`~termgym.tasks.swesynth.behaviour.servable`); the chosen
    inputs are replayed once more on each tree, in order, in a *fresh* sandbox (nothing the tests
-   left behind), to prove the stored answers; inputs answered differently there are dropped.
+   left behind), to prove the stored answers; inputs answered differently there are dropped;
+6. for a bug in two or more functions, the stored inputs are replayed once per function with only
+   that function's hunks of the bug patch (:func:`per_bug_telling`): a task is served only if each
+   function's bug alone is told apart by a held-out input (a half fix is not a fix).
 
 :func:`backfill` does that for every task of an existing suite, in parallel and resumably, and
 writes the checks beside the records (``behaviour/<project>.jsonl`` of a compact suite,
@@ -340,6 +343,11 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
              # the inputs no test makes (digest of their arguments unlike every call the tests make)
              "heldout": [c["id"] for c in chosen if c["id"] in held_ids],
              "inputs": chosen, "answers": answers}
+    if len(targets) >= 2:  # each function's bug alone, replayed: what serving a multi-function bug needs
+        try:
+            check["per_bug"] = per_bug_telling(record, check, backend=backend)
+        except RuntimeError:  # left unmeasured: `termgym swesynth behaviour --per-bug` tries again
+            pass
     return check
 
 
@@ -536,9 +544,101 @@ def _marked(check: dict[str, Any], kept: list[dict[str, Any]], answers: dict[str
         raise NoCheck("no stored input is answered the same way twice by the clean code")
     if not telling:
         raise NoCheck("no stored input is answered differently by the buggy code")
-    return {**check, "canonical": CANONICAL_VERSION, "inputs": kept,
-            "answers": {c["id"]: answers[c["id"]] for c in kept}, "discriminating": len(telling),
-            "telling": telling, "heldout": [c["id"] for c in kept if c["id"] in held_ids]}
+    marked = {**check, "canonical": CANONICAL_VERSION, "inputs": kept,
+              "answers": {c["id"]: answers[c["id"]] for c in kept}, "discriminating": len(telling),
+              "telling": telling, "heldout": [c["id"] for c in kept if c["id"] in held_ids]}
+    if any(answers[c["id"]]["h"] != check["answers"].get(c["id"], {}).get("h") for c in kept):
+        marked.pop("per_bug", None)  # measured against answers that changed: measure again (--per-bug)
+    return marked
+
+
+def bug_hunks_by_target(record, targets: Sequence[dict[str, Any]]) -> dict[str, str] | None:
+    """The bug patch split by changed function: ``target name -> patch of that function's hunks``
+    (:func:`~termgym.tasks.swesynth.behaviour.target_name`), read on the clean tree
+    (``record.repo_dir``; the bug patch's old side). ``None`` when the bugs are not in different
+    places: a hunk whose changed lines fall in two functions, or in none of ``targets``, or a target
+    with no hunk of its own. Applied alone, one entry is that function's bug alone; reversed on
+    the buggy tree, the fix of that function alone."""
+    from termgym.tasks.swesynth.behaviour import target_name
+
+    names = {(t["path"], t["qualname"]): target_name(t) for t in targets}
+    out: dict[str, list[str]] = {name: [] for name in names.values()}
+    header: list[str] = []
+    hunk: list[str] | None = None
+    path = None
+    hunks: list[tuple[str | None, str]] = []
+    for line in [*record.bug_patch.splitlines(), "diff --end"]:
+        starts_hunk = bool(_HUNK.match(line))
+        if starts_hunk or line.startswith("diff "):
+            if hunk is not None:
+                hunks.append((path, "\n".join([*header, *hunk]) + "\n"))
+            hunk = [line] if starts_hunk else None
+            if not starts_hunk:
+                header = [line]
+        elif hunk is not None:
+            hunk.append(line)
+        else:
+            header.append(line)
+            if line.startswith("+++ "):
+                path = re.sub(r"^b/", "", line[4:].strip())
+    sources: dict[str, str] = {}
+    for path, patch in hunks:
+        if path is None or not path.endswith(".py"):
+            return None
+        if path not in sources:
+            sources[path] = (Path(record.repo_dir) / path).read_text(encoding="utf-8")
+        owners = functions_at(sources[path], changed_lines(patch).get(path, set()))
+        if len(owners) != 1 or (path, owners[0]) not in names:
+            return None
+        out[names[(path, owners[0])]].append(patch)
+    if not all(out.values()):
+        return None
+    return {name: "".join(patches) for name, patches in out.items()}
+
+
+def per_bug_telling(record, check: dict[str, Any], *, backend: str = "local") -> dict[str, Any]:
+    """What a check's ``"per_bug"`` holds, measured: ``{"telling": {function: [input ids]}}``, for
+    each function the bug patch changes the inputs that tell *that function's bug alone* apart
+    (answered differently from the stored clean answer on the clean tree plus only that function's
+    hunks: the tree of an agent that fixed every other function), or ``{"unsplittable": why}`` when
+    the bug patch cannot be split by function (:func:`bug_hunks_by_target`).
+
+    One sandbox of the clean tree: the stored inputs are replayed on it first (the clean answers
+    must come back, else the measurement says nothing), then once per function with its hunks
+    applied and reversed again, each call under the grade's time limit. A call that runs out of
+    time is not counted as telling: on a loaded machine that is the machine, and counting it would
+    credit a function with an input that does not show its bug. Raises ``RuntimeError`` when a
+    replay fails (nothing is measured: try again)."""
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.behaviour import GRADE_CALL_SECONDS, compare_answers
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    split = bug_hunks_by_target(record, check.get("targets") or [])
+    if split is None:
+        return {"unsplittable": "a hunk of the bug patch changes lines of two functions, or of none"}
+    task = SweSynthTask(record)
+    spec = replay_spec(check["inputs"], task_sys_path(task),
+                       max(GRADE_CALL_SECONDS, float(check.get("seconds", CALL_SECONDS))),
+                       canonical=int(check.get("canonical", 1)))
+    expected = {item["id"]: check["answers"][item["id"]] for item in check["inputs"]}
+    telling: dict[str, list[str]] = {}
+    with FreshSandboxes(backend) as new_sandbox:
+        box = new_sandbox(_clean_spec(task))
+        try:
+            box.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
+            clean, problem = run_replay(box, spec)
+            if clean is None or compare_answers(expected, clean):
+                raise RuntimeError(f"the clean tree does not give the stored answers ({problem or 'answers differ'})")
+            for name, patch in split.items():
+                _apply(box, record.workdir, patch)
+                got, problem = run_replay(box, spec)
+                _apply(box, record.workdir, patch, reverse=True)
+                if got is None:
+                    raise RuntimeError(f"the replay with the bug of {name} alone failed: {problem}")
+                telling[name] = [m["input"] for m in compare_answers(expected, got) if m["got"] != ["timeout"]]
+        finally:
+            box.close()
+    return {"telling": telling}
 
 
 def reproduces(record, check: dict[str, Any], *, backend: str = "local") -> bool:
@@ -604,7 +704,8 @@ def compact_sidecar(path: Path) -> int:
 def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
              limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
              verify: bool = False, heldout: bool = False, retry_unserved: bool = False,
-             clock: bool = False, progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+             clock: bool = False, per_bug: bool = False,
+             progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
 
     A compact suite gets ``behaviour/<repo>.jsonl`` (one line per task, appended as each finishes);
@@ -620,13 +721,16 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     (:func:`clock_or_chance_inputs`); the check without those inputs (:func:`drop_clock_inputs`) is
     kept when it still tells the bug apart and reproduces in a fresh sandbox, else the task is
     recorded again (``clock_pruned`` and ``rerecorded`` count which, ``clock_free`` the checks with
-    no such input).
+    no such input). ``per_bug`` measures, for the checks of bugs in two or more functions that lack
+    it, which inputs tell each function's bug alone apart (:func:`per_bug_telling`; with ``redo``,
+    every such check again); a check is served only when each function has a held-out one
+    (:func:`~termgym.tasks.swesynth.behaviour.uncovered_targets`).
     """
-    from termgym.tasks.swesynth.behaviour import needs_marking, servable, unservable_reason
+    from termgym.tasks.swesynth.behaviour import needs_marking, needs_per_bug, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite_dir = Path(suite_dir)
-    suite = SweSynthSuite(suite_dir, repos=list(repos) if repos else None)
+    suite = SweSynthSuite(suite_dir, repos=list(repos) if repos else None, behaviour="any")  # every task, served or not
     compact = suite._raw != {}
     ids = list(suite.task_ids("all"))
     done: set[str] = set()
@@ -659,6 +763,9 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
         todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
     if clock:  # every check: a watched clean replay shows which inputs read a clock or draw chance
         todo = [tid for tid in ids if suite.behaviour_check_of(tid)]
+    if per_bug:  # the checks of bugs in two or more functions not measured one function at a time yet
+        todo = [tid for tid in ids if needs_per_bug(suite.behaviour_check_of(tid)) or (
+            redo and len((suite.behaviour_check_of(tid) or {}).get("targets") or ()) >= 2)]
     if limit is not None:
         todo = todo[:limit]
     lock = threading.Lock()
@@ -688,6 +795,17 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                     again = None
                 if again is not None and servable(again):
                     line = {"task_id": tid, "behaviour": again}
+        elif per_bug:
+            try:
+                line = {"task_id": tid, "behaviour": {**record.behaviour,
+                                                      "per_bug": per_bug_telling(record, record.behaviour,
+                                                                                 backend=backend)}}
+            except Exception as exc:  # the check stays unmeasured; the next run tries again
+                with lock:
+                    stats["errors"] += 1
+                    if progress:
+                        progress(tid, f"replaying each bug alone failed: {type(exc).__name__}: {exc}"[:300])
+                return
         elif clock:
             try:
                 found = clock_or_chance_inputs(record, record.behaviour, backend=backend)

@@ -219,18 +219,28 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
 
 def _served(suite_dir: Path) -> dict[str, Any]:
     """How many tasks the default policy (``behaviour="required"``) serves: those whose behaviour
-    check tells the bug apart on an input no test makes; the others, by reason."""
-    from termgym.tasks.swesynth.behaviour import unservable_reason
+    check tells the bug apart on an input no test makes, for every function the bug changes; the
+    others, by reason; and ``multi_function``, over the checked tasks whose bug changes two or more
+    functions: ``tasks``, their changed ``functions``, those ``covered`` (a held-out input tells the
+    function's bug alone apart: :func:`~termgym.tasks.swesynth.behaviour.target_coverage`) and the
+    tasks ``served``."""
+    from termgym.tasks.swesynth.behaviour import target_coverage, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite = SweSynthSuite(suite_dir, behaviour="any")
     served, why = 0, Counter()
+    multi = Counter(tasks=0, functions=0, covered=0, served=0)
     for tid in suite.task_ids("all"):
-        if suite.has_servable_check(tid):
+        check = suite.behaviour_check_of(tid)
+        ok = suite.has_servable_check(tid)
+        if ok:
             served += 1
         else:
-            why[unservable_reason(suite.behaviour_check_of(tid))] += 1
-    return {"tasks": served, "not_served": dict(why.most_common())}
+            why[unservable_reason(check, name_functions=False)] += 1
+        covered, functions = target_coverage(check)
+        if functions >= 2:
+            multi.update(tasks=1, functions=functions, covered=covered, served=int(ok))
+    return {"tasks": served, "not_served": dict(why.most_common()), "multi_function": dict(multi)}
 
 
 def _generation(index: dict[str, Any]) -> dict[str, Any]:
@@ -317,6 +327,15 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                      f"({100 * served['tasks'] / max(total, 1):.0f} % of the suite)" + ("; the others serve with `behaviour=\"any\"` (tests alone): "
                                            + "; ".join(f"{why} {n}" for why, n in served["not_served"].items())
                                            if served["not_served"] else "") + ".")
+        multi = served.get("multi_function")
+        if multi and multi["tasks"]:
+            lines.append("")
+            lines.append(f"**Bugs in two or more functions**: {multi['tasks']} checked tasks change two or more "
+                         f"functions; for {multi['covered']} of their {multi['functions']} changed functions "
+                         f"({100 * multi['covered'] / multi['functions']:.0f} %) a held-out input tells the function's "
+                         f"bug alone apart (replayed with only its hunks of the bug patch); {multi['served']} of these "
+                         "tasks are served, those where every changed function has one (a check without it is passed "
+                         "by fixing the functions it shows and forging the tests: docs/security.md).")
     lines += ["", "| project | version | licence | " + " | ".join(splits) + " | tasks |",
               "|---|---|---|" + "---:|" * (len(splits) + 1)]
     for name, counts in card["per_project"].items():

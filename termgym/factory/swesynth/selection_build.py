@@ -37,7 +37,7 @@ def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, fo
     unknown = [p for p in wanted if p not in repos]
     if unknown:
         raise ValueError(f"{suite_dir}: no project {', '.join(unknown)}; known: {', '.join(sorted(repos))}")
-    suite = SweSynthSuite(suite_dir, grade_tests="full")
+    suite = SweSynthSuite(suite_dir, grade_tests="full", behaviour="any")  # every task gets its map
     out: dict[str, Path] = {}
     for name in wanted:
         info = repos[name]

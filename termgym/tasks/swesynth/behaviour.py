@@ -19,8 +19,12 @@ check does not ask the graded process for a verdict; it asks it for *answers*:
   process. The clean answers never enter any sandbox.
 
 A suite serves a task by default only if its check decides alone: an input that tells the bug
-apart is *held out* (no call the tests make has its arguments) and the held-out inputs have two or
-more different clean outcomes (:func:`servable`).
+apart is *held out* (no call the tests make has its arguments), the held-out inputs have two or
+more different clean outcomes, and, for a bug in two or more functions, each function's bug
+*alone* (replayed with only its hunks of the bug patch) is told apart by a held-out input
+(:func:`servable`, :func:`uncovered_targets`). The last rule is per bug: a check whose held-out
+telling inputs show only one of two broken functions is passed by a patch that fixes that one,
+leaves the other broken and forges the tests' reports (docs/security.md, "Half fixes").
 
 A patch passes only if the required tests pass **and** every answer matches. A replay that crashes,
 hangs or prints something else is a 0 with the reason in the details; it is an infrastructure error
@@ -159,6 +163,14 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
     for key in ("telling", "heldout"):
         if key in check and not (isinstance(check[key], list) and all(isinstance(i, str) for i in check[key])):
             raise BehaviourDataError(f"{where}: 'behaviour.{key}' must be a list of input ids")
+    per_bug = check.get("per_bug")
+    if per_bug is not None and not (isinstance(per_bug, dict) and (
+            isinstance(per_bug.get("unsplittable"), str)
+            or (isinstance(per_bug.get("telling"), dict)
+                and all(isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+                        for ids in per_bug["telling"].values())))):
+        raise BehaviourDataError(f"{where}: 'behaviour.per_bug' must be {{\"telling\": {{function: [input ids]}}}} "
+                                 "or {\"unsplittable\": why}")
     inputs, answers = check.get("inputs"), check.get("answers")
     if not isinstance(inputs, list) or not inputs:
         raise BehaviourDataError(f"{where}: 'behaviour.inputs' must be a non-empty list")
@@ -222,12 +234,63 @@ def heldout_outcomes(check: dict[str, Any] | None) -> int | None:
     return None if None in outcomes else len(set(outcomes))
 
 
+def target_name(target: dict[str, Any]) -> str:
+    """A changed function as a reader finds it: ``module.qualname`` (``"addict.addict.Dict.__ror__"``)."""
+    return f"{target.get('module')}.{target.get('qualname')}"
+
+
+def needs_per_bug(check: dict[str, Any] | None) -> bool:
+    """Whether ``termgym swesynth behaviour --per-bug`` still has work on a check: its bug changes two
+    or more functions and which inputs tell each one's bug apart alone is not measured yet."""
+    return bool(check) and len(check.get("targets") or ()) >= 2 and "per_bug" not in check
+
+
+def uncovered_targets(check: dict[str, Any] | None) -> list[str]:
+    """The functions the bug patch changes (the check's ``targets``, by :func:`target_name`) whose
+    bug alone no held-out input tells apart; ``[]`` when each has one of its own.
+
+    Measured, not guessed from names: for a bug in two or more functions the check carries
+    ``"per_bug": {"telling": {function: [input ids]}}``, the inputs answered differently from the
+    clean answers on the clean tree plus *that function's* hunks of the bug patch alone (the tree
+    of an agent that fixed every other function; recorded by
+    :func:`termgym.factory.swesynth.behaviour_record.per_bug_telling`). A function is covered when
+    one of its inputs is held out. Without the measurement (``"per_bug"`` missing, or
+    ``{"unsplittable": why}`` when a hunk of the bug patch spans two functions) every function
+    counts as uncovered. A bug in one function is that function's: its held-out telling inputs
+    are its own.
+
+    Without this rule a check whose held-out telling inputs reach only one of two broken functions
+    is passed by a patch that fixes that one, leaves the other broken and forges the tests'
+    reports: the replay calls only fixed code and matches (docs/security.md, "Half fixes")."""
+    targets = (check or {}).get("targets") or []
+    if len(targets) < 2:
+        return []
+    names = [target_name(t) for t in targets]
+    telling = ((check or {}).get("per_bug") or {}).get("telling")
+    if not isinstance(telling, dict):
+        return names
+    held = set(check.get("heldout") or ())
+    return [name for name in names if not held & set(telling.get(name) or ())]
+
+
+def target_coverage(check: dict[str, Any] | None) -> tuple[int, int]:
+    """``(changed functions whose bug alone a held-out input tells apart, changed functions)`` of a
+    check whose bug changes two or more functions (:func:`uncovered_targets`); ``(0, 0)`` for any
+    other. Summed over a suite, the share of bugs the check can tell apart one by one."""
+    targets = (check or {}).get("targets") or []
+    if len(targets) < 2:
+        return 0, 0
+    return len(targets) - len(uncovered_targets(check)), len(targets)
+
+
 def servable(check: dict[str, Any] | None) -> bool:
     """Whether a check can decide a grade on its own (what ``behaviour="required"`` suites serve):
-    it tells the bug apart on an input the agent never sees, and the clean code answers its
-    held-out inputs in at least two different ways, so no one constant (a value copied from the
-    tests, or printed by code that detects the replay) matches them all."""
-    return bool(heldout_telling(check)) and (heldout_outcomes(check) or 0) >= 2
+    it tells the bug apart on an input the agent never sees, the clean code answers its held-out
+    inputs in at least two different ways, so no one constant (a value copied from the tests, or
+    printed by code that detects the replay) matches them all, and, for a bug in two or more
+    functions, each function's bug alone is told apart by a held-out input (:func:`uncovered_targets`),
+    so fixing some of the broken functions does not pass it."""
+    return bool(heldout_telling(check)) and (heldout_outcomes(check) or 0) >= 2 and not uncovered_targets(check)
 
 
 def needs_marking(check: dict[str, Any] | None) -> bool:
@@ -236,8 +299,15 @@ def needs_marking(check: dict[str, Any] | None) -> bool:
     return bool(check) and ("heldout" not in check or heldout_outcomes(check) is None)
 
 
-def unservable_reason(check: dict[str, Any] | None) -> str:
-    """Why :func:`servable` says no (for counts and error messages)."""
+#: :func:`unservable_reason` of a check failing the per-bug rule, without the functions' names (what
+#: suites and the card count by).
+UNCOVERED_REASON = "a changed function's bug alone is told apart by no held-out input"
+
+
+def unservable_reason(check: dict[str, Any] | None, *, name_functions: bool = True) -> str:
+    """Why :func:`servable` says no (for counts and error messages). A check failing the per-bug
+    rule names its uncovered functions unless ``name_functions`` is false (what counts per reason
+    use: :data:`UNCOVERED_REASON` alone)."""
     if not check:
         return "no behaviour check"
     if "heldout" not in check:
@@ -248,7 +318,18 @@ def unservable_reason(check: dict[str, Any] | None) -> str:
         return "only calls the tests make tell the bug apart (no held-out input does)"
     if heldout_outcomes(check) is None:
         return "the held-out answers' outcomes are not recorded yet (`termgym swesynth behaviour --heldout`)"
-    return "the clean code answers every held-out input alike (one constant would match them all)"
+    if (heldout_outcomes(check) or 0) < 2:
+        return "the clean code answers every held-out input alike (one constant would match them all)"
+    if needs_per_bug(check):
+        return "each changed function's bug alone is not replayed yet (`termgym swesynth behaviour --per-bug`)"
+    unsplittable = (check.get("per_bug") or {}).get("unsplittable")
+    if unsplittable:
+        return "its bug patch cannot be split by changed function, so no input is shown to tell each bug apart" + (
+            f" ({unsplittable})" if name_functions else "")
+    uncovered = uncovered_targets(check)
+    if uncovered and name_functions:
+        return f"{UNCOVERED_REASON} (no held-out input tells apart the bug of {', '.join(uncovered)} alone)"
+    return UNCOVERED_REASON
 
 
 def task_sys_path(task) -> list[str]:

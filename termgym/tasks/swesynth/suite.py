@@ -7,6 +7,7 @@ Each task is a :class:`termgym.tasks.swesynth.task.SweSynthTask`.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,10 @@ NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR, "v1": SU
 BEHAVIOUR_POLICIES = ("required", "any")
 
 
+class UnsafeGradingWarning(UserWarning):
+    """A suite is served whose grades its tests alone decide (no task has a behaviour check)."""
+
+
 class SweSynthSuite(TaskSuite):
     """SWE-SYNTH tasks from a suite directory, a folder of task folders, or a records file.
 
@@ -65,10 +70,13 @@ class SweSynthSuite(TaskSuite):
     ``behaviour`` says which tasks the splits serve: ``"required"`` only tasks that carry a
     behaviour check (:mod:`~termgym.tasks.swesynth.behaviour`), whose grade is decided outside the
     graded process, and whose check tells the bug apart on at least one input no test makes (so a
-    table of the tests' answers cannot pass it); ``"any"`` every task (a task without a check is decided by its tests alone,
+    table of the tests' answers cannot pass it), for every function the bug changes (so fixing one
+    of two broken functions cannot pass it; :func:`~termgym.tasks.swesynth.behaviour.servable`); ``"any"`` every task (a task without a check is decided by its tests alone,
     which the agent's code can forge: docs/security.md). The default is ``"required"`` for the
-    bundled suites (``source`` ``None`` or a name in :data:`NAMED_SUITES`) and ``"any"`` for suites of your
-    own. ``load(task_id)`` still loads any task of the suite by id.
+    bundled suites (``source`` ``None`` or a name in :data:`NAMED_SUITES`) and for every suite of your
+    own in which any task carries a check that decides alone (``generate`` records one for every
+    task it keeps); a suite with none is served as ``"any"`` with an :class:`UnsafeGradingWarning`.
+    ``load(task_id)`` still loads any task of the suite by id.
     """
 
     def __init__(self, source: str | Path | Sequence[TaskRecord] | None = None, *,
@@ -83,7 +91,8 @@ class SweSynthSuite(TaskSuite):
         if behaviour not in (None, *BEHAVIOUR_POLICIES):
             raise ValueError(f"behaviour must be one of {', '.join(BEHAVIOUR_POLICIES)}, not {behaviour!r}")
         bundled = source is None or (isinstance(source, str) and source in NAMED_SUITES)
-        self.behaviour = behaviour or ("required" if bundled else "any")
+        #: None until loaded: then "required" wherever a task has a check that decides alone
+        self.behaviour = behaviour or ("required" if bundled else None)
         self.cache_dir = cache_dir
         self.grade_timeout = grade_timeout
         self.grade_tests = grade_tests
@@ -108,6 +117,8 @@ class SweSynthSuite(TaskSuite):
                 self._add_record(record, "train")
             self.name = name or "swesynth"
         self._filter(bug_types, repos, _difficulties(difficulty))
+        if self.behaviour is None:
+            self.behaviour = self._default_behaviour()
         if self.behaviour == "required":
             self._keep_checked()
 
@@ -220,11 +231,25 @@ class SweSynthSuite(TaskSuite):
         return bool(self.behaviour_check_of(task_id))
 
     def has_servable_check(self, task_id: str) -> bool:
-        """Whether the task's check tells the bug apart on an input no test makes (what
-        ``behaviour="required"`` serves; :func:`~termgym.tasks.swesynth.behaviour.servable`)."""
+        """Whether the task's check tells the bug apart on an input no test makes, for every function
+        the bug changes (what ``behaviour="required"`` serves; :func:`~termgym.tasks.swesynth.behaviour.servable`)."""
         from termgym.tasks.swesynth.behaviour import servable
 
         return servable(self.behaviour_check_of(task_id))
+
+    def _default_behaviour(self) -> str:
+        """``"required"`` when any task of the suite carries a check that decides alone (a suite
+        ``generate`` made records one for every task it keeps); else ``"any"``, said loudly: every
+        grade of such a suite is decided by tests the agent's code can forge."""
+        total = sum(len(ids) for ids in self._splits.values())
+        if any(self.has_servable_check(tid) for ids in self._splits.values() for tid in ids) or not total:
+            return "required"
+        warnings.warn(f"SWE-SYNTH suite {self.name!r}: none of its {total} tasks carries a behaviour check that "
+                      "decides a grade alone, so every task is graded by its tests alone, which the agent's code "
+                      "can forge (docs/security.md). Record checks with `termgym swesynth behaviour --suite "
+                      "DIR`; pass behaviour='any' to serve such a suite without this warning.",
+                      UnsafeGradingWarning, stacklevel=4)
+        return "any"
 
     def _keep_checked(self) -> None:
         from termgym.tasks.swesynth.behaviour import unservable_reason
@@ -236,7 +261,7 @@ class SweSynthSuite(TaskSuite):
                 if self.has_servable_check(tid):
                     kept.append(tid)
                 else:
-                    why = unservable_reason(self.behaviour_check_of(tid))
+                    why = unservable_reason(self.behaviour_check_of(tid), name_functions=False)
                     self.unserved[why] = self.unserved.get(why, 0) + 1
             self._splits[split] = kept
         self.unchecked = total - sum(len(ids) for ids in self._splits.values())
