@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 
@@ -131,20 +132,32 @@ def register(subparsers) -> None:
                           "(time.monotonic inside the function) or draws random numbers (random.shuffle), found "
                           "by replaying every check on the clean tree under a watch: drop those inputs, or "
                           "record the task again when nothing that tells the bug apart is left")
+    beh.add_argument("--per-bug", action="store_true",
+                     help="for checks of bugs in two or more functions: replay the stored inputs with each "
+                          "function's bug alone and store which tell it apart (a task is served only when every "
+                          "function's bug alone is told apart by a held-out input); with --redo, measure again")
     beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)
 
     add = sub.add_parser("add-project", help="add a PyPI project to the project set: download its sdist, resolve "
-                                             "its test lock, provision it and run its clean suite under the grader")
+                                             "its test lock (with its declared runtime dependencies), adapt its "
+                                             "pytest configuration to the lock, provision it and run its clean "
+                                             "suite under the grader")
     add.add_argument("requirement", nargs="?", default=None, help="name==version on the package index")
     add.add_argument("--sdist", default=None, help="a local .tar.gz sdist instead of downloading one")
     add.add_argument("--domain", required=True, help="what the project is about (a few words, for the tables)")
     add.add_argument("--description", required=True, help="one sentence on what the project does")
     add.add_argument("--dep", action="append", default=[], metavar="PKG==VER",
-                     help="a test requirement beyond pytest (repeatable; its dependencies are resolved too)")
+                     help="a test requirement beyond pytest and the project's declared runtime dependencies, or a "
+                          "pin for one of those (repeatable; its dependencies are resolved too)")
+    add.add_argument("--no-dep", action="append", default=[], metavar="PKG",
+                     help="leave a declared runtime dependency out of the test lock (repeatable)")
     add.add_argument("--deselect", action="append", default=[], metavar="TEST=REASON",
                      help="leave a test (node id) or a test file out, and say why (repeatable)")
+    add.add_argument("--deselect-failing", action="store_true",
+                     help="leave out every test (or whole file) that fails on the clean tree in the sandbox, each "
+                          "with its failure as the reason, and run the suite once more (review what it printed)")
     add.add_argument("--pytest-args", default="", help="extra pytest arguments (e.g. -o addopts=)")
     add.add_argument("--source-dir", action="append", default=[], help="where bugs may go (default: the packages)")
     add.add_argument("--test-dir", action="append", default=[], help="the tests (default: tests/, test/ ...)")
@@ -484,7 +497,8 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
 
     stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
                      redo=args.redo, retry=args.retry, verify=args.verify, heldout=args.heldout,
-                     retry_unserved=args.retry_unserved, clock=args.drop_clock, progress=progress)
+                     retry_unserved=args.retry_unserved, clock=args.drop_clock, per_bug=args.per_bug,
+                     progress=progress)
     print(json.dumps(stats, indent=1))
     return 0
 
@@ -529,9 +543,11 @@ def cmd_add_project(args: argparse.Namespace) -> int:
 
     try:
         result = add_project(args.requirement, sdist=args.sdist, domain=args.domain, description=args.description,
-                             deps=args.dep, deselect=parse_deselect(args.deselect), pytest_args=args.pytest_args,
+                             deps=args.dep, no_deps=args.no_dep, deselect=parse_deselect(args.deselect),
+                             pytest_args=args.pytest_args,
                              source_dirs=args.source_dir, test_dirs=args.test_dir, python_path=args.python_path,
-                             licence=args.license, root=args.root, replace=args.replace, timeout=args.timeout)
+                             licence=args.license, root=args.root, replace=args.replace, timeout=args.timeout,
+                             deselect_failing=args.deselect_failing)
     except (AddProjectError, RuntimeError) as exc:
         print(f"termgym swesynth add-project: {exc}", file=sys.stderr)
         return 1
@@ -541,6 +557,11 @@ def cmd_add_project(args: argparse.Namespace) -> int:
               "offline in a sandbox with --deselect TEST=REASON:", file=sys.stderr)
         for test, message in sorted(result.failures.items()):
             print(f"  {test}: {message[:300]}", file=sys.stderr)
+        if result.proposed:
+            print("Proposed (run again with --deselect-failing to take it, each with its failure as the "
+                  "reason; or pass your own --deselect):", file=sys.stderr)
+            for test, reason in result.proposed:
+                print(f"  --deselect {shlex.quote(f'{test}={reason}')}", file=sys.stderr)
         return 1
     p = result.project
     print(f"added {p.name} {p.version} ({p.license}) at {result.folder}: {p.lines} lines, {p.tests} tests passing, "

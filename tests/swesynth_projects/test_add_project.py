@@ -213,21 +213,24 @@ def test_cli_names_bad_arguments(capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_polib_from_pypi_with_no_flags_has_its_unittest_file_collected(tmp_path, monkeypatch):
+def test_polib_from_pypi_is_added_with_one_flag(tmp_path, monkeypatch):
     """polib 1.2.0 keeps its TestCase classes in tests/tests.py, which pytest's default python_files
-    misses (the old add-project collected nothing: pytest exit 5). With no flags its suite now runs;
-    the two tests that cannot pass in the sandbox are named for --deselect, and nothing is added."""
+    misses (the old add-project collected nothing: pytest exit 5). Its suite now runs; the two tests
+    that cannot pass in the sandbox are proposed for --deselect with their failures, and
+    ``--deselect-failing`` takes the proposal: the project is added."""
     monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path / "envs"))
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
     root, printed = tmp_path / "projects", []
     result = add_project("polib==1.2.0", domain="gettext catalogs", description="PO and MO files.", root=root,
-                         log=printed.append)
+                         deselect_failing=True, log=printed.append)
     assert "-o 'python_files=test_*.py *_test.py tests.py'" in result.project.test_command
     assert any("python_files: added tests.py (tests/tests.py" in line for line in printed)
+    left_out = sorted(line.split(": ")[2] for line in printed if "left out (--deselect-failing)" in line)
+    assert left_out == ["tests/tests.py::TestFunctions::test_is_file",  # isfile(True): fd 1
+                        "tests/tests.py::TestPoFile::test_save_as_mofile"]  # distutils
+    assert result.ok, result.failures
     assert result.run.counts.get("passed") == 85  # the sabotage: nothing was collected before
-    assert sorted(result.failures) == ["tests/tests.py::TestFunctions::test_is_file",  # isfile(True): fd 1
-                                       "tests/tests.py::TestPoFile::test_save_as_mofile"]  # distutils
-    assert not result.ok and not (root / "polib").exists()
+    assert (root / "polib").is_dir() and P.load_project(root / "polib").tests == 85
 
 
 @pytest.mark.slow
@@ -253,3 +256,26 @@ def test_pydash_from_pypi_gets_its_dependency_and_loses_its_coverage_options(tmp
     (note,) = project.extra["add_project_notes"]
     assert note.startswith("setup.cfg [tool:pytest] addopts: dropped --no-cov-on-fail --cov-fail-under=100")
     assert project.tests > 1800 and project.license == "MIT"
+
+
+def _clean_run(outcomes: dict[str, str], log_tail: str = "") -> P.CleanRun:
+    return P.CleanRun(project="demo", backend="local", seconds=1.0, outcomes=outcomes,
+                      exit_code=0 if all(o == "passed" for o in outcomes.values()) else 1, tamper=[],
+                      log_tail=log_tail, versions={})
+
+
+def test_failing_tests_are_proposed_with_their_failure_and_a_whole_failing_file_as_one():
+    from termgym.factory.swesynth.project_add import failures_of, proposed_deselects
+
+    run = _clean_run({"tests/test_a.py::test_ok": "passed", "tests/test_a.py::test_clock": "failed",
+                      "tests/mypy/test_x.py::test_1": "failed", "tests/mypy/test_x.py::test_2": "failed"},
+                     log_tail="FAILED tests/test_a.py::test_clock - AssertionError: took 0.31 s\n"
+                              "FAILED tests/mypy/test_x.py::test_1 - ModuleNotFoundError: No module named 'mypy'\n")
+    proposed = dict(proposed_deselects(run, failures_of(run)))
+    assert set(proposed) == {"tests/test_a.py::test_clock", "tests/mypy/test_x.py"}
+    assert "AssertionError: took 0.31 s" in proposed["tests/test_a.py::test_clock"]
+    assert proposed["tests/mypy/test_x.py"].startswith("all 2 tests fail") and "mypy" in proposed["tests/mypy/test_x.py"]
+    # a run that failed as a whole (nothing per test) proposes nothing
+    broken = _clean_run({}, log_tail="ERROR: usage")
+    broken.exit_code = 4
+    assert proposed_deselects(broken, failures_of(broken)) == []

@@ -108,7 +108,8 @@ class Layout:
 
 @dataclass
 class AddResult:
-    """What :func:`add_project` did: the project (moved into place when ``ok``) and its clean run."""
+    """What :func:`add_project` did: the project (moved into place when ``ok``) and its clean run;
+    when not ``ok``, what to leave out for it to pass (``proposed``: test or file, reason)."""
 
     project: Project
     run: CleanRun
@@ -116,6 +117,7 @@ class AddResult:
     failures: dict[str, str]
     folder: Path
     provision_seconds: float
+    proposed: list[tuple[str, str]] = field(default_factory=list)
 
 
 def parse_requirement(text: str, what: str = "requirement") -> tuple[str, str]:
@@ -437,6 +439,29 @@ def failures_of(run: CleanRun) -> dict[str, str]:
     return bad
 
 
+def proposed_deselects(run: CleanRun, failures: dict[str, str]) -> list[tuple[str, str]]:
+    """What to leave out so that a clean suite can pass: ``(test or file, reason)`` for each failure
+    of ``run`` (:func:`failures_of`), a whole file where every test of it that ran failed, each with
+    the failure that makes it so. Empty when the run itself failed (nothing to name per test)."""
+    if not failures or "(the run)" in failures:
+        return []
+    by_file: dict[str, list[str]] = {}
+    for test in run.outcomes:
+        by_file.setdefault(test.split("::", 1)[0], []).append(test)
+    out: list[tuple[str, str]] = []
+    for path, tests in sorted(by_file.items()):
+        failed = [t for t in tests if t in failures]
+        if not failed:
+            continue
+        if len(failed) == len(tests) and len(tests) > 1:
+            first = " ".join(failures[failed[0]].split())[:160]
+            out.append((path, f"all {len(tests)} tests fail on the clean tree in the sandbox (first: {first})"))
+        else:
+            out += [(t, f"fails on the clean tree in the sandbox: {' '.join(failures[t].split())[:160]}")
+                    for t in failed]
+    return out
+
+
 def parse_deselect(items: Sequence[str]) -> list[tuple[str, str]]:
     """``TEST=REASON`` strings -> pairs; a reason is required and must say something."""
     out = []
@@ -491,7 +516,8 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
                 deps: Sequence[str] = (), no_deps: Sequence[str] = (), deselect: Sequence[tuple[str, str]] = (),
                 pytest_args: str = "", source_dirs: Sequence[str] = (), test_dirs: Sequence[str] = (),
                 python_path: Sequence[str] | None = None, licence: str | None = None, root: str | Path | None = None,
-                replace: bool = False, timeout: float = 600.0, log: Callable[[str], None] = print) -> AddResult:
+                replace: bool = False, timeout: float = 600.0, deselect_failing: bool = False,
+                log: Callable[[str], None] = print) -> AddResult:
     """Make, provision and check a project folder; move it into ``root`` when its clean suite passes.
 
     ``requirement`` (``name==version``) is downloaded from the package index, or ``sdist`` (a local
@@ -499,7 +525,12 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
     pins one instead, ``no_deps`` names those left out); its pytest configuration is adapted to the
     lock. See the module docstring for each step. Raises :class:`AddProjectError` for what cannot be
     bundled (licence, layout, lock, an existing folder).
+
+    A clean suite that fails names what to leave out (:func:`proposed_deselects`, in the result's
+    ``proposed``); ``deselect_failing`` takes that proposal (each test or file with its failure as the
+    reason) and runs the suite once more.
     """
+    deselect = list(deselect)
     if (requirement is None) == (sdist is None):
         raise AddProjectError("give either a pinned requirement (name==version) or --sdist FILE, not both")
     if not domain.strip() or not description.strip():
@@ -567,12 +598,24 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
         counts = ", ".join(f"{v} {k}" for k, v in sorted(run.counts.items()))
         log(f"{name}: clean suite under the grader in {run.seconds:.1f}s: {counts or 'nothing collected'}; "
             f"pytest exit {run.exit_code}")
+        proposed = proposed_deselects(run, failures)
+        if not run.ok and deselect_failing and proposed:
+            for test, reason in proposed:
+                log(f"{name}: left out (--deselect-failing): {test}: {reason}")
+            deselect += proposed
+            project = write()
+            run = run_clean_suite(project, timeout=timeout)
+            failures = failures_of(run)
+            proposed = proposed_deselects(run, failures)
+            counts = ", ".join(f"{v} {k}" for k, v in sorted(run.counts.items()))
+            log(f"{name}: clean suite again in {run.seconds:.1f}s: {counts or 'nothing collected'}; "
+                f"pytest exit {run.exit_code}")
         if not run.ok:
             kept = work.parent / f"termgym-add-project-{name}-{version}"
             shutil.rmtree(kept, ignore_errors=True)
             shutil.copytree(stage, kept)
             return AddResult(project=project, run=run, ok=False, failures=failures, folder=kept,
-                             provision_seconds=provision_seconds)
+                             provision_seconds=provision_seconds, proposed=proposed)
         write({"lines": count_lines(project_tree(project), layout.source_dirs, layout.test_dirs),
                "tests": sum(1 for o in run.outcomes.values() if o == "passed"),
                "suite_seconds": round(run.seconds, 2)})
@@ -604,6 +647,6 @@ def _declared_for_lock(name: str, top: Path, no_deps: Sequence[str], log: Callab
 
 
 __all__ = ["BASE_LOCK", "AddProjectError", "AddResult", "Layout", "add_project", "count_lines", "detect_layout",
-           "failures_of", "fetch_sdist", "licence_from_metadata", "licence_from_text", "parse_deselect",
+           "failures_of", "fetch_sdist", "proposed_deselects", "licence_from_metadata", "licence_from_text", "parse_deselect",
            "parse_requirement", "probe_lock_pytest", "resolve_lock", "test_command", "test_style", "unpack",
            "write_manifest"]
