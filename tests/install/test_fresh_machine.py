@@ -71,6 +71,7 @@ def fresh_image(request, docker_client) -> tuple[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.docker
+@pytest.mark.timeout(1800)  # the container's own budget below; a loaded 2-core box passed 600 s (two 10-min runs)
 def test_readme_quickstart_on_a_fresh_machine(fresh_image, tmp_path):
     machine, image = fresh_image
     command = readme_quickstart_command()
