@@ -1,22 +1,28 @@
-"""It learns: veRL's own trainer (``run_ppo``, v1, CPU) raises a tiny policy's reward on a termgym task
-to >= 0.9 within a few steps, the same run with the advantage sign flipped drives it down, and the
+"""It learns: veRL's own trainer (``run_ppo``, v1, CPU) raises a tiny policy's reward on a two-turn termgym
+task to >= 0.9 within a few steps, the same run with the advantage sign flipped drives it down, and the
 trainer's checks fail when the signal is broken.
 
-The task (:mod:`trainers.verl.learning`): every assistant turn is one of three actions that write a
-colour to ``answer.txt``, and the task's grader, run in the episode's real bubblewrap sandbox,
-passes only on blue, so a random policy earns about 1/3. Four launches of veRL's trainer, each with
-4 groups x 8 rollouts per step, lr 1e-2 on the rank-8 LoRA adapter, weight decay 0:
+The task (:mod:`trainers.verl.learning`, ``termgym-learn/PickTwice-v0``): every assistant turn is one of
+three actions that write a colour to ``answer.txt``, the second overwrites the first, and the task's
+grader, run in the episode's real bubblewrap sandbox, passes only on blue, so a random policy earns
+about 1/3. Two launches of veRL's trainer, each with 4 groups x 8 rollouts per step, lr 1e-2 on the
+rank-8 LoRA adapter, weight decay 0, the reward set by the second turn (placed on its last token),
+anchor-state grouping, no KL loss (so a step without reward has no gradient):
 
-* single turn, ``termgym_turn_grpo`` (the recipe's loss, KL included): the mean episode reward
-  starts near chance and reaches >= 0.9 within 3 steps (``learning.check_learns``);
-* the same with the advantage sign flipped: it falls to <= 0.15 (``learning.check_unlearns``);
-* two turns, the reward set by the second one (placed on its last token), anchor-state grouping,
-  no KL loss (so a step without reward has no gradient): it reaches >= 0.9 too; steps 4-6 then
-  each apply one agent-loop sabotage (:data:`trainers.verl.sabotage.SCHEDULE`: observations
-  trained on, no reward, rewards shifted by one turn), and each fails its check;
-* two turns with the sign flipped: it falls.
+* intact: the mean episode reward starts near chance and reaches >= 0.9 within 3 steps
+  (``learning.check_learns``); steps 4-7 then each apply one agent-loop sabotage
+  (:data:`trainers.verl.sabotage.SCHEDULE`: observations trained on, no reward, rewards shifted by
+  one turn, the env handed a random other action), and each fails its check;
+* the advantage sign flipped: it falls to <= 0.15 (``learning.check_unlearns``), although its first
+  step also pays every episode the return of another of the step (``reward_shuffled``,
+  :class:`trainers.verl.sabotage.ShuffledFirstStepLoop`: at ~0.3 the returns differ, so the credit
+  check must see it).
 
-Every step of the intact runs passes every check of :data:`trainers.verl.learning.STEP_CHECKS`.
+Single-turn learning is :mod:`test_verl_reading` (a task whose right answer depends on its prompt,
+judged on held-out wordings); the one-turn pick task's curves are in docs/training.md.
+
+Every step of the intact runs passes every check of :data:`trainers.verl.learning.STEP_CHECKS`, the
+credit checks included (every episode is recorded; each trajectory is matched to its record by id).
 The reward curves and the sabotage table are printed (with ``-s`` or not).
 """
 
@@ -30,17 +36,18 @@ import time
 import pytest
 
 pytest.importorskip("verl")
-# four launches of veRL's trainer, ~1 min of Ray and worker start-up each on a 2-core machine
-pytestmark = [pytest.mark.verl, pytest.mark.slow, pytest.mark.timeout(2400)]
+# two launches of veRL's trainer, ~1-2.5 min of Ray and worker start-up each on a 2-core machine
+pytestmark = [pytest.mark.verl, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 from trainers.verl import learning  # noqa: E402
-from trainers.verl.sabotage import INTACT_STEPS, SCHEDULE  # noqa: E402
+from trainers.verl.sabotage import INTACT_STEPS, SCHEDULE, SHUFFLED_FIRST  # noqa: E402
 
 STEPS = INTACT_STEPS
 TWO_TURNS = dict(turns=2, kl_loss=False, extra=["+algorithm.termgym_turn_grouping=anchor"])
 #: sabotage -> the check it must break (at least); "flipped_sign" breaks learning itself.
 EXPECTED = {"mask_all_ones": "observations masked", "reward_zeroed": "score = episode return",
-            "reward_shifted": "rewards on their turns"}
+            "reward_shifted": "rewards on their turns", "action_replaced": "env ran the policy's tokens",
+            "reward_shuffled": "reward = own episode's return"}
 #: ``TERMGYM_LEARNING_CURVES=path.json`` keeps the measured curves (docs/training.md's plot is drawn from them).
 CURVES_ENV = "TERMGYM_LEARNING_CURVES"
 
@@ -57,10 +64,8 @@ def runs(tmp_path_factory, request):
         pytest.fail("bubblewrap (bwrap) is required: the episodes run in real sandboxes")
     out = tmp_path_factory.mktemp("verl-learning")
     launches = {
-        "single turn": dict(turns=1, steps=STEPS),
-        "single turn, sign flipped": dict(turns=1, steps=STEPS, sabotage="flipped_sign"),
         "two turns": dict(TWO_TURNS, steps=max(SCHEDULE), sabotage="scheduled"),
-        "two turns, sign flipped": dict(TWO_TURNS, steps=STEPS, sabotage="flipped_sign"),
+        "two turns, sign flipped": dict(TWO_TURNS, steps=STEPS, sabotage="flipped_sign", shuffled_first=True),
     }
     results, seconds = {}, {}
     for k, (name, kwargs) in enumerate(launches.items()):
@@ -79,14 +84,6 @@ def runs(tmp_path_factory, request):
     return results
 
 
-def test_the_reward_rises_from_chance_to_the_target(runs):
-    learning.check_learns(learning.reward_curve(runs["single turn"]))
-
-
-def test_with_the_sign_flipped_the_reward_falls(runs):
-    learning.check_unlearns(learning.reward_curve(runs["single turn, sign flipped"]))
-
-
 def test_the_second_turn_learns(runs):
     learning.check_learns(learning.reward_curve(runs["two turns"]))
 
@@ -96,23 +93,26 @@ def test_the_second_turn_unlearns_with_the_sign_flipped(runs):
 
 
 def test_every_step_of_the_intact_runs_passes_every_check(runs):
-    for name in ("single turn", "single turn, sign flipped", "two turns", "two turns, sign flipped"):
-        checks = dict(learning.STEP_CHECKS)
-        if name.startswith("single"):
-            checks.pop("observations masked")  # one turn, no observation in the response
+    for name in ("two turns", "two turns, sign flipped"):
         for step, metrics in runs[name].items():
-            assert learning.failing_checks(metrics, checks) == {}, (name, step)
+            if name == "two turns, sign flipped" and step in SHUFFLED_FIRST:
+                continue  # its first step's rewards are shuffled (test_each_sabotage_fails_its_check)
+            assert learning.failing_checks(metrics) == {}, (name, step)
 
 
 def test_each_sabotage_fails_its_check(runs, request):
     table = {}
-    for name in ("single turn, sign flipped", "two turns, sign flipped"):
-        curve = learning.reward_curve(runs[name])
-        with pytest.raises(AssertionError, match="never reached"):
-            learning.check_learns(curve)  # what test_the_reward_rises... / test_the_second_turn_learns assert
-        table[f"flipped_sign ({name.split(',')[0]})"] = "learning (the reward falls: " + " ".join(f"{r:.2f}" for r in curve) + ")"
+    curve = learning.reward_curve(runs["two turns, sign flipped"])
+    with pytest.raises(AssertionError, match="never reached"):
+        learning.check_learns(curve)  # what test_the_second_turn_learns asserts
+    table["flipped_sign"] = "learning (the reward falls: " + " ".join(f"{r:.2f}" for r in curve) + ")"
     for step, sabotage in sorted(SCHEDULE.items()):
         failed = learning.failing_checks(runs["sabotaged"][step])
         table[sabotage] = ", ".join(sorted(failed)) or "NOTHING"
         assert EXPECTED[sabotage] in failed, (sabotage, failed)
+    for step, sabotage in SHUFFLED_FIRST.items():  # in the two-turn sign-flipped run, whose returns still vary
+        failed = learning.failing_checks(runs["two turns, sign flipped"][step])
+        table[f"{sabotage} (two turns, step {step})"] = ", ".join(sorted(failed)) or "NOTHING"
+        # a shuffle keeps every mean and every row's placement: only the credit check can see it
+        assert set(failed) == {EXPECTED[sabotage]}, (sabotage, failed)
     _print(request, "sabotage -> failing checks", *(f"  {s:30s} -> {failed}" for s, failed in table.items()))

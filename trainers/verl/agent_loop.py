@@ -198,6 +198,7 @@ class TermgymAgentLoop(AgentLoopBase):
             metrics["tool_calls"] += outcome.env_seconds
             if env is not None:
                 await aclose(env)  # the sandbox never outlives the sample
+        record = episode_record_ref(env)
 
         prompt_ids = policy.prompt_ids
         runtime_ids, response_mask, logprobs = policy.runtime_ids, policy.response_mask, policy.logprobs
@@ -213,6 +214,9 @@ class TermgymAgentLoop(AgentLoopBase):
             "reward_placement": self.reward_placement,
             "env_id": env_id,
             "task_id": task_id,
+            # the env's own record of this episode (when recorded): the trainer's credit checks
+            # (trainers/verl/metrics.py) match this trajectory's reward and tokens against it
+            "record": record,
             "end_reason": policy.end_reason,
             "grade": policy.grade,
             "assistant_turns": policy.assistant_turns,
@@ -343,7 +347,7 @@ class _TokenPolicy:
         self.runtime_ids = merge.token_ids
         self.assistant_turns += 1
         finished = tokens[-1] in loop.stop_token_ids
-        text = loop.tokenizer.decode(tokens[:-1] if finished else tokens, skip_special_tokens=False)
+        text = decode_turn(loop.tokenizer, tokens, loop.stop_token_ids)
         self.messages.append({"role": "assistant", "content": text})
         # The turn's tokens ride on the message (the env hands them back in info; a recorder stores them).
         message = {"role": "assistant", "content": text,
@@ -428,6 +432,30 @@ class _TokenPolicy:
                 "stepped_turns": self.stepped_turns,  # assistant turns the env acted on (a cut turn is not)
                 "format_errors": self.format_errors, "server_fields": self.server_fields,
                 "reward_events": self.reward_events}
+
+
+def decode_turn(tokenizer, tokens: Sequence[int], stop_token_ids: set[int] | None = None) -> str:
+    """The text of one assistant turn: its tokens decoded with special tokens kept, less a final
+    end-of-turn token (the chat template writes that one itself). What the env is handed for the turn."""
+    stops = _stop_token_ids(tokenizer) if stop_token_ids is None else stop_token_ids
+    tokens = list(tokens)
+    finished = bool(tokens) and tokens[-1] in stops
+    return tokenizer.decode(tokens[:-1] if finished else tokens, skip_special_tokens=False)
+
+
+def episode_record_ref(env: Any) -> dict[str, str] | None:
+    """``{"path", "episode_id"}`` of the episode record ``env``'s recorder wrote (``None`` when the
+    episode was not recorded): how a trajectory in veRL's batch names its episode."""
+    from termgym.wrappers.recording import RecordEpisodes
+
+    layer = env
+    while layer is not None:
+        if isinstance(layer, RecordEpisodes):
+            if layer.last_episode_id is None:
+                return None
+            return {"path": str(layer.path), "episode_id": str(layer.last_episode_id)}
+        layer = getattr(layer, "env", None)
+    return None
 
 
 def _anchor_key(content: Any) -> str:

@@ -51,6 +51,12 @@ class CpuSetup:
     epochs: int
     scripts: dict[str, list[str | None]] = field(default_factory=dict)
     choices: tuple[str, ...] = ()
+    #: prompt words the tiny tokenizer keeps as one token each (``build_tiny_tokenizer(words=...)``)
+    words: tuple[str, ...] = ()
+    #: ``gym.make`` arguments of every row (``extra_info.env_kwargs``), e.g. a suite option
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: the suite split whose task list ``train`` and ``val`` index (``None``: the suite's default)
+    split: str | None = None
     wrappers: tuple[str, ...] = ()
     max_tokens_per_turn: int = 48
     groups: int = 2
@@ -58,6 +64,8 @@ class CpuSetup:
     response_length: int = 384
     #: the tiny model's random-weight std (:func:`trainers.verl.tiny_model.build_tiny_model`)
     initializer_range: float = 0.02
+    #: the tiny model's random-weight seed
+    seed: int = 0
 
 
 def smoke_setup() -> CpuSetup:
@@ -136,9 +144,11 @@ def _hydra_json(value: Any) -> str:
 
 
 def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48, setup: CpuSetup | None = None,
-                      agent_loop: str | None = None) -> Path:
+                      agent_loop: str | None = None, trajectory_dir: str | Path | None = None) -> Path:
     """The recipe's agent-loop yaml with the setup's suite imported and its wrappers (the smoke
-    suite's: process rewards on); ``agent_loop`` replaces the loop class (``module.Class``)."""
+    suite's: process rewards on); ``agent_loop`` replaces the loop class (``module.Class``).
+    ``trajectory_dir``: every episode recorded there, so the trainer's credit checks
+    (:func:`trainers.verl.metrics.credit_metrics`) can match each trajectory to its episode."""
     import yaml
 
     setup = setup or smoke_setup()
@@ -146,7 +156,8 @@ def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48, setup:
     entry = dict(entries[0])
     entry.update(max_tokens_per_turn=max_tokens_per_turn, import_modules=[setup.import_module],
                  wrappers=list(setup.wrappers), max_concurrent_episodes=8,
-                 trajectory_dir=None, log_sample_rate=0.0, health_check_interval=0)
+                 trajectory_dir=str(trajectory_dir) if trajectory_dir else None,
+                 log_sample_rate=1.0 if trajectory_dir else 0.0, health_check_interval=0)
     if agent_loop:
         entry["_target_"] = agent_loop
     path = Path(path)
@@ -155,7 +166,8 @@ def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48, setup:
 
 
 def prepare(out: str | Path, setup: CpuSetup | None = None, *, agent_loop: str | None = None) -> dict[str, Path]:
-    """Model, data and agent-loop config under ``out`` (reused when present)."""
+    """Model, data and agent-loop config under ``out`` (reused when present); every episode is recorded
+    under ``out/episodes`` (termgym's episode records, one file per training step)."""
     import importlib
 
     from trainers.verl.prepare_data import write_rl
@@ -167,13 +179,16 @@ def prepare(out: str | Path, setup: CpuSetup | None = None, *, agent_loop: str |
     out.mkdir(parents=True, exist_ok=True)
     model_dir = out / "model"
     if not (model_dir / "config.json").exists():
-        save_tiny_checkpoint(model_dir, extra_tokens=setup.choices, initializer_range=setup.initializer_range)
+        save_tiny_checkpoint(model_dir, seed=setup.seed, extra_tokens=setup.choices, words=setup.words,
+                             initializer_range=setup.initializer_range)
     data_dir = out / "data"
     if not (data_dir / "train.parquet").exists():
-        write_rl(setup.env_id, data_dir, train=setup.train, val=setup.val, epochs=setup.epochs)
+        write_rl(setup.env_id, data_dir, train=setup.train, val=setup.val, epochs=setup.epochs,
+                 env_kwargs=setup.env_kwargs or None, split=setup.split)
     agent_loops = write_agent_loops(out / "agent_loops.yaml", max_tokens_per_turn=setup.max_tokens_per_turn,
-                                    setup=setup, agent_loop=agent_loop)
-    return {"model": model_dir, "data": data_dir, "agent_loops": agent_loops, "ckpt": out / "checkpoints"}
+                                    setup=setup, agent_loop=agent_loop, trajectory_dir=out / "episodes")
+    return {"model": model_dir, "data": data_dir, "agent_loops": agent_loops, "ckpt": out / "checkpoints",
+            "episodes": out / "episodes"}
 
 
 def run(out: str | Path, *, steps: int, extra: Sequence[str] = (), log_name: str | None = None,

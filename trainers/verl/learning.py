@@ -10,9 +10,12 @@ a third of the time and what it learns is visible as P(choice):
 * ``termgym-learn/Pick-v0`` — one turn (``max_steps=1``): the reward is 1 when that turn picked
   blue;
 * ``termgym-learn/PickTwice-v0`` — two turns (``max_steps=2``), the second overwrites the file, so
-  the reward (placed on the second turn's last token) depends on the second turn only.
+  the reward (placed on the second turn's last token) depends on the second turn only;
+* ``termgym-learn/ReadPick-v0`` — one turn, but each task asks for its own colour, in one of several
+  wordings, and some wordings are held out of training: the right action depends on the prompt, so
+  this one shows the policy reads what termgym shows it (:func:`read_pick_suite`, :func:`run_reading`).
 
-Importing this module registers both ids (list it under the agent loop's ``import_modules``).
+Importing this module registers the three ids (list it under the agent loop's ``import_modules``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,57 @@ termgym.register_suite(SINGLE_TURN_ID, partial(pick_suite, turns=1), max_steps=1
 termgym.register_suite(TWO_TURN_ID, partial(pick_suite, turns=2), max_steps=2)
 
 
+# --- A task that must be read: the colour asked for is drawn per task ------------------------------------
+
+READ_ID = "termgym-learn/ReadPick-v0"
+#: How a ReadPick task asks for its colour. Each wording is a task per colour; the last
+#: :data:`HELD_OUT_WORDINGS` are the suite's ``test`` split, never trained on (the runs' validation set).
+WORDINGS = (
+    "Write the colour {colour} to answer.txt.",
+    "Put the word {colour} into answer.txt.",
+    "answer.txt must hold one line: {colour}.",
+    "Save {colour} as the only line of answer.txt.",
+    "The file answer.txt should say {colour}.",
+    "Please record {colour} in answer.txt, nothing else.",
+    "Which colour goes in answer.txt? {colour}.",
+)
+HELD_OUT_WORDINGS = 3
+#: What ``masked=True`` writes where the colour was: the prompts of one wording are then the same for all
+#: three colours, so a policy can do no better than chance on them, whatever it learns.
+MASK = "???"
+
+
+def read_pick_suite(masked: bool = False) -> ListSuite:
+    """One single-turn task per (wording, colour): write the colour the prompt names to ``answer.txt``.
+
+    The grader (``grep -qx <colour> answer.txt``) checks the colour the task drew, so the one right
+    action differs from task to task and a policy that ignores its prompt is right a third of the time.
+    Splits: ``train`` (the first wordings) and ``test`` (the held-out ones), each with every colour.
+    ``masked=True`` (``gym.make(READ_ID, masked=True)``) hides the colour word from the prompt, the
+    grader unchanged: the no-signal baseline.
+    """
+    def task(wording: int, colour: str) -> CommandTask:
+        instruction = WORDINGS[wording].format(colour=MASK if masked else colour)
+        return CommandTask(f"w{wording}-{colour}", instruction, grade_command=f"grep -qx {colour} answer.txt",
+                           metadata={"colour": colour, "wording": wording})
+
+    trained = len(WORDINGS) - HELD_OUT_WORDINGS
+    return ListSuite({"train": [task(w, c) for w in range(trained) for c in COLOURS],
+                      "test": [task(w, c) for w in range(trained, len(WORDINGS)) for c in COLOURS]},
+                     name="read-pick-masked" if masked else "read-pick")
+
+
+#: ReadPick's prompt: mini-swe-agent's protocol with a one-line system prompt and the bare instruction (67
+#: tokens of the tiny tokenizer). The default templates make it 862 tokens, over which the tiny random model's
+#: attention spreads the one colour token too thin to start from: with :func:`run_reading`'s recipe, in a
+#: scratch in-process GRPO loop (exact P from the model, no sandboxes), held-out P(right colour) was
+#: 0.336 / 0.366 after 6 steps at 862 tokens and 0.94 / 0.96 at 67 (seeds 0 / 1; docs/training.md).
+READ_PROTOCOL_OPTIONS = {"system_template": "You are a helpful assistant that can interact with a computer shell "
+                                            "to solve programming tasks.",
+                         "task_template": "$instruction"}
+termgym.register_suite(READ_ID, read_pick_suite, max_steps=1, protocol_options=READ_PROTOCOL_OPTIONS)
+
+
 def learning_setup(turns: int = 1, *, groups: int = 4, n: int = 8) -> CpuSetup:
     """The pick-a-colour task for :func:`trainers.verl.cpu_trainer.run`: every turn one of three actions."""
     return CpuSetup(env_id=SINGLE_TURN_ID if turns == 1 else TWO_TURN_ID, import_module="trainers.verl.learning",
@@ -61,15 +115,16 @@ def learning_setup(turns: int = 1, *, groups: int = 4, n: int = 8) -> CpuSetup:
                     response_length=256, initializer_range=INITIALIZER_RANGE)
 
 
-def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = None, groups: int = 4, n: int = 8,
-                 kl_loss: bool = True, lr: float = 1e-2, extra=()) -> dict[int, dict]:
+def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = None, shuffled_first: bool = False,
+                 groups: int = 4, n: int = 8, kl_loss: bool = True, lr: float = 1e-2, extra=()) -> dict[int, dict]:
     """veRL's own trainer (``run_ppo``, CPU path) on the pick task; returns step -> logged metrics.
 
     Weight decay is 0 (so any LoRA change comes from the loss), one optimiser step per training
     step, ``lr`` (1e-2) on the rank-8 adapter, sampling temperature 1. ``sabotage``: ``"flipped_sign"``
     (the advantages negated) or ``"scheduled"`` (:class:`trainers.verl.sabotage.ScheduledSabotageLoop`:
-    one agent-loop sabotage per step). ``kl_loss=False`` drops the recipe's KL loss, so a step
-    without reward has no gradient at all.
+    one agent-loop sabotage per step). ``shuffled_first``: step 1's rewards also shuffled across its
+    episodes (:class:`trainers.verl.sabotage.ShuffledFirstStepLoop`). ``kl_loss=False`` drops the
+    recipe's KL loss, so a step without reward has no gradient at all.
     """
     overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
                  "trainer.save_freq=-1",
@@ -77,7 +132,7 @@ def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = 
     if not kl_loss:
         overrides.append("actor_rollout_ref.actor.use_kl_loss=false")
     agent_loop = None
-    if sabotage is not None:
+    if sabotage is not None or shuffled_first:
         from trainers.verl import sabotage as sabotages
 
         overrides.append("ray_kwargs.ray_init.runtime_env.worker_process_setup_hook="
@@ -86,11 +141,65 @@ def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = 
             overrides.append(f"algorithm.adv_estimator={sabotages.FLIPPED_ESTIMATOR}")
         elif sabotage == "scheduled":
             agent_loop = sabotages.SCHEDULED_LOOP
-        else:
+        elif sabotage is not None:
             raise ValueError(f"sabotage must be 'flipped_sign' or 'scheduled', not {sabotage!r}")
+        if shuffled_first:
+            if agent_loop is not None:
+                raise ValueError("shuffled_first and the scheduled sabotages are two agent loops; pick one")
+            agent_loop = sabotages.SHUFFLED_FIRST_LOOP
     log = run(out, steps=steps, setup=learning_setup(turns, groups=groups, n=n), agent_loop=agent_loop,
               extra=[*overrides, *extra], log_name="metrics.jsonl")
     return read_metrics(log)
+
+
+def read_setup(*, masked: bool = False, groups: int = 12, n: int = 8, epochs: int = 8, seed: int = 0) -> CpuSetup:
+    """ReadPick for :func:`trainers.verl.cpu_trainer.run`: the training wordings to train on, the held-out
+    ones (the ``test`` split) to validate on; the colour words are single tokens of the tiny model.
+
+    The rows keep the suite's order (``w0-red, w0-green, w0-blue, w1-red...``, ``epochs`` copies) and
+    :func:`run_reading` turns veRL's shuffling off, so with ``groups`` 12 every step is the twelve
+    training tasks once each, every colour asked equally often (shuffled, a 12-row batch drawn from the
+    copies would repeat some tasks and miss others).
+    """
+    trained, held_out = len(read_pick_suite().task_ids("train")), len(read_pick_suite().task_ids("test"))
+    return CpuSetup(env_id=READ_ID, import_module="trainers.verl.learning", train=f"0-{trained - 1}",
+                    val=f"{trained}-{trained + held_out - 1}", split="all", epochs=epochs, choices=CHOICES,
+                    words=COLOURS, env_kwargs={"masked": True} if masked else {}, max_tokens_per_turn=4,
+                    groups=groups, n=n, response_length=16, initializer_range=INITIALIZER_RANGE, seed=seed)
+
+
+def run_reading(out, *, steps: int = 6, masked: bool = False, groups: int = 12,
+                n: int = 8, lr: float = 3e-3, mini_batch: int = 3, ppo_epochs: int = 4, val_n: int = 8, seed: int = 0,
+                extra=()) -> dict[int, dict]:
+    """veRL's own trainer (``run_ppo``, CPU path) on ReadPick; returns step -> logged metrics.
+
+    Each step trains on every training task (``groups`` 12) with ``n`` episodes each, in ``ppo_epochs``
+    passes over mini-batches of ``mini_batch`` tasks' episodes: 16 optimiser steps a training step at
+    lr 3e-3 (with 6 tasks a step and one optimiser step, as the pick recipe, the training reward was
+    still 0.33 after 10 steps), weight decay 0, sampling temperature 1. Validation on the held-out wordings
+    before training (logged as step 0) and after the last step (:func:`held_out_reward`): ``val_n``
+    sampled episodes per task at temperature 1, so the mean estimates the policy's P(right colour) rather
+    than which colour its argmax lands on. ``masked``: the colour word hidden from every prompt (the
+    no-signal baseline).
+    """
+    overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
+                 "trainer.save_freq=-1", "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0",
+                 "data.shuffle=false", f"actor_rollout_ref.actor.ppo_mini_batch_size={mini_batch}",
+                 f"actor_rollout_ref.actor.ppo_epochs={ppo_epochs}",
+                 "trainer.val_before_train=true", f"trainer.test_freq={steps}",
+                 "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
+                 "actor_rollout_ref.rollout.val_kwargs.temperature=1.0", f"actor_rollout_ref.rollout.val_kwargs.n={val_n}"]
+    log = run(out, steps=steps, setup=read_setup(masked=masked, groups=groups, n=n, seed=seed),
+              extra=[*overrides, *extra], log_name="metrics.jsonl")
+    return read_metrics(log)
+
+
+def held_out_reward(metrics: dict) -> float | None:
+    """The held-out wordings' mean reward in one step's metrics (veRL's ``val-core/<env id>/reward/mean@<val_n>``)."""
+    for key, value in metrics.items():
+        if key.startswith(f"val-core/{READ_ID}/") and "reward/mean@" in key:
+            return round(float(value), 4)
+    return None
 
 
 # --- Checks on what veRL logged: each raises AssertionError saying what broke -------------------------
@@ -121,13 +230,39 @@ def check_update_from_the_loss(metrics: dict) -> None:
                                         f"norm is {norm}: nothing in the loss moved the policy")
 
 
+def _check_credit_matched(metrics: dict) -> None:
+    checked = metrics.get("termgym/credit_checked", 0.0)
+    assert checked >= 1.0, (f"only {checked:.0%} of the trajectories matched their episode's record: record every episode "
+                            "(the agent loop's trajectory_dir, log_sample_rate 1; cpu_trainer.prepare does)")
+
+
+def check_reward_is_own_episode(metrics: dict) -> None:
+    """Every trajectory's reward (the sum of its ``rm_scores``) is its own episode's return, as the env's
+    record of that episode (matched by id) has it -- not the batch's mean, each row's."""
+    _check_credit_matched(metrics)
+    share = metrics["termgym/reward_not_own_episode"]
+    assert share == 0, f"{share:.0%} of the trajectories are paid another return than their own episode's"
+
+
+def check_env_ran_the_policys_tokens(metrics: dict) -> None:
+    """What the env ran, turn for turn (its record), is the decoding of the trajectory's own response tokens."""
+    _check_credit_matched(metrics)
+    share = metrics["termgym/actions_not_own_tokens"]
+    assert share == 0, (f"in {share:.0%} of the trajectories the env ran other text than the decoding of the "
+                        "tokens the policy is trained on")
+
+
 #: name -> check, run on every step's metrics (``check_observations_masked`` only where turns have observations).
 STEP_CHECKS = {
     "score = episode return": check_score_is_episode_return,
     "observations masked": check_observations_masked,
     "rewards on their turns": check_rewards_on_their_turns,
     "update from the loss": check_update_from_the_loss,
+    "reward = own episode's return": check_reward_is_own_episode,
+    "env ran the policy's tokens": check_env_ran_the_policys_tokens,
 }
+#: The checks that match each trajectory to its episode's record (they need every episode recorded).
+CREDIT_CHECKS = ("reward = own episode's return", "env ran the policy's tokens")
 
 
 def reward_curve(steps: dict[int, dict]) -> list[float]:

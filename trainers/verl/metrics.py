@@ -25,7 +25,12 @@ Keys (all under ``termgym/``):
 * ``reward_misplaced`` — share of episodes whose per-turn rewards, as the advantage estimator reads
   them from ``token_level_rewards`` and ``response_mask``, differ from the env's step rewards;
 * ``time/rollout_s``, ``time/update_s``, ``time/rollout_share`` — wall clock of the step spent
-  waiting for rollouts vs in the actor update (veRL's ``timing_s/gen`` and ``timing_s/update_actor``).
+  waiting for rollouts vs in the actor update (veRL's ``timing_s/gen`` and ``timing_s/update_actor``);
+* credit, where episodes are recorded (the agent loop's ``trajectory_dir``, :func:`credit_metrics`):
+  ``credit_checked`` — share of trajectories matched to their episode's record by its id;
+  ``reward_not_own_episode`` — share of those whose reward (the sum of ``rm_scores``, what veRL
+  trains on) is not their own episode's return; ``actions_not_own_tokens`` — share whose env did
+  not run exactly the decoding of the trajectory's own response tokens, turn for turn.
 """
 
 from __future__ import annotations
@@ -107,6 +112,67 @@ def signal_metrics(extra_fields: Sequence[Mapping[str, Any]], response_masks: Se
     return metrics
 
 
+def credit_metrics(extra_fields: Sequence[Mapping[str, Any]], responses: Sequence[Any], response_masks: Sequence[Any],
+                   rm_scores: Sequence[Any], tokenizer) -> dict[str, float]:
+    """Whether each trajectory of the batch is credited with its own episode (per-row 1-D tensors).
+
+    A row names its episode by the id of the env's record (``extra_fields["record"]``, written by the
+    agent loop); the record itself is written by the env's recorder (``RecordEpisodes``), apart from
+    the tensors veRL trains on. Per matched row: its reward, the sum of its ``rm_scores``, must be
+    the record's return; and the assistant messages the env ran (the record's ``messages``) must be
+    the decodings of the row's own response tokens, one per run of ``response_mask`` 1s. Per-step
+    aggregates cannot see this: a reward handed to another episode of the batch leaves every mean as it was.
+    """
+    import torch
+
+    from termgym.wrappers.recording import read_episodes
+    from trainers.verl.agent_loop import decode_turn
+
+    if not extra_fields:
+        return {}
+    files: dict[str, dict[str, Mapping[str, Any]]] = {}
+    not_own, not_tokens = [], []
+    for fields, ids, mask, scores in zip(extra_fields, responses, response_masks, rm_scores, strict=True):
+        ref = fields.get("record") if isinstance(fields, Mapping) else None
+        if not ref or not ref.get("path") or not ref.get("episode_id"):
+            continue
+        path = str(ref["path"])
+        if path not in files:
+            try:
+                files[path] = {str(r.get("episode_id")): r for r in read_episodes(path, skip_invalid=True)}
+            except FileNotFoundError:
+                files[path] = {}
+        record = files[path].get(str(ref["episode_id"]))
+        if record is None:
+            continue
+        reward = float(torch.as_tensor(scores).float().sum())
+        not_own.append(abs(reward - float(record.get("return") or 0.0)) > 1e-4)
+        executed = [m.get("content") for m in record.get("messages") or () if m.get("role") == "assistant"]
+        turns = [decode_turn(tokenizer, run) for run in _token_runs(ids, mask)]
+        not_tokens.append(turns != executed)
+    metrics = {PREFIX + "credit_checked": len(not_own) / len(extra_fields)}
+    if not_own:
+        metrics[PREFIX + "reward_not_own_episode"] = float(np.mean(not_own))
+        metrics[PREFIX + "actions_not_own_tokens"] = float(np.mean(not_tokens))
+    return metrics
+
+
+def _token_runs(ids: Any, mask: Any) -> list[list[int]]:
+    """The runs of consecutive response tokens with mask 1: one per assistant turn (observations between are 0)."""
+    import torch
+
+    ids, mask = torch.as_tensor(ids).reshape(-1).tolist(), torch.as_tensor(mask).reshape(-1).tolist()
+    runs: list[list[int]] = []
+    previous = 0
+    for token, bit in zip(ids, mask, strict=False):
+        if bit:
+            if not previous:
+                runs.append([])
+            runs[-1].append(int(token))
+        previous = bit
+    return runs
+
+
 def timing_metrics(timing_raw: Mapping[str, float]) -> dict[str, float]:
     """Rollout vs update wall clock of one step, from veRL's ``timing_raw``."""
     rollout, update = float(timing_raw.get("gen", 0.0)), float(timing_raw.get("update_actor", 0.0))
@@ -149,15 +215,18 @@ def _trainer_class():
 
             super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
-                                   select_fields=["extra_fields", "response_mask", "rm_scores"])
+                                   select_fields=["extra_fields", "response_mask", "rm_scores", "responses"])
             fields = data.pop("extra_fields").tolist()
             padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
             keep = [not pad for pad in padding]
-            metrics.update(episode_metrics([f for f, k in zip(fields, keep, strict=True) if k]))
+            fields = [f for f, k in zip(fields, keep, strict=True) if k]
+            metrics.update(episode_metrics(fields))
             masks = [m for m, k in zip(_rows(data["response_mask"]), keep, strict=True) if k]
             rewards = [r for r, k in zip(_rows(data["rm_scores"]), keep, strict=True) if k]
+            responses = [r for r, k in zip(_rows(data["responses"]), keep, strict=True) if k]
             uids = [key.rsplit("_", 2)[0] for key, k in zip(batch.keys, keep, strict=True) if k]
-            metrics.update(signal_metrics([f for f, k in zip(fields, keep, strict=True) if k], masks, rewards, uids))
+            metrics.update(signal_metrics(fields, masks, rewards, uids))
+            metrics.update(credit_metrics(fields, responses, masks, rewards, self.tokenizer))
             metrics.update(timing_metrics(timing_raw))
 
     TermgymSyncTrainer.__qualname__ = "TermgymSyncTrainer"

@@ -46,11 +46,14 @@ _CORPUS = [
 ]
 
 
-def build_tiny_tokenizer(vocab_size: int = 512, *, extra_tokens: Sequence[str] = ()):
+def build_tiny_tokenizer(vocab_size: int = 512, *, extra_tokens: Sequence[str] = (), words: Sequence[str] = ()):
     """A ``PreTrainedTokenizerFast`` with Qwen's chat tokens, trained here in well under a second.
 
     ``extra_tokens`` are added as single (non-special) tokens, e.g. whole actions a policy picks
-    from (:data:`trainers.verl.learning.CHOICES`).
+    from (:data:`trainers.verl.learning.CHOICES`). ``words`` are added as one token each wherever
+    they stand as a whole word (``single_word``: "red" in "answer red." but not in "ignored"), so a
+    prompt word the policy must read (:data:`trainers.verl.learning.COLOURS`) is one position it can
+    attend to instead of a few byte pieces shared with other words.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -76,6 +79,10 @@ def build_tiny_tokenizer(vocab_size: int = 512, *, extra_tokens: Sequence[str] =
         from tokenizers import AddedToken
 
         tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in extra_tokens])
+    if words:
+        from tokenizers import AddedToken
+
+        tokenizer.add_tokens([AddedToken(w, single_word=True, normalized=False, special=False) for w in words])
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
@@ -112,10 +119,10 @@ def build_tiny_model(tokenizer, *, seed: int = 0, hidden_size: int = 64, num_lay
 
 
 def save_tiny_checkpoint(directory: str | Path, *, seed: int = 0, extra_tokens: Sequence[str] = (),
-                         initializer_range: float = 0.02) -> Path:
+                         words: Sequence[str] = (), initializer_range: float = 0.02) -> Path:
     """Write tokenizer + model to ``directory`` as a Hugging Face checkpoint (for GPU smoke runs)."""
     directory = Path(directory)
-    tokenizer = build_tiny_tokenizer(extra_tokens=extra_tokens)
+    tokenizer = build_tiny_tokenizer(extra_tokens=extra_tokens, words=words)
     model = build_tiny_model(tokenizer, seed=seed, initializer_range=initializer_range)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
