@@ -774,6 +774,13 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                              "clock_pruned": 0, "rerecorded": 0, "clock_free": 0}
     start = time.monotonic()
 
+    def failed(tid: str, what: str, exc: Exception) -> None:
+        """Count an error and say what failed; the task's stored check stays as it was."""
+        with lock:
+            stats["errors"] += 1
+            if progress:
+                progress(tid, f"{what} failed: {type(exc).__name__}: {exc}"[:300])
+
     def one(tid: str) -> None:
         record = suite.record(tid)
         if heldout and needs_marking(record.behaviour):
@@ -783,10 +790,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
             except NoCheck as exc:
                 line = {"task_id": tid, "behaviour": None, "reason": str(exc)}
             except Exception as exc:  # the check stays as it was, unmarked: the next run tries again
-                with lock:
-                    stats["errors"] += 1
-                    if progress:
-                        progress(tid, f"marking failed: {type(exc).__name__}: {exc}"[:300])
+                failed(tid, "marking", exc)
                 return
             if retry_unserved and line["behaviour"] and not servable(line["behaviour"]):
                 try:  # recorded again with today's perturbations; kept only if a held-out input decides
@@ -801,19 +805,13 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                                                       "per_bug": per_bug_telling(record, record.behaviour,
                                                                                  backend=backend)}}
             except Exception as exc:  # the check stays unmeasured; the next run tries again
-                with lock:
-                    stats["errors"] += 1
-                    if progress:
-                        progress(tid, f"replaying each bug alone failed: {type(exc).__name__}: {exc}"[:300])
+                failed(tid, "replaying each bug alone", exc)
                 return
         elif clock:
             try:
                 found = clock_or_chance_inputs(record, record.behaviour, backend=backend)
             except Exception as exc:  # the check stays as it was; the next run tries again
-                with lock:
-                    stats["errors"] += 1
-                    if progress:
-                        progress(tid, f"watching the clean replay failed: {type(exc).__name__}: {exc}"[:300])
+                failed(tid, "watching the clean replay", exc)
                 return
             if not found:
                 with lock:
@@ -829,10 +827,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                 except NoCheck as exc:
                     line = {"task_id": tid, "behaviour": None, "reason": str(exc)}
                 except Exception as exc:  # the old check stays; the next run tries again
-                    with lock:
-                        stats["errors"] += 1
-                        if progress:
-                            progress(tid, f"recording again failed: {type(exc).__name__}: {exc}"[:300])
+                    failed(tid, "recording again", exc)
                     return
                 counter = "rerecorded"
             with lock:
