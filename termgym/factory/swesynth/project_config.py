@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
 
+from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+
 try:
     import tomllib
 except ImportError:  # Python 3.10
@@ -69,98 +72,16 @@ class ReadingError(ValueError):
 
 # -- declared runtime dependencies -----------------------------------------------------------------
 
-_MARKER_TOKEN = re.compile(r"""\s*(\(|\)|===|==|!=|<=|>=|~=|<|>|not\s+in\b|in\b|and\b|or\b|'[^']*'|"[^"]*"|"""
-                           r"""[A-Za-z_][A-Za-z0-9_.]*)""")
-_VERSION = re.compile(r"^\d+(\.\d+)*$")
-
-
-def _version(text: str) -> tuple[int, ...] | None:
-    return tuple(int(p) for p in text.split(".")) if _VERSION.match(text) else None
-
-
-def _compare(left: str, op: str, right: str, marker: str) -> bool:
-    """One marker comparison: versions compared as release numbers (``3.9`` < ``3.11``), other
-    values as strings (``==``, ``!=``, ``in``, ``not in`` only)."""
-    if op in ("in", "not in"):
-        return (left in right) == (op == "in")
-    if op == "===":
-        return left == right
-    lv, rv = _version(left), _version(right.removesuffix(".*"))
-    if lv is None or rv is None:
-        if op in ("==", "!="):
-            return (left == right) == (op == "==")
-        raise ReadingError(f"marker {marker!r}: {left!r} {op} {right!r} compares values that are not versions")
-    if right.endswith(".*") and op in ("==", "!="):  # a prefix match: python_full_version == "3.11.*"
-        return (lv[: len(rv)] == rv) == (op == "==")
-    release = len(rv)
-    width = max(len(lv), len(rv))
-    lv, rv = lv + (0,) * (width - len(lv)), rv + (0,) * (width - len(rv))
-    if op == "~=":  # compatible release: ~= 3.9 is >= 3.9 and == 3.*
-        return lv >= rv and lv[: release - 1] == rv[: release - 1]
-    return {"==": lv == rv, "!=": lv != rv, "<": lv < rv, "<=": lv <= rv, ">": lv > rv, ">=": lv >= rv}[op]
-
-
 def evaluate_marker(marker: str, environment: dict[str, str] = MARKER_ENVIRONMENT) -> bool:
-    """A PEP 508 environment marker (``python_version < "3.8" and extra == "dev"``) in ``environment``.
+    """A PEP 508 environment marker (``python_version < "3.8" and extra == "dev"``) in ``environment``
+    (read and evaluated by ``packaging``, as pip does).
 
     Raises :class:`ReadingError` for text that is not a marker or names an unknown variable.
     """
-    tokens, pos = [], 0
-    while pos < len(marker.rstrip()):
-        match = _MARKER_TOKEN.match(marker, pos)
-        if not match:
-            raise ReadingError(f"marker {marker!r}: cannot read {marker[pos:]!r}")
-        tokens.append(re.sub(r"\s+", " ", match.group(1)))
-        pos = match.end()
-    at = 0
-
-    def peek() -> str | None:
-        return tokens[at] if at < len(tokens) else None
-
-    def take() -> str:
-        nonlocal at
-        if at >= len(tokens):
-            raise ReadingError(f"marker {marker!r}: ends too early")
-        at += 1
-        return tokens[at - 1]
-
-    def value(token: str) -> str:
-        if token[:1] in "'\"":
-            return token[1:-1]
-        if token not in environment:
-            raise ReadingError(f"marker {marker!r}: unknown variable {token!r}")
-        return environment[token]
-
-    def expression() -> bool:
-        if peek() == "(":
-            take()
-            result = either()
-            if take() != ")":
-                raise ReadingError(f"marker {marker!r}: unbalanced parentheses")
-            return result
-        left, op, right = take(), take(), take()
-        if op not in ("===", "==", "!=", "<=", ">=", "~=", "<", ">", "in", "not in"):
-            raise ReadingError(f"marker {marker!r}: {op!r} is not a comparison")
-        return _compare(value(left), op, value(right), marker)
-
-    def both() -> bool:
-        result = expression()
-        while peek() == "and":
-            take()
-            result = expression() and result
-        return result
-
-    def either() -> bool:
-        result = both()
-        while peek() == "or":
-            take()
-            result = both() or result
-        return result
-
-    result = either()
-    if at != len(tokens):
-        raise ReadingError(f"marker {marker!r}: unexpected {tokens[at]!r}")
-    return result
+    try:
+        return Marker(marker).evaluate(dict(environment))
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName) as exc:
+        raise ReadingError(f"marker {marker!r}: {exc}") from None
 
 
 _DECLARED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
@@ -178,17 +99,14 @@ class DeclaredDependencies:
 def parse_declared(text: str) -> tuple[str, str | None]:
     """One PEP 508 line -> ``(name[extras]specifier without spaces, marker or None)``; URL requirements
     and what is no requirement raise :class:`ReadingError`."""
-    body, _, marker = text.partition(";")
-    match = _DECLARED.match(body.strip())
-    if not match:
-        raise ReadingError(f"{text!r} is not a requirement")
-    name, extras, spec = match.group(1), match.group(2) or "", match.group(3).strip()
-    if spec.startswith("@"):
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        raise ReadingError(f"{text!r} is not a requirement: {exc}") from None
+    if requirement.url:
         raise ReadingError(f"{text!r} names a URL, which a locked wheel cannot stand for")
-    spec = re.sub(r"\s+", "", spec.strip("()") if spec.startswith("(") else spec)
-    if spec and not re.fullmatch(r"(?:(?:===|==|!=|<=|>=|~=|<|>)[A-Za-z0-9.*+!_-]+,?)+", spec):
-        raise ReadingError(f"{text!r}: {spec!r} is not a version specifier")
-    return name + re.sub(r"\s+", "", extras) + spec, (marker.strip() or None)
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return requirement.name + extras + str(requirement.specifier), (str(requirement.marker) if requirement.marker else None)
 
 
 def _requires_txt(text: str) -> list[str]:
