@@ -13,10 +13,14 @@ anchor-state grouping, no KL loss (so a step without reward has no gradient):
   (``learning.check_learns``); steps 4-7 then each apply one agent-loop sabotage
   (:data:`trainers.verl.sabotage.SCHEDULE`: observations trained on, no reward, rewards shifted by
   one turn, the env handed a random other action), and each fails its check;
-* the advantage sign flipped: it falls to <= 0.15 (``learning.check_unlearns``), although its first
-  step also pays every episode the return of another of the step (``reward_shuffled``,
-  :class:`trainers.verl.sabotage.ShuffledFirstStepLoop`: at ~0.3 the returns differ, so the credit
-  check must see it).
+* the advantage sign flipped: it falls to <= 0.15 (``learning.check_unlearns``).
+
+Rewards shuffled across a step's episodes (``reward_shuffled``) are shown failing the credit check in
+:mod:`test_credit_checks` (the real agent loop, seconds), not here: a shuffle is visible only while
+returns still differ, i.e. in a step that still moves the policy, and one shuffled step at lr 1e-2
+moved it anywhere (measured 2026-12-02: put at step 1 of the sign-flipped run, it sent the policy
+from 0.28 to 0.88, and the flipped steps after it could not bring it below 0.8 by step 3), which made
+the flipped run's curve a draw. ``learning.run_learning(..., shuffled_first=True)`` runs it.
 
 Single-turn learning is :mod:`test_verl_reading` (a task whose right answer depends on its prompt,
 judged on held-out wordings); the one-turn pick task's curves are in docs/training.md.
@@ -40,14 +44,13 @@ pytest.importorskip("verl")
 pytestmark = [pytest.mark.verl, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 from trainers.verl import learning  # noqa: E402
-from trainers.verl.sabotage import INTACT_STEPS, SCHEDULE, SHUFFLED_FIRST  # noqa: E402
+from trainers.verl.sabotage import INTACT_STEPS, SCHEDULE  # noqa: E402
 
 STEPS = INTACT_STEPS
 TWO_TURNS = dict(turns=2, kl_loss=False, extra=["+algorithm.termgym_turn_grouping=anchor"])
 #: sabotage -> the check it must break (at least); "flipped_sign" breaks learning itself.
 EXPECTED = {"mask_all_ones": "observations masked", "reward_zeroed": "score = episode return",
-            "reward_shifted": "rewards on their turns", "action_replaced": "env ran the policy's tokens",
-            "reward_shuffled": "reward = own episode's return"}
+            "reward_shifted": "rewards on their turns", "action_replaced": "env ran the policy's tokens"}
 #: ``TERMGYM_LEARNING_CURVES=path.json`` keeps the measured curves (docs/training.md's plot is drawn from them).
 CURVES_ENV = "TERMGYM_LEARNING_CURVES"
 
@@ -65,7 +68,7 @@ def runs(tmp_path_factory, request):
     out = tmp_path_factory.mktemp("verl-learning")
     launches = {
         "two turns": dict(TWO_TURNS, steps=max(SCHEDULE), sabotage="scheduled"),
-        "two turns, sign flipped": dict(TWO_TURNS, steps=STEPS, sabotage="flipped_sign", shuffled_first=True),
+        "two turns, sign flipped": dict(TWO_TURNS, steps=STEPS, sabotage="flipped_sign"),
     }
     results, seconds = {}, {}
     for k, (name, kwargs) in enumerate(launches.items()):
@@ -95,8 +98,6 @@ def test_the_second_turn_unlearns_with_the_sign_flipped(runs):
 def test_every_step_of_the_intact_runs_passes_every_check(runs):
     for name in ("two turns", "two turns, sign flipped"):
         for step, metrics in runs[name].items():
-            if name == "two turns, sign flipped" and step in SHUFFLED_FIRST:
-                continue  # its first step's rewards are shuffled (test_each_sabotage_fails_its_check)
             assert learning.failing_checks(metrics) == {}, (name, step)
 
 
@@ -110,9 +111,4 @@ def test_each_sabotage_fails_its_check(runs, request):
         failed = learning.failing_checks(runs["sabotaged"][step])
         table[sabotage] = ", ".join(sorted(failed)) or "NOTHING"
         assert EXPECTED[sabotage] in failed, (sabotage, failed)
-    for step, sabotage in SHUFFLED_FIRST.items():  # in the two-turn sign-flipped run, whose returns still vary
-        failed = learning.failing_checks(runs["two turns, sign flipped"][step])
-        table[f"{sabotage} (two turns, step {step})"] = ", ".join(sorted(failed)) or "NOTHING"
-        # a shuffle keeps every mean and every row's placement: only the credit check can see it
-        assert set(failed) == {EXPECTED[sabotage]}, (sabotage, failed)
     _print(request, "sabotage -> failing checks", *(f"  {s:30s} -> {failed}" for s, failed in table.items()))
