@@ -38,6 +38,10 @@ def register(subparsers) -> None:
                      help="skip grading each task's oracle (must score 1) and the unfixed repository (must score 0) "
                           "in the sandbox it will run in")
     gen.add_argument("--backend", default="local", help="sandbox backend for screening and that check (local or docker)")
+    gen.add_argument("--no-flaky-check", action="store_true",
+                     help="skip the baseline's flaky check: by default the clean suite runs once more in reverse order "
+                          "and its timing tests (a clock read and asserted on, a sleep then an assert) 3 more times "
+                          "under CPU load, and every test that fails there is left out of the required set")
     gen.add_argument("--storage", choices=("folders", "compact"), default="folders",
                      help="one folder per task, or one JSONL of records per project plus its baseline")
     gen.add_argument("--project", default=None,
@@ -158,6 +162,10 @@ def register(subparsers) -> None:
     add.add_argument("--deselect-failing", action="store_true",
                      help="leave out every test (or whole file) that fails on the clean tree in the sandbox, each "
                           "with its failure as the reason, and run the suite once more (review what it printed)")
+    add.add_argument("--no-flaky-probe", action="store_true",
+                     help="skip the flaky-test probe: by default a passing suite runs again under CPU load above the "
+                          "core count and in reverse order (its timing tests several more times under load), and every "
+                          "test whose outcome changes is left out with the reason 'flaky: <what changed it>'")
     add.add_argument("--pytest-args", default="", help="extra pytest arguments (e.g. -o addopts=)")
     add.add_argument("--source-dir", action="append", default=[], help="where bugs may go (default: the packages)")
     add.add_argument("--test-dir", action="append", default=[], help="the tests (default: tests/, test/ ...)")
@@ -182,7 +190,29 @@ def register(subparsers) -> None:
                           "'audit: <check>' in its project's generation summary)")
     aud.add_argument("--json", default=None, metavar="FILE", help="also write the full result (with every "
                                                                   "failure and why) to FILE")
+    aud.add_argument("--served", action="store_true",
+                     help="only the tasks served by default (behaviour=\"required\"), not every task of the suite")
+    aud.add_argument("--time-budget", type=float, default=None, metavar="S",
+                     help="start no task after S seconds (the rest are counted as skipped, not as passed)")
     aud.set_defaults(func=cmd_audit)
+
+    rep = sub.add_parser("reports", help="write a suite's bug reports again with the current writer, each example "
+                                         "run on the clean and the buggy tree in the task's sandbox (no model)")
+    rep.add_argument("--suite", default="projects", help="a compact suite directory or name (default: projects)")
+    rep.add_argument("--all", action="store_true", help="every task, not only those served by default")
+    rep.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
+    rep.add_argument("--sample", type=int, default=None, help="only this many tasks drawn with --seed")
+    rep.add_argument("--seed", type=int, default=0)
+    rep.add_argument("--run-tests", action="store_true",
+                     help="where a report cannot be worded again from its own examples, run the task's tests "
+                          "(per bug) and write it from their failures")
+    rep.add_argument("--time-budget", type=float, default=None, metavar="S", help="start no task after S seconds")
+    rep.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    rep.add_argument("--write", action="store_true", help="replace the reports in the suite's records "
+                                                          "(without it: only say what would change)")
+    rep.add_argument("--json", default=None, metavar="FILE", help="also write every new report and why others "
+                                                                  "stayed to FILE")
+    rep.set_defaults(func=cmd_reports)
 
     card = sub.add_parser("card", help="the suite card (projects, splits, difficulty, fix sizes, bug mix, "
                                        "report checks) measured from a compact suite's records")
@@ -194,12 +224,59 @@ def register(subparsers) -> None:
                                                                   "(e.g. docs/swesynth.md) instead of printing it")
     card.set_defaults(func=cmd_card)
 
+    flaky = sub.add_parser("flaky", help="sweep projects for flaky tests: a static scan for timing assertions, and "
+                                         "(unless --static) the clean suite run again under CPU load and in reverse "
+                                         "order, the timing tests several more times under load")
+    which = flaky.add_mutually_exclusive_group(required=True)
+    which.add_argument("--project", action="append", default=None, metavar="NAME", help="a project (repeatable)")
+    which.add_argument("--all", action="store_true", help="every project of the project sets")
+    flaky.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
+                       help="a project set beyond the bundled one; repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
+    flaky.add_argument("--static", action="store_true", help="only the static scan (no sandbox, seconds)")
+    flaky.add_argument("--busy", type=int, default=None, metavar="N",
+                       help="busy processes of the load phase (default: the cores + 1)")
+    flaky.add_argument("--candidate-runs", type=int, default=3, metavar="N",
+                       help="runs of the timing candidates alone under load (default 3)")
+    flaky.add_argument("--budget", type=float, default=900.0, metavar="S", help="seconds per project (default 900)")
+    flaky.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
+    flaky.add_argument("--json", default=None, metavar="FILE", help="also write every project's report to FILE")
+    flaky.set_defaults(func=cmd_flaky)
+
     projs = sub.add_parser("projects", help="list the bundled real projects and whether their test "
                                             "environments are provisioned here")
     projs.add_argument("--json", action="store_true")
     projs.add_argument("--markdown", action="store_true",
                        help="print the project table of docs/swesynth.md (from the manifests)")
     projs.set_defaults(func=cmd_projects)
+
+    hist = sub.add_parser("history", help="tasks from a project's release history: put functions of the project's "
+                                          "release back as earlier releases had them, keep those a test of the "
+                                          "release pins (fix, behaviour change or feature)")
+    hist.add_argument("name", help="a project of the project set (bundled, or added with add-project)")
+    hist.add_argument("--out", required=True, help="compact suite directory to write (created or extended)")
+    hist.add_argument("--releases", type=int, default=None, metavar="N",
+                      help="mine the N releases just before the project's version (default 3)")
+    hist.add_argument("--versions", nargs="+", default=(), metavar="VERSION",
+                      help="mine exactly these earlier releases instead")
+    hist.add_argument("--n", type=int, default=None, help="stop after this many tasks (default: every candidate "
+                                                          "is judged)")
+    hist.add_argument("--seed", type=int, default=0)
+    hist.add_argument("--workers", "-j", type=int, default=1, help="parallel test runs")
+    hist.add_argument("--time-budget", type=float, default=None, help="seconds; keeps what validated")
+    hist.add_argument("--max-per-function", type=int, default=1, metavar="N",
+                      help="most tasks reverting any one function (default 1: the same function as two releases "
+                           "had it, or alone and with its helper, are near-duplicates; 0 turns the cap off)")
+    hist.add_argument("--no-groups", action="store_true",
+                      help="only single functions (not also functions changed together that call one another)")
+    hist.add_argument("--offline", action="store_true",
+                      help="use only the releases already fetched into the cache (no package index)")
+    hist.add_argument("--no-flaky-check", action="store_true",
+                      help="skip the baseline's flaky check (as generate --no-flaky-check)")
+    hist.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
+    hist.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
+                      help="a project set beyond the bundled one (a folder `add-project --root DIR` wrote); "
+                           "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
+    hist.set_defaults(func=cmd_history)
 
 
 def use_projects_dirs(dirs: list[str]) -> str | None:
@@ -294,7 +371,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                           max_attempts=args.max_attempts, source_dirs=source_dirs, test_dirs=test_dirs,
                           sandbox_test_command=args.sandbox_test_cmd, writer=writer, breaker=breaker,
                           progress=bar, sandbox_check=not args.no_sandbox_check, backend=args.backend,
-                          storage=args.storage, **extra)
+                          storage=args.storage, flaky_check=not args.no_flaky_check, **extra)
     except (ValueError, FileNotFoundError, RuntimeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -429,13 +506,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print(f"termgym swesynth audit: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return 2
-    suite = SweSynthSuite(folder, behaviour="any")
+    suite = SweSynthSuite(folder, behaviour="required" if args.served else "any")
     result = audit(suite, sample=args.sample, seed=args.seed, run=not args.static, backend=args.backend,
-                   workers=args.workers,
+                   workers=args.workers, time_budget=args.time_budget,
                    progress=lambda done, total: print(f"\r{done}/{total}", end="", file=sys.stderr, flush=True))
     print(file=sys.stderr)
     print(format_audit(result), end="")
-    print(f"{result['tasks']} tasks in {result['seconds']} s")
+    skipped = result["total"].get("skipped", 0)
+    print(f"{result['tasks']} tasks in {result['seconds']} s" + (f" ({skipped} skipped: time budget)" if skipped else ""))
     if args.json:
         write_audit(result, args.json)
     if args.drop_failing and result["failures"]:
@@ -446,6 +524,45 @@ def cmd_audit(args: argparse.Namespace) -> int:
             reasons.setdefault(tid, f"audit: {check}")
         gone = drop_tasks(folder, reasons)
         print(f"dropped {sum(gone.values())} tasks that failed a check: {gone}")
+    return 0
+
+
+def cmd_reports(args: argparse.Namespace) -> int:
+    import random
+    from pathlib import Path
+
+    from termgym.factory.swesynth.report_rewrite import replace_statements, rewrite_reports
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    folder = _suite_dir(args.suite)
+    if not (folder / "suite.json").is_file():
+        print(f"termgym swesynth reports: {args.suite!r} is not a compact suite directory or a suite name",
+              file=sys.stderr)
+        return 2
+    suite = SweSynthSuite(folder, behaviour="any" if args.all else "required")
+    ids = sorted(suite.task_ids("all"))
+    if args.task:
+        unknown = sorted(set(args.task) - set(ids))
+        if unknown:
+            print(f"termgym swesynth reports: no such task{'s' if len(unknown) > 1 else ''} in the "
+                  f"{'suite' if args.all else 'served set (add --all)'}: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        ids = sorted(args.task)
+    if args.sample is not None:
+        ids = sorted(random.Random(args.seed).sample(ids, min(args.sample, len(ids))))
+    result = rewrite_reports(suite, ids, backend=args.backend, time_budget=args.time_budget, run_tests=args.run_tests,
+                             progress=lambda tid, what: print(f"{tid}: {what}", file=sys.stderr, flush=True))
+    failing = sorted(t for t, why in result["checked"].items() if why)
+    print(f"{len(result['written'])} of {len(ids)} reports written again, {len(result['failed'])} kept "
+          f"({len(failing)} of them with an example that does not show its difference), "
+          f"{len(result['skipped'])} skipped (time budget), in {result['seconds']} s")
+    if args.write:
+        unserved = {t: result["checked"][t] for t in failing}
+        print(f"{replace_statements(folder, result['written'], unserved)} records changed in {folder}"
+              + (f"; {len(unserved)} tasks marked not served (their report's examples do not show the bug)"
+                 if unserved else ""))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
@@ -547,7 +664,7 @@ def cmd_add_project(args: argparse.Namespace) -> int:
                              pytest_args=args.pytest_args,
                              source_dirs=args.source_dir, test_dirs=args.test_dir, python_path=args.python_path,
                              licence=args.license, root=args.root, replace=args.replace, timeout=args.timeout,
-                             deselect_failing=args.deselect_failing)
+                             deselect_failing=args.deselect_failing, flaky_probe=not args.no_flaky_probe)
     except (AddProjectError, RuntimeError) as exc:
         print(f"termgym swesynth add-project: {exc}", file=sys.stderr)
         return 1
@@ -565,8 +682,61 @@ def cmd_add_project(args: argparse.Namespace) -> int:
         return 1
     p = result.project
     print(f"added {p.name} {p.version} ({p.license}) at {result.folder}: {p.lines} lines, {p.tests} tests passing, "
-          f"suite {p.suite_seconds}s, provisioned in {result.provision_seconds:.1f}s")
+          f"suite {p.suite_seconds}s, provisioned in {result.provision_seconds:.1f}s"
+          + (f"; {len(result.flaky)} flaky test(s) left out (see [[deselect]] in project.toml)" if result.flaky else ""))
     return 0
+
+
+def cmd_flaky(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from termgym.factory.swesynth.flaky_sweep import sweep_project
+    from termgym.tasks.swesynth.projects import ProjectError, TestEnvMissing, get_project, load_projects
+
+    problem = use_projects_dirs(args.projects_dir)
+    if problem:
+        print(f"termgym swesynth flaky: {problem}", file=sys.stderr)
+        return 2
+    try:
+        names = args.project or sorted(load_projects())
+        projects = [get_project(n) for n in names]
+    except ProjectError as exc:
+        print(f"termgym swesynth flaky: {exc}", file=sys.stderr)
+        return 1
+    reports, found, errors = {}, 0, 0
+    for project in projects:
+        try:
+            report = sweep_project(project, static=args.static, busy=args.busy, candidate_runs=args.candidate_runs,
+                                   time_budget=args.budget, backend=args.backend,
+                                   log=lambda line, n=project.name: print(f"{n}: {line}", flush=True))
+        except (TestEnvMissing, RuntimeError) as exc:
+            print(f"{project.name}: not probed: {exc}", file=sys.stderr)
+            reports[project.name] = {"error": str(exc)}
+            errors += 1
+            continue
+        reports[project.name] = report
+        found += len(report.get("flaky", []))
+        candidates = report["candidates"]
+        if args.static and not candidates:
+            continue
+        line = f"{project.name}: {len(candidates)} timing candidate(s)"
+        if "summary" in report:
+            line += f"; {report['summary']}"
+        print(line)
+        for test, why in candidates.items():
+            print(f"  candidate {test}: {why}")
+        for entry in report.get("flaky", []):
+            print(f"  FLAKY {entry['test']}: {entry['reason']}")
+            print(f"    [[deselect]]\n    test = {json.dumps(entry['test'])}\n    reason = "
+                  f"{json.dumps('flaky: ' + entry['reason'])}")
+        for note in report.get("notes", []):
+            print(f"  note: {note}")
+    total = sum(len(r.get("candidates", {})) for r in reports.values())
+    print(f"{len(projects)} project(s): {total} timing candidate(s), {found} flaky test(s)"
+          + (f", {errors} not probed" if errors else ""))
+    if args.json:
+        Path(args.json).write_text(json.dumps(reports, indent=1) + "\n", encoding="utf-8")
+    return 1 if found or errors else 0
 
 
 def projects_markdown(projects: dict) -> str:
@@ -598,3 +768,43 @@ def cmd_projects(args: argparse.Namespace) -> int:
         print(f"{r['name']:12} {r['version']:9} {r['license']:13} {r['domain']:24} lines {r['lines'] or '?':>6}  "
               f"tests {r['tests'] or '?':>5}  {'provisioned' if r['provisioned'] else 'NOT provisioned'}")
     return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """``termgym swesynth history NAME``: tasks from the project's release history
+    (:func:`termgym.factory.swesynth.history.mine_history`)."""
+    from termgym.factory.swesynth.history import DEFAULT_RELEASES, HistoryError, mine_history
+    from termgym.tasks.swesynth.projects import ProjectError
+
+    problem = use_projects_dirs(args.projects_dir)
+    if problem:
+        print(f"termgym swesynth history: {problem}", file=sys.stderr)
+        return 2
+    if args.max_per_function < 0:
+        print(f"termgym swesynth history: --max-per-function must be 0 or more, got {args.max_per_function}",
+              file=sys.stderr)
+        return 2
+    if args.n is not None and args.n < 1:
+        print(f"termgym swesynth history: --n must be at least 1, got {args.n}", file=sys.stderr)
+        return 2
+    bar = ProgressBar(label=f"{args.name} ")
+    try:
+        result = mine_history(args.name, args.out, releases=DEFAULT_RELEASES if args.releases is None else args.releases,
+                              versions=args.versions, n=args.n,
+                              seed=args.seed, workers=args.workers, backend=args.backend,
+                              time_budget=args.time_budget, groups=not args.no_groups, offline=args.offline,
+                              max_per_function=args.max_per_function or None, flaky_check=not args.no_flaky_check,
+                              log=lambda line: print(line, file=sys.stderr, flush=True), progress=bar)
+    except (HistoryError, ProjectError, ValueError, RuntimeError) as exc:
+        print(f"termgym swesynth history: {exc}", file=sys.stderr)
+        return 1
+    stats = result.generation.stats
+    print(f"wrote {stats.kept} task(s) to {result.out} from {len(result.mining.releases)} earlier release(s) "
+          f"({', '.join(result.mining.releases)}): {result.candidates} candidates, {stats.attempted} judged, "
+          f"{stats.runs} ran tests, {stats.elapsed:.0f} s")
+    print("kinds: " + (", ".join(f"{k} {v}" for k, v in sorted(result.kinds.items())) or "none"))
+    if result.mining.skipped:
+        print("not proposed: " + json.dumps(dict(result.mining.skipped)))
+    if stats.rejected:
+        print("rejected: " + ", ".join(f"{k} ×{v}" for k, v in sorted(stats.rejected.items())))
+    return 0 if stats.kept else 1

@@ -116,8 +116,8 @@ def test_sabotage_an_expected_value_copied_from_the_test_fails(task):
 def test_the_repro_runs_in_the_sandbox_and_shows_the_difference(task):
     record = replace(task.record, problem_statement=GOOD)
     clean, buggy = run_repro(record, repro_code(GOOD))
-    assert clean == {"raised": None, "value": "'credit'"}
-    assert buggy == {"raised": None, "value": "'Credit'"}
+    assert clean == {"raised": None, "value": "'credit'", "type": "str"}
+    assert buggy == {"raised": None, "value": "'Credit'", "type": "str"}
     assert shows_difference(GOOD, clean, buggy) == ""
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from termgym.factory.swesynth import generate as generate_module
+from termgym.factory.swesynth.audit import bug_units
+from termgym.factory.swesynth.examples import examples, undefined_names
 from termgym.factory.swesynth.generate import generate
 from termgym.factory.swesynth.quality import CHECKS, static_checks
 
@@ -28,9 +30,10 @@ def test_two_bug_tasks_name_each_bugs_symptom(mini_repo, tmp_path):
     result = generate(mini_repo, PYTEST, n=2, seed=5, out=tmp_path / "out", max_bugs=2, workers=1,
                       sandbox_check=False, max_attempts=120)
     multi = [r for r in result.records if len(r.mutations) >= 2]
-    for record in multi:
-        assert "There is a second problem" in record.problem_statement or \
-            "Something else also looks wrong" in record.problem_statement
+    for record in multi:  # each bug: an example of its own that defines or imports every name it uses
+        found = examples(record.problem_statement)
+        assert len(found) >= len(bug_units(record)), record.problem_statement
+        assert all(not undefined_names(e) for e in found), record.problem_statement
     rejected = result.stats.rejected
     assert result.records or rejected, "generation judged nothing"
     # the per-bug run is counted whenever a combination had a bug no required test sees

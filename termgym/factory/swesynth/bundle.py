@@ -101,10 +101,28 @@ def stable_held_out(out: str | Path, names: Sequence[str], fraction: float = HEL
         if name in ran:
             decided = name in in_test if task_ids.get(name) else name in recorded
         else:
-            decided = int(hashlib.sha256(f"held-out:{name}".encode()).hexdigest(), 16) < fraction * 16 ** 64
+            decided = hash_held_out(name, fraction)
         if decided:
             held.append(name)
     return sorted(held)
+
+
+def hash_held_out(name: str, fraction: float = HELD_OUT_FRACTION) -> bool:
+    """Whether a project no suite has decided for is held out: its name's hash falls in the lowest
+    ``fraction`` (a rule that looks at no other project)."""
+    return int(hashlib.sha256(f"held-out:{name}".encode()).hexdigest(), 16) < fraction * 16 ** 64
+
+
+def project_held_out(out: str | Path, name: str, fraction: float = HELD_OUT_FRACTION) -> bool:
+    """Whether project ``name``'s tasks go to ``test`` in the suite ``out`` (a suite of one more
+    source of tasks, such as release history): as ``out`` already decided, else as the default
+    suite decided (a project held out there stays held out everywhere), else by :func:`hash_held_out`."""
+    for suite in (Path(out), SUITE_DIR):
+        path = Path(suite) / "suite.json"
+        index = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if name in (index.get("generation") or {}) or name in (index.get("repos") or {}):
+            return name in stable_held_out(suite, [name], fraction)
+    return hash_held_out(name, fraction)
 
 
 def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None = None,

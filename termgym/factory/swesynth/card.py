@@ -1,7 +1,9 @@
 """The suite card: what a suite holds, measured from its records (``termgym swesynth card``).
 
 :func:`measure` reads a compact suite's records (``records/<project>.jsonl``, ``suite.json``) and
-the projects' pins, and counts: tasks per project and split, difficulty, the bug-type mix, how bugs
+the projects' pins, and counts: tasks per project and split, tasks by source (procedural operators,
+release history, with the kinds of the history tasks: fix, behaviour change, feature), difficulty,
+the bug-type mix, how bugs
 show (a wrong value, an exception, bad input accepted), the fix size (changed lines, changed tokens,
 sites = hunks of the fix, files), the cross-module share, the share of fixes touching at least
 two sites and the near-duplicates (:func:`near_duplicates`: tasks sharing a (function, bug type)
@@ -29,12 +31,24 @@ _ACCEPTS = re.compile(r"accepts input it should refuse|silently accepts|to rejec
 
 
 def symptom(statement: str) -> str:
-    """How a report says the bug shows: ``"raises"``, ``"accepts bad input"`` or ``"wrong value"``."""
+    """How a report says the bug shows: ``"raises"``, ``"accepts bad input"`` or ``"wrong value"``
+    (what the text says of its first example, :func:`~termgym.factory.swesynth.examples.claim`, else
+    the opening's wording)."""
+    from termgym.factory.swesynth.examples import claim, examples
+
     head = statement.split("\n\n", 2)
     text = "\n\n".join(head[:2])
     if _ACCEPTS.search(text):
         return "accepts bad input"
-    return "raises" if _RAISES.search(text) else "wrong value"
+    if _RAISES.search(text):
+        return "raises"
+    found = examples(statement)
+    said = claim(found[0]) if found else None
+    if said is not None and said.observed_error:
+        return "raises"
+    if said is not None and said.expected_error:
+        return "accepts bad input"
+    return "wrong value"
 
 
 def fix_size(fix_patch: str) -> dict[str, int]:
@@ -174,6 +188,8 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
     sizes: dict[str, list[int]] = {"lines": [], "tokens": [], "sites": [], "files": []}
     cross = multi_site = multi_bug = total = 0
     functions: Counter = Counter()
+    sources: Counter = Counter()
+    kinds: Counter = Counter()
     seen: list[tuple[str, dict[str, Any]]] = []
     for project, data in _records(suite_dir, index):
         seen.append((project, data))
@@ -194,8 +210,15 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
         cross += bool(signals.get("cross_module"))
         multi_site += size["sites"] >= 2
         mutations = bug.get("mutations") or []
-        multi_bug += len({m.get("bug_type") if str(m.get("bug_type", "")).startswith("coordinated") else i
-                          for i, m in enumerate(mutations)}) >= 2
+        origin = data.get("origin") or {}
+        source = origin.get("source") or "procedural"
+        sources[source] += 1
+        if source == "history":
+            kinds[origin.get("kind") or "?"] += 1
+        # a release-history task is one change of the maintainers', however many functions it reverts
+        multi_bug += source != "history" and len(
+            {m.get("bug_type") if str(m.get("bug_type", "")).startswith("coordinated") else i
+             for i, m in enumerate(mutations)}) >= 2
         # a task counts once per function it breaks (two bugs in one function are one task there)
         functions.update({(project, m.get("path"), m.get("function")) for m in mutations})
     projects = {}
@@ -211,6 +234,7 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
                                                              for _, d in seen)},
             "per_project": {k: dict(v) for k, v in sorted(per_project.items())}, "splits": dict(splits),
             "difficulty": dict(difficulty), "bug_types": dict(types.most_common()), "symptoms": dict(symptoms),
+            "sources": dict(sources.most_common()), "history_kinds": dict(kinds.most_common()),
             "sizes": sizes, "cross_module": cross, "multi_site": multi_site, "multi_bug": multi_bug,
             "largest_project_share": max((c["tasks"] for c in per_project.values()), default=0) / max(total, 1),
             "max_tasks_per_function": max(functions.values(), default=0),
@@ -225,22 +249,47 @@ def _served(suite_dir: Path) -> dict[str, Any]:
     function's bug alone apart: :func:`~termgym.tasks.swesynth.behaviour.target_coverage`) and the
     tasks ``served``."""
     from termgym.tasks.swesynth.behaviour import target_coverage, unservable_reason
-    from termgym.tasks.swesynth.suite import SweSynthSuite
+    from termgym.tasks.swesynth.suite import REPORT_FAILS, SweSynthSuite
 
     suite = SweSynthSuite(suite_dir, behaviour="any")
     served, why = 0, Counter()
     multi = Counter(tasks=0, functions=0, covered=0, served=0)
+    kept: list[str] = []
     for tid in suite.task_ids("all"):
         check = suite.behaviour_check_of(tid)
-        ok = suite.has_servable_check(tid)
+        ok = suite.has_servable_check(tid) and not suite.report_problem(tid)
         if ok:
             served += 1
+            kept.append(tid)
         else:
-            why[unservable_reason(check, name_functions=False)] += 1
+            why[unservable_reason(check, name_functions=False) if not suite.has_servable_check(tid)
+                else REPORT_FAILS] += 1
         covered, functions = target_coverage(check)
         if functions >= 2:
             multi.update(tasks=1, functions=functions, covered=covered, served=int(ok))
-    return {"tasks": served, "not_served": dict(why.most_common()), "multi_function": dict(multi)}
+    return {"tasks": served, "not_served": dict(why.most_common()), "multi_function": dict(multi),
+            "reports": _report_measures(suite, kept), "task_ids": kept}
+
+
+def _report_measures(suite, task_ids: list[str]) -> dict[str, Any]:
+    """The static measures of the served tasks' reports (:func:`~termgym.factory.swesynth.examples.report_measures`:
+    names an example leaves undefined, private names, expectations stated only as "a normal
+    result", distinct openings), each task's private names judged against its project's packages."""
+    from termgym.factory.swesynth.examples import report_measures
+    from termgym.factory.swesynth.quality import project_packages
+
+    statements, packages, known = {}, {}, {}
+    for tid in task_ids:
+        record = suite.record(tid)
+        statements[tid] = record.problem_statement
+        key = (str(record.repo_dir), tuple(record.source_dirs))
+        if key not in known:
+            try:
+                known[key] = sorted(project_packages(Path(record.repo_dir), record.source_dirs))
+            except OSError:  # the project's tree is not on this machine: every ``_name`` counts
+                known[key] = []
+        packages[tid] = known[key]
+    return report_measures(statements, packages)
 
 
 def _generation(index: dict[str, Any]) -> dict[str, Any]:
@@ -262,11 +311,12 @@ def _generation(index: dict[str, Any]) -> dict[str, Any]:
 
 
 def sample_reports(card: dict[str, Any], n: int = 5, seed: int = 26) -> list[tuple[str, str]]:
-    """``n`` (task id, report) pairs drawn with ``seed`` from the card's tasks (sorted by id first,
-    so the draw depends only on the suite's contents)."""
+    """``n`` (task id, report) pairs drawn with ``seed`` from the card's served tasks (all its tasks
+    when it does not say which are served), sorted by id first, so the draw depends only on the
+    suite's contents."""
     import random
 
-    ids = sorted(card["reports"])
+    ids = sorted((card.get("served") or {}).get("task_ids") or card["reports"])
     picked = random.Random(seed).sample(ids, min(n, len(ids)))
     return [(tid, card["reports"][tid]) for tid in picked]
 
@@ -355,6 +405,11 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
               f"* **Fix touches ≥ 2 sites**: {_share(card['multi_site'], total)}; **cross-module**: "
               f"{_share(card['cross_module'], total)}; **two or more bugs**: {_share(card['multi_bug'], total)}.",
               "* **Bug types**: " + ", ".join(f"{k} {v}" for k, v in card["bug_types"].items()) + "."]
+    if card.get("sources"):
+        kinds = card.get("history_kinds") or {}
+        lines.append("* **Sources**: " + ", ".join(f"{k} {_share(v, total)}" for k, v in card["sources"].items())
+                     + (("; release-history kinds: " + ", ".join(f"{k} {v}" for k, v in kinds.items())) if kinds
+                        else "") + ".")
     dup = card.get("near_duplicates")
     if dup:
         lines.append(f"* **Near-duplicates**: {_share(dup['either'], total)} of tasks share a (function, bug type) "
@@ -370,19 +425,23 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                      f"project-hours: {gen['tasks_per_project_minute']:g} tasks per project-minute; generator "
                      f"version {', '.join(map(str, gen['versions']))}, seed {', '.join(map(str, gen['seeds']))}"
                      + (f"; failed: {', '.join(gen['failed_projects'])}" if gen["failed_projects"] else "") + ".")
+    reports = (served or {}).get("reports")
+    if reports:
+        lines += ["", *_example_lines(reports, audit)]
     if audit is not None:
         from termgym.factory.swesynth.audit import COLUMNS
 
         t = audit["total"]
-        how = (f"a sample of {audit['tasks']} tasks drawn with seed {audit['seed']}" if audit.get("sample")
-               else f"all {audit['tasks']} tasks")
+        how = (f"a sample of {audit['tasks']} {'served ' if audit.get('served') else ''}tasks drawn with seed "
+               f"{audit['seed']}" if audit.get("sample") else f"all {audit['tasks']} tasks")
         lines += ["", f"**Report checks passed** (`termgym swesynth audit`, {how}"
                       f"{', repros run in the sandbox' if audit.get('run') else ', static checks only'}):", ""]
         lines += [f"* {c}: " + (f"{100 * t[c][0] / t[c][1]:.0f} % of {t[c][1]}" if t[c][1] else "not run")
-                  for c in COLUMNS]
+                  for c in COLUMNS if c in t]
     if quotes:
+        served_only = bool((card.get("served") or {}).get("task_ids"))
         lines += ["", f"**{quotes} reports drawn at random** (seed {quote_seed}, `termgym swesynth card --quotes "
-                      f"{quotes} --quote-seed {quote_seed}`):"]
+                      f"{quotes} --quote-seed {quote_seed}`){' from the served tasks' if served_only else ''}:"]
         for tid, statement in sample_reports(card, quotes, quote_seed):
             lines += ["", f"`{tid}`:", ""] + [f"> {x}".rstrip() for x in statement.strip().splitlines()]
     from termgym.tasks.swesynth.suite import SUITE_DIR
@@ -390,11 +449,51 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
     default = card["suite"] == _shown(SUITE_DIR)
     out = "" if default else f" --out {card['suite']} --resume"
     where = "" if default else f" --suite {card['suite']}"
+    # the audit as the card's numbers were made (the sample and seed of the audit given)
+    drawn = (f"{' --served' if audit.get('served') else ''} --sample {audit['sample']} --seed {audit['seed']}"
+             if audit and audit.get("sample") else " --sample 200 --seed 26")
     lines += ["", f"Regenerate: `termgym swesynth bundle{out}` (resumable; it skips what is done), then "
-                  f"`termgym swesynth audit{where} --sample 200 --seed 26 --json audit.json` and "
+                  f"`termgym swesynth audit{where}{drawn} --json audit.json` and "
                   f"`termgym swesynth card{where} --audit audit.json"
                   f"{' --quotes ' + str(quotes) if quotes else ''} --write {doc or 'docs/swesynth.md'}`.", "", END]
     return "\n".join(lines) + "\n"
+
+
+def _example_lines(reports: dict[str, Any], audit: dict[str, Any] | None) -> list[str]:
+    """The card's lines on the served reports' examples (static, over every served report) and,
+    from an audit that ran them, the share whose every example showed its stated difference."""
+    from termgym.factory.swesynth.audit import EVERY_EXAMPLE
+
+    n = reports["reports"]
+    private = reports.get("private_names") or {}
+    explained = set(reports.get("private_explained") or [])
+    listed = "; ".join(f"`{tid}`: {', '.join(f'`{x}`' for x in names)}"
+                       + (" (the report says why: an internal module or helper, the smallest piece that shows "
+                          "the bug, which its test calls too)" if tid in explained else " (no reason given)")
+                       for tid, names in sorted(private.items()))
+    out = [f"**Every bug stated, every statement run** (the {n} served reports; an example is a code block or a "
+           "call written inline; `termgym.factory.swesynth.examples`):", "",
+           f"* **Names undefined in any example** (used, but neither defined, imported nor built in): "
+           f"**{reports['undefined']}** reports"
+           + (f" (names no example of the report defines: {reports.get('undefined_in_report', 0)})"
+              if reports["undefined"] else "") + ".",
+           f"* **Private names** of the project in an example: {reports['private']}"
+           + (f": {listed}." if private else "."),
+           f"* **Expected results stated only as “a normal result”**: {reports['vague']} "
+           f"({100 * reports['vague'] / max(n, 1):.1f} %); "
+           f"an exception named without its message: {_share(reports['error_without_message'], n)}.",
+           f"* **Distinct opening sentences**: {reports['openings']} (the most common one opens "
+           f"{_share(reports['top_openings'][0][1], n) if reports['top_openings'] else 0} reports); distinct closings: "
+           f"{reports['closings']}; examples per report: "
+           + ", ".join(f"{k}: {v}" for k, v in reports["examples"].items()) + "."]
+    t = (audit or {}).get("total") or {}
+    if audit and audit.get("run") and t.get(EVERY_EXAMPLE) and t[EVERY_EXAMPLE][1]:
+        passed, decided = t[EVERY_EXAMPLE]
+        how = (f"a sample of {decided} {'served ' if audit.get('served') else ''}tasks drawn with seed {audit['seed']}"
+               if audit.get("sample") else f"all {decided} tasks")
+        out.append(f"* **Every example ran and showed its stated difference** (each run on the clean and the buggy "
+                   f"tree in the task's sandbox; {how}): {_share(passed, decided)}.")
+    return out
 
 
 def write_into(doc: str | Path, section: str) -> None:

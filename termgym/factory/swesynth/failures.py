@@ -43,6 +43,8 @@ class Failure:
     expected: str | None = None        # repr of what should have come back (or the relation's operand)
     error: tuple[str, str] | None = None   # exception raised instead: (type, first message line)
     expected_error: str | None = None  # exception the call should have raised
+    expected_message: str | None = None  # its message, when a run of the clean code showed it
+    expected_type: str | None = None   # the type of what should come back, when its value is too long to quote
     self_contained: bool = True        # every name in call/setup is importable or built in the repro
     names: set[str] = field(default_factory=set)  # identifiers a user sees in the repro
     imports: list[str] = field(default_factory=list)  # the import lines the repro needs (set by the writer)
@@ -127,8 +129,21 @@ def test_names(test: str, repo: Path | None) -> set[str]:
         if folder == root:
             break
         folder = folder.parent
+    key = tuple(id(t) for t in trees)  # the parsed trees are cached per file version: so are their names
+    if key not in _names:
+        _names[key] = (trees, _tree_names(filter(None, trees)))  # the trees kept: their ids stay theirs
+    names = set(_names[key][1])
+    names.discard(name)
+    return {n for n in names if not n.startswith("test_") and not n.startswith("Test")}
+
+
+_names: dict[tuple[int, ...], tuple[list, frozenset[str]]] = {}
+
+
+def _tree_names(trees) -> frozenset[str]:
+    """Every identifier written in ``trees`` (see :func:`test_names`)."""
     names: set[str] = set()
-    for tree in filter(None, trees):
+    for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.Name):
                 names.add(node.id)
@@ -145,8 +160,7 @@ def test_names(test: str, repo: Path | None) -> set[str]:
                 names.update(node.name.split("."))  # ``import pkg.mod`` shows both names
             if isinstance(node, ast.ImportFrom) and node.module:
                 names.update(node.module.split("."))  # ``from pkg.mod import f`` shows where f lives
-    names.discard(name)
-    return {n for n in names if not n.startswith("test_") and not n.startswith("Test")}
+    return frozenset(names)
 
 
 def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[str]]:
@@ -520,9 +534,16 @@ def _used_in_a_loop(expr: ast.expr, name: str) -> bool:
                and name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for node in ast.walk(expr))
 
 
+def _reads(node: ast.AST, name: str) -> int:
+    """How many times ``node`` reads the variable ``name``."""
+    return sum(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+
 def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tuple[ast.expr, list[ast.stmt]]:
     """Fold single-use setup variables into ``expr`` (``q = Queue(); q.pop()`` stays two lines: q is
-    used twice; ``d = date(2024, 1, 6); is_weekend(d)`` becomes ``is_weekend(date(2024, 1, 6))``)."""
+    used twice; ``d = date(2024, 1, 6); is_weekend(d)`` becomes ``is_weekend(date(2024, 1, 6))``).
+    A variable ``expr`` reads twice stays too: ``s = IndexedSet(range(9)); (s.pop(4), s.pop(4))``
+    pops one set twice, and written out it would pop two fresh sets once each."""
     changed = True
     while changed:
         changed = False
@@ -534,7 +555,8 @@ def _inline(expr: ast.expr, setup: list[ast.stmt], later: list[ast.AST]) -> tupl
             if any(name in _free_names(o) or _assigns(o, name) for o in others) \
                     or any(name in _free_names(o) for o in later):
                 continue
-            if name not in _free_names(expr) or len(ast.unparse(stmt.value)) > 60 or _used_in_a_loop(expr, name):
+            if name not in _free_names(expr) or len(ast.unparse(stmt.value)) > 60 or _used_in_a_loop(expr, name) \
+                    or _reads(expr, name) > 1:
                 continue  # (unread ones are _drop_unread's business)
             expr = _Fill({name: stmt.value}, set()).visit(expr)
             setup = others

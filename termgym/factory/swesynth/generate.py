@@ -4,7 +4,9 @@
 
 1. copy the repository (a path or a git URL, cloned shallowly) to a scratch tree;
 2. the project's baseline (:mod:`~termgym.factory.swesynth.screen`, cached per tree hash): the
-   required tests, the lines each executes, the clean tree graded twice by the real grader;
+   required tests, the lines each executes, the clean tree graded twice by the real grader (a test
+   that fails once, in reverse order, or, a timing test, under CPU load, is left out:
+   :mod:`~termgym.factory.swesynth.flaky`);
 3. scan the source files for candidate mutations (:mod:`~termgym.factory.swesynth.inject`) and draw
    attempts from the seed (bug types take turns);
 4. screen attempts in parallel, one long-lived sandbox per worker, running only the tests that
@@ -40,6 +42,8 @@ from termgym.factory.swesynth.adapters import (
     names_module,
     task_signals,
 )
+from termgym.factory.swesynth.audit import example_runner
+from termgym.factory.swesynth.flaky import CANDIDATE_RUNS
 from termgym.factory.swesynth.inject import (
     Attempt,
     InjectionError,
@@ -199,7 +203,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
              split: str | None = None, stall_limit: int | None = None, resume: bool = False,
-             early_stop: bool = True, max_per_function: int | None = None) -> GenerationResult:
+             early_stop: bool = True, max_per_function: int | None = None,
+             flaky_check: bool = True) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -207,7 +212,11 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     compatibility and not run) is a pytest command run from the repository root there.
 
     1. :func:`~termgym.factory.swesynth.screen.project_baseline` (cached per tree hash): the required
-       tests and which lines each executes, the clean tree graded twice by the real grader;
+       tests and which lines each executes, the clean tree graded twice by the real grader; tests
+       that do not pass every clean run, and with ``flaky_check`` those that fail in a run in
+       reverse order and the timing tests that fail when run again under CPU load
+       (:func:`~termgym.factory.swesynth.flaky.unstable_tests`), are left out of the required set
+       (``exclude_tests`` too: a project's deselected tests);
     2. candidates from the seed (bug types take turns); each runs only the required tests that
        execute its changed lines (:meth:`~termgym.factory.swesynth.screen.Baseline.tests_for_change`),
        in a long-lived sandbox per worker; import-time changes need a full run (``import_time``:
@@ -253,7 +262,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         raise ValueError(f"import_time must be 'auto', 'run' or 'skip', not {import_time!r}")
     if max_per_function is not None and max_per_function < 1:
         raise ValueError(f"max_per_function must be at least 1 (None turns the cap off), got {max_per_function}")
-    types = check_bug_types(bug_types, allow_llm=breaker is not None)
+    # a candidate source that makes a kind of bug of its own (release history) names its types
+    types = list(getattr(breaker, "bug_types", ())) or check_bug_types(bug_types, allow_llm=breaker is not None)
     out = Path(out)
     stats = Stats(wanted=n)
     command = sandbox_test_command or test_command
@@ -270,7 +280,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         if not sources:
             raise RuntimeError(f"no Python source files found in {repo} (source_dirs={list(source_dirs)})")
         t0 = time.monotonic()
-        base = project_baseline(pristine, command, source_dirs, project_env, exclude=exclude_tests)
+        base = project_baseline(pristine, command, source_dirs, project_env, exclude=exclude_tests,
+                                load_runs=CANDIDATE_RUNS if flaky_check else 0, order_check=flaky_check)
         # Doctests collected from source files (``--doctest-modules``) live in what the agent edits:
         # a fix could rewrite the expected output, so they never decide a grade.
         required = [t for t in base.tests if not is_source_path(t.split("::", 1)[0], source_dirs, test_dirs)]
@@ -296,6 +307,11 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                                  limit=max_attempts or max(50, 25 * n))
         statements: dict[str, StatementMap] = {}
         workers_pool: queue.Queue[ScreenWorker] = queue.Queue()
+        # the import path a report's example runs with: the tree's import roots, the tree, the environment
+        wd = project_env.workdir.rstrip("/")
+        env_path = list(project_env.grader_kwargs.get("python_path") or ())
+        example_path = [p for p in env_path if p == wd or p.startswith(wd + "/")] + [wd] + [
+            p for p in env_path if not (p == wd or p.startswith(wd + "/"))]
         opened: list[ScreenWorker] = []
         ws_cache = tmp / "workspaces"
 
@@ -406,15 +422,25 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             originals = {p: files[p] for p in mutated}
             bug_patch = make_patch(originals, mutated)
             fix_patch = make_patch(mutated, originals)
+            # where a candidate source's bug came from (release history: the versions and the kind)
+            origin = breaker.origin(attempt.mutations, target_tests) if hasattr(breaker, "origin") else {}
+            request = origin.get("kind") == "feature"  # a report that asks for the feature, not a bug report
+            # with the sandbox check, every example of the report runs on the clean and the buggy tree
+            # as it is written: stated as it runs, and dropped when it shows no difference
+            box = worker() if sandbox_check else None
             try:
-                if writer is not None:
+                if writer is not None and not request:
                     statement = write_report_llm(writer, target_tests, messages, bug_patch, repo=pristine,
                                                  seed=seed, groups=groups, source_dirs=source_dirs)
                 else:
                     statement = write_report(target_tests, messages, bug_patch, repo=pristine, seed=seed,
-                                             groups=groups, source_dirs=source_dirs)
+                                             groups=groups, source_dirs=source_dirs, request=request,
+                                             run=example_runner(box, mutated, example_path) if box else None)
             except ValueError as exc:  # ReportError: no wording of any failing test passed check_report
                 return f"no clean bug report: {exc}"
+            finally:
+                if box is not None:
+                    workers_pool.put(box)
             problems = check_report(statement, target_tests=target_tests, patch=bug_patch, repo=pristine)
             if problems:
                 return "no clean bug report: " + "; ".join(problems)
@@ -435,6 +461,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 repo_dir=pristine,
             )
             attach_project(record, project)
+            record.origin = origin
             record.signals = signals
             record.difficulty = difficulty_tier(signals)
             return record
@@ -550,7 +577,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                           test_fraction=test_fraction, split=split, suite_name=suite_name,
                           generation={"seed": seed, "version": GENERATOR_VERSION, **stats.to_dict(),
                                       "baseline": {"tests": len(base.tests), "required": len(required),
-                                                   "dropped": base.dropped, "trace_seconds": base.trace_seconds,
+                                                   "dropped": base.dropped, "flaky": base.flaky,
+                                                   "trace_seconds": base.trace_seconds,
                                                    "runtime": base.runtime}})
         else:
             _write_suite(out, kept, pristine, name, test_command, command, source_dirs, test_dirs,

@@ -23,7 +23,14 @@ pinned requirement, for projects nobody here named as well as for the bundled on
 6. the clean suite is **run in a sandbox under the grader** (:func:`~projects.run_clean_suite`). Only when
    every collected test passes (or is skipped) is the folder moved into the project set, with the
    measured ``lines``, ``tests`` and ``suite_seconds``. Otherwise the failing tests are listed with
-   their messages, to be left out with ``--deselect TEST=REASON`` (every left-out test says why).
+   their messages, to be left out with ``--deselect TEST=REASON`` (every left-out test says why);
+7. once it passes, the **flaky-test probe** (:mod:`.flaky`, on unless ``flaky_probe=False``, the
+   CLI's ``--no-flaky-probe``) runs the suite again under CPU load above the core count and in
+   reverse order, and its timing tests several more times under load: every test whose outcome
+   changes is left out (``[[deselect]]`` with ``flaky: <what changed it>``), so none reaches a
+   task's required set, and the suite is run once more without them. Before that, a clean run
+   that fails a few tests has them run again alone: those that pass there are flaky too, left out
+   the same way (``flaky: passed when run again ... (failed on the first run: ...)``).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from email.parser import Parser
 from pathlib import Path, PurePosixPath
 
 from termgym.archives import extract_all
+from termgym.factory.swesynth.flaky import FlakyReport, ProbeRun, probe, recheck_failures, summary_messages
 from termgym.factory.swesynth.project_config import (
     PROBE_PLUGIN,
     LockPytest,
@@ -75,6 +83,9 @@ from termgym.tasks.swesynth.projects import (
 #: The pytest every bundled project runs under, and the versions of its dependencies in their lock.
 BASE_LOCK: tuple[str, ...] = ("pytest==7.2.1", "attrs==22.2.0", "iniconfig==1.1.1", "packaging==23.0",
                               "pluggy==1.0.0")
+#: A failing clean run whose failures are this few has them run again (flaky ones pass there and
+#: are left out); more than this is a broken environment, not chance.
+MAX_RECHECKED = 20
 #: Folder names that hold tests (in the order they are looked for).
 TEST_FOLDERS = ("tests", "test", "testing", "t")
 #: Top-level folders that are never the project's source.
@@ -118,6 +129,11 @@ class AddResult:
     folder: Path
     provision_seconds: float
     proposed: list[tuple[str, str]] = field(default_factory=list)
+    #: What the flaky-test probe ran and found (None when it did not run).
+    probe: FlakyReport | None = None
+    #: ``(test, reason)`` of every test left out as flaky: by the probe, or failing once and passing
+    #: when run again.
+    flaky: list[tuple[str, str]] = field(default_factory=list)
 
 
 def parse_requirement(text: str, what: str = "requirement") -> tuple[str, str]:
@@ -383,8 +399,9 @@ test_command.__test__ = False  # type: ignore[attr-defined]
 def write_manifest(folder: Path, *, name: str, version: str, sdist: Path, layout: Layout, domain: str,
                    description: str, command: str, lock: Sequence[tuple[str, str, str]],
                    deselect: Sequence[tuple[str, str]], measured: dict[str, float | int] | None = None,
-                   declared: Sequence[str] = (), notes: Sequence[str] = ()) -> Path:
-    """Write ``project.toml`` in the project set's format (measured fields when given).
+                   declared: Sequence[str] = (), notes: Sequence[str] = (), flaky_probe: str = "") -> Path:
+    """Write ``project.toml`` in the project set's format (measured fields when given; ``flaky_probe``
+    says what the flaky-test probe ran, beside them).
 
     ``declared`` (the project's own runtime requirements, pinned in the lock) and ``notes`` (what was
     changed so that the lock runs its suite) are kept for the next reader: the project loads them as
@@ -415,6 +432,7 @@ def write_manifest(folder: Path, *, name: str, version: str, sdist: Path, layout
                   "sandbox, under the grader):",
                   f"lines = {measured['lines']}", f"tests = {measured['tests']}",
                   f"suite_seconds = {measured['suite_seconds']}"]
+        lines += [f"flaky_probe = {_toml_string(flaky_probe)}"] * bool(flaky_probe)
     lines += ["# The full lock of the test environment (installed with --no-deps --require-hashes),",
               "# the pytest this project's suite runs under included.", "test_requirements = ["]
     lines += [f"    {_toml_string(f'{n}=={v}')}," for n, v, _ in lock]
@@ -427,12 +445,9 @@ def write_manifest(folder: Path, *, name: str, version: str, sdist: Path, layout
     return path
 
 
-_FAILED_LINE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$", re.M)
-
-
 def failures_of(run: CleanRun) -> dict[str, str]:
     """``test id -> message`` of every test of a clean run that neither passed nor was skipped."""
-    messages = {m.group(2): (m.group(3) or m.group(1)).strip() for m in _FAILED_LINE.finditer(run.log_tail)}
+    messages = summary_messages(run.log_tail)
     bad = {t: messages.get(t, o) for t, o in run.outcomes.items() if o not in ("passed", "skipped")}
     if not bad and not run.ok:
         bad["(the run)"] = ("; ".join(run.tamper) or f"pytest exit {run.exit_code}") + "\n" + run.log_tail[-1500:]
@@ -517,6 +532,7 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
                 pytest_args: str = "", source_dirs: Sequence[str] = (), test_dirs: Sequence[str] = (),
                 python_path: Sequence[str] | None = None, licence: str | None = None, root: str | Path | None = None,
                 replace: bool = False, timeout: float = 600.0, deselect_failing: bool = False,
+                flaky_probe: bool = True, probe_busy: int | None = None,
                 log: Callable[[str], None] = print) -> AddResult:
     """Make, provision and check a project folder; move it into ``root`` when its clean suite passes.
 
@@ -529,6 +545,14 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
     A clean suite that fails names what to leave out (:func:`proposed_deselects`, in the result's
     ``proposed``); ``deselect_failing`` takes that proposal (each test or file with its failure as the
     reason) and runs the suite once more.
+
+    A suite that passes meets the flaky-test probe (:func:`.flaky.probe`, ``probe_busy`` busy
+    processes for its load phase, default one more than the cores) unless ``flaky_probe`` is false:
+    each test it reports is left out with its reason (``flaky: ...``, logged), and the suite runs
+    once more without them. With the probe on, a clean run that fails at most
+    :data:`MAX_RECHECKED` tests first has them run again alone: those that pass there are left out
+    the same way. The result's ``probe`` holds what the probe ran and found, its ``flaky`` every
+    test left out as flaky.
     """
     deselect = list(deselect)
     if (requirement is None) == (sdist is None):
@@ -573,11 +597,12 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
         for f in layout.licence_files:
             shutil.copy2(top / f, stage / f)
 
-        def write(measured: dict[str, float | int] | None = None) -> Project:
+        def write(measured: dict[str, float | int] | None = None, probed: str = "") -> Project:
             write_manifest(stage, name=name, version=version, sdist=stage / sdist_path.name, layout=layout,
                            domain=domain, description=description,
                            command=test_command(layout.test_dirs, deselect, pytest_args, ini), lock=lock,
-                           deselect=deselect, measured=measured, declared=declared, notes=notes)
+                           deselect=deselect, measured=measured, declared=declared, notes=notes,
+                           flaky_probe=probed)
             try:
                 return load_project(stage)
             except ProjectError as exc:
@@ -598,6 +623,11 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
         counts = ", ".join(f"{v} {k}" for k, v in sorted(run.counts.items()))
         log(f"{name}: clean suite under the grader in {run.seconds:.1f}s: {counts or 'nothing collected'}; "
             f"pytest exit {run.exit_code}")
+        flaky: list[tuple[str, str]] = []
+        if not run.ok and flaky_probe and 0 < len(failures) <= MAX_RECHECKED and "(the run)" not in failures:
+            flaky, run = _recheck_failures(project, run, deselect, write, timeout=timeout, log=log)
+            project = load_project(stage)
+            failures = failures_of(run)
         proposed = proposed_deselects(run, failures)
         if not run.ok and deselect_failing and proposed:
             for test, reason in proposed:
@@ -610,23 +640,85 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
             counts = ", ".join(f"{v} {k}" for k, v in sorted(run.counts.items()))
             log(f"{name}: clean suite again in {run.seconds:.1f}s: {counts or 'nothing collected'}; "
                 f"pytest exit {run.exit_code}")
+        report = None
+        if run.ok and flaky_probe:
+            report, run = _leave_out_flaky(project, run, deselect, write, busy=probe_busy, timeout=timeout, log=log)
+            flaky += report.deselect()
+            project = load_project(stage)
+            failures = failures_of(run)
+            proposed = proposed_deselects(run, failures)
+        elif run.ok:
+            log(f"{name}: flaky-test probe skipped (--no-flaky-probe): tests whose outcome depends on load or "
+                "order may reach the required sets of tasks made from this project")
         if not run.ok:
             kept = work.parent / f"termgym-add-project-{name}-{version}"
             shutil.rmtree(kept, ignore_errors=True)
             shutil.copytree(stage, kept)
             return AddResult(project=project, run=run, ok=False, failures=failures, folder=kept,
-                             provision_seconds=provision_seconds, proposed=proposed)
+                             provision_seconds=provision_seconds, proposed=proposed, probe=report, flaky=flaky)
         write({"lines": count_lines(project_tree(project), layout.source_dirs, layout.test_dirs),
                "tests": sum(1 for o in run.outcomes.values() if o == "passed"),
-               "suite_seconds": round(run.seconds, 2)})
+               "suite_seconds": round(run.seconds, 2)},
+              probed=report.summary() if report else "skipped (--no-flaky-probe)")
         if target.exists():
             shutil.rmtree(target)
         root.mkdir(parents=True, exist_ok=True)
         shutil.copytree(stage, target)
         return AddResult(project=load_project(target), run=run, ok=True, failures={}, folder=target,
-                         provision_seconds=provision_seconds)
+                         provision_seconds=provision_seconds, probe=report, flaky=flaky)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _recheck_failures(project: Project, run: CleanRun, deselect: list[tuple[str, str]],
+                      write: Callable[[], Project], *, timeout: float,
+                      log: Callable[[str], None]) -> tuple[list[tuple[str, str]], CleanRun]:
+    """Run the failing tests of a clean run again (:func:`.flaky.recheck_failures`); leave out those
+    that pass there as flaky, and run the suite once more without them when there are any."""
+    from termgym.factory.swesynth.screen import ProjectEnv
+
+    found = recheck_failures(project_tree(project), project.test_command, ProjectEnv.for_project(project),
+                             ProbeRun.from_clean_run(run), timeout=max(60.0, 5 * run.seconds))
+    if not found:
+        return [], run
+    taken = [(f.test, f"flaky: {f.reason}") for f in found]
+    return taken, _run_without(project, taken, deselect, write, timeout=timeout, log=log)
+
+
+def _run_without(project: Project, taken: list[tuple[str, str]], deselect: list[tuple[str, str]],
+                 write: Callable[[], Project], *, timeout: float, log: Callable[[str], None]) -> CleanRun:
+    """Leave the flaky tests ``taken`` out (``deselect`` grows, the manifest is written again) and run the
+    clean suite once more without them."""
+    name = project.name
+    for test, reason in taken:
+        log(f"{name}: left out as flaky: {test}: {reason}")
+    deselect += taken
+    write()
+    again = run_clean_suite(load_project(project.folder), timeout=timeout)
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(again.counts.items()))
+    log(f"{name}: clean suite without the flaky tests in {again.seconds:.1f}s: {counts or 'nothing collected'}; "
+        f"pytest exit {again.exit_code}")
+    return again
+
+
+def _leave_out_flaky(project: Project, run: CleanRun, deselect: list[tuple[str, str]],
+                     write: Callable[[], Project], *, busy: int | None, timeout: float,
+                     log: Callable[[str], None]) -> tuple[FlakyReport, CleanRun]:
+    """Probe a passing clean suite for flaky tests; leave each out (``deselect`` grows, the manifest
+    is written again) and run the suite once more without them. Returns the report and the last run."""
+    from termgym.factory.swesynth.screen import ProjectEnv
+
+    name = project.name
+    log(f"{name}: probing for flaky tests (the suite under CPU load and in reverse order, its timing tests "
+        "again under load; --no-flaky-probe skips this)")
+    report = probe(project_tree(project), project.test_command, ProjectEnv.for_project(project),
+                   first=ProbeRun.from_clean_run(run), busy=busy, log=lambda line: log(f"{name}: probe: {line}"))
+    for note in report.notes:
+        log(f"{name}: probe: {note}")
+    if not report.flaky:
+        log(f"{name}: no flaky test found ({report.summary()})")
+        return report, run
+    return report, _run_without(project, report.deselect(), deselect, write, timeout=timeout, log=log)
 
 
 def _declared_for_lock(name: str, top: Path, no_deps: Sequence[str], log: Callable[[str], None]) -> list[str]:

@@ -6,7 +6,10 @@ Running a project's whole suite for every candidate bug is what made generation 
    screening plugin (:mod:`~termgym.factory.swesynth.screen_plugin`), recording which source lines
    each test executes, then twice under the real grader
    (:func:`~termgym.tasks.swesynth.grading.run_graded_tests`) on the clean tree. The tests that
-   pass all three times are the required (pass-to-pass) set; the clean tree's grade is the
+   pass all three times are the required (pass-to-pass) set, less those that fail when run again
+   (:func:`~termgym.factory.swesynth.flaky.unstable_tests`: once in reverse order, since a grade
+   may run a selection of them; and the static timing candidates a few times under CPU load); the
+   clean tree's grade is the
    oracle's grade for every task of the project (an oracle tree is byte-identical to the clean
    tree, which :func:`~termgym.factory.swesynth.generate.oracle_restores_clean_tree` checks per
    task). The baseline is cached per project tree hash, test command and environment.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import fnmatch
 import hashlib
 import json
 import os
@@ -36,8 +40,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from termgym.factory.swesynth.flaky import CANDIDATE_RUNS, unstable_tests
 from termgym.factory.swesynth.validate import RunResult
 from termgym.sandbox import FreshSandboxes, make_sandbox
 from termgym.sandbox.base import Limits, Sandbox, SandboxSpec
@@ -45,8 +50,11 @@ from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.grading import run_graded_tests
 from termgym.tasks.swesynth.selection import select_command
 
+if TYPE_CHECKING:
+    from termgym.tasks.swesynth.projects import Project
+
 #: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
-SCREEN_VERSION = 3
+SCREEN_VERSION = 4  # 4: tests failing in reverse order, timing tests failing under CPU load leave the required set
 PLUGIN_SOURCE = Path(__file__).with_name("screen_plugin.py")
 PLUGIN_MODULE = "termgym_screen"
 PLUGIN_DIR = "/tmp/.termgym-screen"
@@ -68,8 +76,10 @@ class ProjectEnv:
     grader_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def for_project(cls, name: str, backend: str = "local", workdir: str = "/app") -> ProjectEnv:
-        """The provisioned test environment of bundled project ``name`` (read-only bind + PYTHONPATH)."""
+    def for_project(cls, name: str | Project, backend: str = "local", workdir: str = "/app") -> ProjectEnv:
+        """The provisioned test environment of project ``name`` (read-only bind + PYTHONPATH): a
+        project of a project set by name, or a :class:`~termgym.tasks.swesynth.projects.Project`
+        (one add-project is checking)."""
         from termgym.tasks.swesynth.projects import project_sandbox_spec_parts
 
         parts = project_sandbox_spec_parts(name, workdir)
@@ -190,13 +200,16 @@ class Baseline:
     #: The costliest fixture work one test paid in that run (largest setup plus largest teardown):
     #: whichever test runs first in a candidate's run pays the session and module fixtures.
     fixture_seconds: float = 0.0
+    #: Tests that passed the clean runs but not when run again (in reverse order, or under CPU load),
+    #: and why: left out of ``tests``.
+    flaky: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": SCREEN_VERSION, "key": self.key, "tree_hash": self.tree_hash, "tests": self.tests,
                 "coverage": {f: {str(k): v for k, v in m.items()} for f, m in self.coverage.items()},
                 "import_lines": self.import_lines, "seconds": self.seconds, "trace_seconds": self.trace_seconds,
                 "runtime": self.runtime, "dropped": self.dropped, "durations": self.durations,
-                "fixture_seconds": self.fixture_seconds}
+                "fixture_seconds": self.fixture_seconds, "flaky": self.flaky}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Baseline:
@@ -204,7 +217,8 @@ class Baseline:
                    coverage={f: {int(k): v for k, v in m.items()} for f, m in data["coverage"].items()},
                    import_lines=data["import_lines"], seconds=data["seconds"], trace_seconds=data["trace_seconds"],
                    runtime=data.get("runtime", {}), dropped=data.get("dropped", {}),
-                   durations=list(data.get("durations", [])), fixture_seconds=data.get("fixture_seconds", 0.0))
+                   durations=list(data.get("durations", [])), fixture_seconds=data.get("fixture_seconds", 0.0),
+                   flaky=dict(data.get("flaky", {})))
 
     def test_budgets(self, tests: Sequence[str], *, factor: float = TEST_BUDGET_FACTOR,
                      margin: float = TEST_BUDGET_MARGIN) -> dict[str, float]:
@@ -243,17 +257,38 @@ def baseline_cache_dir() -> Path:
     return Path(base) / "swesynth-baselines"
 
 
+def excluded(test_id: str, entries: Sequence[str]) -> bool:
+    """Whether ``test_id`` is left out by one of ``entries`` (a project's ``[[deselect]]`` tests):
+    as pytest's ``--deselect`` (a node id prefix: a class, a test's parametrisations) and
+    ``--ignore`` (a file or a folder) do, or an entry with ``*`` matched as a pattern."""
+    path = test_id.split("::", 1)[0]
+    for entry in entries:
+        if "*" in entry:
+            if fnmatch.fnmatchcase(test_id, entry):
+                return True
+        elif test_id == entry or path == entry.rstrip("/") or path.startswith(entry.rstrip("/") + "/"):
+            return True
+        elif "::" in entry and test_id.startswith(entry) and test_id[len(entry)] in ":[":
+            return True
+    return False
+
+
 def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], project_env: ProjectEnv,
                      *, exclude: Sequence[str] = (), timeout: float = 1800.0, cache: bool = True,
-                     log=None) -> Baseline:
+                     log=None, load_runs: int = CANDIDATE_RUNS, order_check: bool = True,
+                     load_busy: int | None = None) -> Baseline:
     """The cached :class:`Baseline` of a clean ``tree`` (see the module docstring).
 
-    ``exclude`` removes test ids (doctests in source files, a project's deselected tests) from the
-    required set. Raises ``RuntimeError`` with the test output when nothing passes.
+    ``exclude`` removes test ids (doctests in source files, a project's deselected tests: see
+    :func:`excluded`) from the required set. With ``order_check``, a run in reverse order, and
+    ``load_runs`` runs of the timing candidates among the required tests under CPU load
+    (``load_busy`` busy processes, default one more than the cores) leave out the tests that fail
+    there (:func:`~termgym.factory.swesynth.flaky.unstable_tests`; 0 and False: neither runs).
+    Raises ``RuntimeError`` with the test output when nothing passes.
     """
     digest = tree_hash(tree)
     key = hashlib.sha256(json.dumps([SCREEN_VERSION, digest, test_command, list(source_dirs), project_env.key(),
-                                     sorted(exclude)]).encode()).hexdigest()[:24]
+                                     sorted(exclude), load_runs, order_check, load_busy]).encode()).hexdigest()[:24]
     path = baseline_cache_dir() / f"{key}.json"
     if cache and path.is_file():
         try:
@@ -284,13 +319,12 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
             grader_runs.append(run)
             runtime = dict(run.versions)
             box.close()
-    excluded = set(exclude)
     dropped: dict[str, int] = {}
     tests = []
     for tid, outcome in traced.outcomes.items():
         if outcome != "passed":
             reason = f"{outcome} on the clean tree"
-        elif tid in excluded or tid.split("::", 1)[0] in excluded:
+        elif excluded(tid, exclude):
             reason = "excluded (doctest in a source file or deselected)"
         elif any(r.outcomes.get(tid) != "passed" for r in grader_runs):
             reason = "did not pass every clean run (flaky or order-dependent)"
@@ -298,6 +332,14 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
             tests.append(tid)
             continue
         dropped[reason] = dropped.get(reason, 0) + 1
+    flaky = unstable_tests(tree, test_command, project_env, tests, load_runs=load_runs, order=order_check,
+                           busy=load_busy, timeout=min(timeout, max(60.0, 10 * seconds)))
+    if flaky:
+        tests = [t for t in tests if t not in flaky]
+        dropped["flaky: failed when run again in reverse order or under CPU load"] = len(flaky)
+        for tid, why in sorted(flaky.items()):
+            if log:
+                log(f"left out of the required set: {tid}: {why}")
     index = {t: i for i, t in enumerate(tests)}
     phases = [traced.durations.get(t, {}) for t in tests]
     durations = [round(sum(p.values()), 4) for p in phases]
@@ -314,7 +356,7 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
                 per_file.setdefault(line, []).append(i)
     result = Baseline(key=key, tree_hash=digest, tests=tests, coverage=coverage, import_lines=traced.import_lines,
                       seconds=round(seconds, 2), trace_seconds=round(trace_seconds, 2), runtime=runtime,
-                      dropped=dropped, durations=durations, fixture_seconds=fixture_seconds)
+                      dropped=dropped, durations=durations, fixture_seconds=fixture_seconds, flaky=flaky)
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
@@ -415,4 +457,4 @@ class ScreenWorker:
 
 
 __all__ = ["Baseline", "ProjectEnv", "ScreenRun", "ScreenWorker", "StatementMap", "changed_lines",
-           "project_baseline", "tree_hash"]
+           "excluded", "project_baseline", "tree_hash"]

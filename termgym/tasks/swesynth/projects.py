@@ -661,7 +661,9 @@ def run_clean_suite(name: str | Project, backend: str = "local", timeout: float 
     try:
         box.start()
         started = time.monotonic()
-        run = run_graded_tests(box, project.test_command, workdir, list(project.source_dirs), timeout,
+        # pytest cuts its summary's failure lines to the terminal's width (80 columns here): a wide
+        # one keeps whole the messages that add-project shows and writes into reasons
+        run = run_graded_tests(box, f"COLUMNS=400 {project.test_command}", workdir, list(project.source_dirs), timeout,
                                python_path=parts.python_path, trusted_dirs=parts.trusted_dirs)
         seconds = time.monotonic() - started
     finally:

@@ -67,6 +67,10 @@ class TaskRecord:
     #: the clean code's answers. Stored beside the record (``behaviour.json`` in a task folder,
     #: ``behaviour/<repo>.jsonl`` in a compact suite), never in ``task.json``; empty when the task has none.
     behaviour: dict[str, Any] = field(default_factory=dict)
+    #: Where the bug came from when not from the procedural operators: ``{"source": "history",
+    #: "from_version", "to_version", "kind", ...}`` for a release-history task
+    #: (:mod:`termgym.factory.swesynth.history`). Empty for procedural tasks.
+    origin: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, repo_dir: str | None = None) -> dict[str, Any]:
         """The public JSON shape; ``repo_dir`` is written as given (relative paths stay portable)."""
@@ -98,6 +102,8 @@ class TaskRecord:
             out["difficulty"] = self.difficulty
         if self.project:
             out["project"] = self.project
+        if self.origin:
+            out["origin"] = self.origin
         if self.image:
             out["image"] = self.image
         if repo_dir is not None:
@@ -178,6 +184,7 @@ class TaskRecord:
             difficulty=data.get("difficulty") or None,
             project=str(project) if project else None,
             behaviour=dict(data.get("behaviour") or {}),
+            origin=dict(data.get("origin") or {}),
         )
         if not record.workdir.startswith("/"):
             raise RecordError(f"{where}: 'workdir' must be an absolute path, got {record.workdir!r}")

@@ -53,6 +53,10 @@ NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR, "v1": SU
 BEHAVIOUR_POLICIES = ("required", "any")
 
 
+#: Why a task is not served although its check could decide (:meth:`SweSynthSuite.report_problem`).
+REPORT_FAILS = "an example of its report does not show what the report says when run"
+
+
 class UnsafeGradingWarning(UserWarning):
     """A suite is served whose grades its tests alone decide (no task has a behaviour check)."""
 
@@ -237,6 +241,13 @@ class SweSynthSuite(TaskSuite):
 
         return servable(self.behaviour_check_of(task_id))
 
+    def report_problem(self, task_id: str) -> str:
+        """Why the task's report is not served (``""``: it is): set by ``termgym swesynth reports``
+        on a task whose report could not be written again and whose examples, run on the clean and
+        the buggy tree, do not show what the report says (the record's ``report_fails``)."""
+        raw = self._raw.get(task_id)
+        return str((raw or {}).get("report_fails") or "")
+
     def _default_behaviour(self) -> str:
         """``"required"`` when any task of the suite carries a check that decides alone (a suite
         ``generate`` made records one for every task it keeps); else ``"any"``, said loudly: every
@@ -258,10 +269,11 @@ class SweSynthSuite(TaskSuite):
         for split, ids in self._splits.items():
             kept = []
             for tid in ids:
-                if self.has_servable_check(tid):
+                if self.has_servable_check(tid) and not self.report_problem(tid):
                     kept.append(tid)
                 else:
-                    why = unservable_reason(self.behaviour_check_of(tid), name_functions=False)
+                    why = (unservable_reason(self.behaviour_check_of(tid), name_functions=False)
+                           if not self.has_servable_check(tid) else REPORT_FAILS)
                     self.unserved[why] = self.unserved.get(why, 0) + 1
             self._splits[split] = kept
         self.unchecked = total - sum(len(ids) for ids in self._splits.values())
