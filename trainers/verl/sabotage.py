@@ -166,8 +166,8 @@ class ScheduledSabotageLoop(TermgymAgentLoop):
             dump["reward_score"] = float(sum(fields["turn_scores"]))
         return _SabotagedOutput(**{**dump, "extra_fields": fields})
 
-    def _make_env(self, env_id: str, extra_info: dict[str, Any], global_step: int = -1, attempt: int = 0):
-        env = super()._make_env(env_id, extra_info, global_step, attempt)
+    def _make_env(self, env_id: str, extra_info: dict[str, Any], global_step: int = -1):
+        env = super()._make_env(env_id, extra_info, global_step)
         if self.schedule.get(global_step) == "action_replaced":
             from trainers.verl.hf_rollout import CHOICES_KEY
 
