@@ -30,6 +30,7 @@ from termgym.factory.swesynth.failures import read_failure
 from termgym.factory.swesynth.quality import (
     _RUNNER,
     CHECKS,
+    RUN_EXAMPLE,
     _outcome,
     import_lines,
     project_packages,
@@ -151,22 +152,7 @@ for name in json.loads(sys.argv[2]):
         pass  # the child imports it again and meets the error there
 limit = int(os.environ.get("TG_EXAMPLE_TIMEOUT", "30"))
 
-def run(code):
-    tree = compile(code, "<repro>", "exec", ast.PyCF_ONLY_AST)
-    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    body = tree.body[:-1] if last is not None else tree.body
-    scope = {"__name__": "__main__"}
-    out = {"raised": None, "value": None}
-    try:
-        exec(compile(ast.Module(body=body, type_ignores=[]), "<repro>", "exec"), scope)
-        if last is not None:
-            value = eval(compile(ast.Expression(last.value), "<repro>", "eval"), scope)
-            out["value"], out["type"] = repr(value)[:2000], type(value).__name__
-    except BaseException as exc:
-        out["raised"] = type(exc).__name__
-        out["message"] = str(exc)[:300]
-    return out
-
+''' + RUN_EXAMPLE + r'''
 results = []
 for code in codes:
     sys.stdout.flush()

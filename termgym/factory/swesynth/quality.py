@@ -388,24 +388,30 @@ def _root(node: ast.AST) -> str:
 #: Runs the repro's statements; the last one, when an expression, is printed as its ``repr``. Prints
 #: one JSON line: ``{"raised": type name or null, "value": repr or null}`` (with ``"message"`` for an
 #: exception, ``"type"``, the value's type name, for a value).
+#: The runner's ``run(code)``: one example's outcome, also the batch runner's (audit.py).
+RUN_EXAMPLE = r'''
+def run(code):
+    tree = compile(code, "<repro>", "exec", ast.PyCF_ONLY_AST)
+    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    body = tree.body[:-1] if last is not None else tree.body
+    scope = {"__name__": "__main__"}
+    out = {"raised": None, "value": None}
+    try:
+        exec(compile(ast.Module(body=body, type_ignores=[]), "<repro>", "exec"), scope)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), "<repro>", "eval"), scope)
+            out["value"], out["type"] = repr(value)[:2000], type(value).__name__
+    except BaseException as exc:
+        out["raised"] = type(exc).__name__
+        out["message"] = str(exc)[:300]
+    return out
+'''
 _RUNNER = r'''
 import ast, json, sys
+''' + RUN_EXAMPLE + r'''
 code = open(sys.argv[1]).read()
 sys.argv[:] = ["repro.py"]  # what a script of the user's would see (the batch runner gives the same)
-tree = compile(code, "<repro>", "exec", ast.PyCF_ONLY_AST)
-last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-body = tree.body[:-1] if last is not None else tree.body
-scope = {"__name__": "__main__"}
-out = {"raised": None, "value": None}
-try:
-    exec(compile(ast.Module(body=body, type_ignores=[]), "<repro>", "exec"), scope)
-    if last is not None:
-        value = eval(compile(ast.Expression(last.value), "<repro>", "eval"), scope)
-        out["value"], out["type"] = repr(value)[:2000], type(value).__name__
-except BaseException as exc:
-    out["raised"] = type(exc).__name__
-    out["message"] = str(exc)[:300]
-print("\n@@REPRO@@" + json.dumps(out))
+print("\n@@REPRO@@" + json.dumps(run(code)))
 '''
 
 
