@@ -113,6 +113,20 @@ def test_a_reward_paid_to_another_episode_fails_only_the_reward_check(server, tm
     assert _failing(metrics) == {"reward = own episode's return"}
 
 
+def test_a_shuffle_pays_someone_wrongly_whatever_order_the_episodes_finish_in():
+    """Episodes finish in any order; the shuffle must still pay a wrong return and never zero a whole step."""
+    import itertools
+
+    from trainers.verl import sabotage
+
+    returns = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    for offset, order in enumerate(itertools.permutations(range(len(returns)))):
+        step = 10_000 + offset  # a step of its own: the shuffle remembers a step's earlier returns
+        paid = {i: sabotage.shuffled_turn_scores(step, [returns[i]])[-1] for i in order}
+        assert any(paid[i] != returns[i] for i in order), order
+        assert sum(paid.values()) > 0, order
+
+
 def test_an_action_the_policy_did_not_write_fails_only_the_token_check(server, tmp_path):
     rows = _play(server, tmp_path, learning.READ_ID, READ_TASKS, loop_class=CreditSabotageLoop,
                  global_step=STEP_OF["action_replaced"])

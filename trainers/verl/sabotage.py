@@ -9,8 +9,8 @@ so veRL runs it exactly as it runs the real one:
 * ``reward_zeroed`` — no reward reaches the trainer: ``rm_scores`` all 0;
 * ``reward_shifted`` — each turn's reward placed on the previous turn's last token (the first
   turn's stays);
-* ``reward_shuffled`` — each episode paid the return of another episode of the same step (a random
-  one of those that finished before it; the step's first keeps its own), placed on its last turn and
+* ``reward_shuffled`` — each episode paid the return of another episode of the same step (the one
+  that finished just before it; the step's first keeps its own), placed on its last turn and
   written into its ``turn_scores`` too, so every per-step mean and per-row placement still agrees;
 * ``action_replaced`` — the env handed a random other action in place of each turn the policy
   wrote (another of the rollout's ``termgym_choices``; without choices, the turn's characters
@@ -119,15 +119,20 @@ class ReplacedAction(gym.Wrapper):
 #: Per agent-loop worker process: global step -> the returns of that step's episodes so far
 #: (``reward_shuffled`` pays each episode one of them).
 _STEP_RETURNS: dict[int, list[float]] = {}
-_SHUFFLE_RNG = random.Random(0)
 
 
 def shuffled_turn_scores(step: int, turn_scores: list[float]) -> list[float]:
-    """``reward_shuffled``: the return of a random earlier episode of ``step`` on the last turn (zeros
-    before it); the first episode of a step keeps its own. Remembers this episode's return for later ones."""
+    """``reward_shuffled``: the return of the episode of ``step`` that finished just before this one, on
+    the last turn (zeros before it); the step's first episode keeps its own. Remembers this episode's
+    return for the next one.
+
+    The step's returns are paid out rotated by one in finishing order: every return but the last
+    finisher's is paid to someone, and wherever two episodes in a row earned differently one of them
+    is paid wrongly. (Drawing a random earlier return instead could pay a whole step the same value:
+    every red answer of a batch paid a green's 0 when the greens finished first.)"""
     earlier = _STEP_RETURNS.setdefault(step, [])
     own = float(sum(turn_scores))
-    paid = _SHUFFLE_RNG.choice(earlier) if earlier else own
+    paid = earlier[-1] if earlier else own
     earlier.append(own)
     return [0.0] * (len(turn_scores) - 1) + [paid] if turn_scores else []
 
