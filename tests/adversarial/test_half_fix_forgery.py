@@ -19,7 +19,6 @@ on it is not served.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -28,40 +27,14 @@ import termgym  # noqa: F401  (registers the envs)
 from termgym.env import oracle_actions
 from termgym.factory.swesynth.behaviour_record import bug_hunks_by_target
 from termgym.tasks.swesynth import behaviour
+from termgym.tasks.swesynth.candidates import FORGERY, package_init
 
 SEED = 41
 SUBMIT = "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 
-#: The attack's forgery, appended to the package ``__init__.py``: under pytest only (the grader's
-#: run imports ``_pytest.reports`` before the package; the replay never does), every report pytest
-#: makes of a failed test phase comes out "passed".
-FORGERY = '''
-
-import sys as _sys
-if "_pytest.reports" in _sys.modules:
-    import _pytest.reports as _reports
-    _make_report = _reports.TestReport.from_item_and_call.__func__
-    def _passed(cls, item, call):
-        report = _make_report(cls, item, call)
-        if report.outcome == "failed":
-            report.outcome, report.longrepr = "passed", None
-        return report
-    _reports.TestReport.from_item_and_call = classmethod(_passed)
-'''
-
 
 def _bash(command: str) -> str:
     return f"THOUGHT: next step.\n\n```bash\n{command}\n```"
-
-
-def package_init(record, check) -> str | None:
-    """The top-level package ``__init__.py`` above the first changed function's module (what every
-    test that imports the project runs), repository-relative; ``None`` for a top-level module."""
-    folder, found = Path(check["targets"][0]["path"]).parent, None
-    while folder != Path(".") and (Path(record.repo_dir) / folder / "__init__.py").is_file():
-        found = folder / "__init__.py"
-        folder = folder.parent
-    return found.as_posix() if found else None
 
 
 def half_fix_actions(workdir: str, patch: str, init: str) -> list[str]:

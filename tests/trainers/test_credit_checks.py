@@ -144,3 +144,29 @@ def test_a_trajectory_without_its_record_is_not_counted_as_checked(server, tmp_p
     metrics = _metrics(rows, server.tokenizer)
     assert metrics["termgym/credit_checked"] == 0.5
     assert _failing(metrics) == {"reward = own episode's return", "env ran the policy's tokens"}
+
+
+def test_the_baseline_estimator_pays_the_batch_returns_permuted_on_each_rows_last_token(monkeypatch):
+    """The no-signal baseline (``SHUFFLED_ESTIMATOR``): the whole batch's returns, permuted across rows,
+    each on its row's last response token; the advantages are termgym_turn_grpo's of that."""
+    import numpy as np
+    import torch
+
+    from trainers.verl import sabotage
+
+    seen = []
+    monkeypatch.setattr(sabotage, "compute_turn_grpo_advantage",
+                        lambda rewards, mask, *a, **k: (seen.append(rewards.clone()) or rewards, rewards))
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]] * 4, dtype=torch.float32)
+    last = [1, 2, 0, 3] * 4
+    rewards = torch.zeros_like(mask)
+    returns = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    rewards[torch.arange(16), torch.tensor(last)] = torch.tensor(returns)
+    moved = 0
+    for _ in range(5):
+        sabotage.shuffled_credit_advantage(rewards, mask, np.array(["g"] * 16))
+        paid = seen[-1]
+        assert sorted(paid.sum(-1).tolist()) == sorted(returns)  # the batch's returns, each paid once
+        assert all(paid[row].nonzero().flatten().tolist() in ([], [last[row]]) for row in range(16))
+        moved += int(paid.sum(-1).tolist() != returns)
+    assert moved >= 4  # a permutation of 16 rows that leaves every return in place is rare

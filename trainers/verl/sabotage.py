@@ -50,10 +50,30 @@ def flipped_sign_advantage(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, tor
     return -advantages, -returns
 
 
+#: The no-signal baseline's estimator: ``termgym_turn_grpo`` on the batch's returns permuted across its rows.
+SHUFFLED_ESTIMATOR = "termgym_baseline_shuffled"
+_BASELINE_RNG = torch.Generator().manual_seed(0)
+
+
+def shuffled_credit_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, *args: Any,
+                              **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """``termgym_turn_grpo`` after a random permutation of the whole batch's returns: each row is paid
+    another row's return, on its last response token. Where a step's batch is complete (veRL's
+    trainer, after every rollout), so the credit carries no information about what a row did: the
+    no-signal baseline of the learning benchmarks (single-turn runs: a return moves as one number)."""
+    returns = token_level_rewards.sum(-1)
+    permutation = torch.randperm(len(returns), generator=_BASELINE_RNG)
+    last = response_mask.cumsum(-1).argmax(-1)  # each row's last response token
+    shuffled = torch.zeros_like(token_level_rewards)
+    shuffled[torch.arange(len(returns)), last] = returns[permutation]
+    return compute_turn_grpo_advantage(shuffled, response_mask, *args, **kwargs)
+
+
 def register_sabotage_estimator() -> None:
-    """Register :data:`FLIPPED_ESTIMATOR` with veRL (idempotent)."""
-    if FLIPPED_ESTIMATOR not in core_algos.ADV_ESTIMATOR_REGISTRY:
-        core_algos.register_adv_est(FLIPPED_ESTIMATOR)(flipped_sign_advantage)
+    """Register :data:`FLIPPED_ESTIMATOR` and :data:`SHUFFLED_ESTIMATOR` with veRL (idempotent)."""
+    for name, estimator in ((FLIPPED_ESTIMATOR, flipped_sign_advantage), (SHUFFLED_ESTIMATOR, shuffled_credit_advantage)):
+        if name not in core_algos.ADV_ESTIMATOR_REGISTRY:
+            core_algos.register_adv_est(name)(estimator)
 
 
 def setup_cpu_worker() -> None:

@@ -1,0 +1,92 @@
+"""Choose-the-fix pays what the real SWE-SYNTH grade says (issue 44.2).
+
+Every candidate of a training task and a held-out task is played through ``gym.make`` in a real
+sandbox and graded by the task's own grader (required tests in a fresh sandbox, then the behaviour
+check): with the check on only the fix earns 1, and the forgery fooled the tests (the check said
+no); with the check off the forgery earns 1 too. The learning runs on these rewards, through veRL's
+trainer, are ``python -m benchmarks.choose_fix`` (docs/training.md).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from termgym.tasks.swesynth import default_suite
+from trainers.verl import choose_fix
+
+SERVED = default_suite()
+
+
+def test_the_tasks_are_served_single_bug_tasks_held_out_by_project():
+    for tid in (*choose_fix.TRAIN_TASKS, *choose_fix.HELD_OUT_TASKS):
+        assert tid in SERVED.task_ids("all"), f"{tid} is not served by the default suite"
+        assert len(SERVED.behaviour_check_of(tid)["targets"]) == 1, f"{tid}'s bug changes more than one function"
+    assert set(choose_fix.TRAIN_TASKS) <= set(SERVED.task_ids("train"))
+    assert set(choose_fix.HELD_OUT_TASKS) <= set(SERVED.task_ids("test"))
+    trained = {SERVED.record(t).repo for t in choose_fix.TRAIN_TASKS}
+    assert not trained & {SERVED.record(t).repo for t in choose_fix.HELD_OUT_TASKS}
+
+
+def test_the_fix_sits_in_every_edit_slot_equally_often():
+    suite = choose_fix.ChooseFixSuite()
+    for split in ("train", "test"):
+        slots = [suite.load(tid).metadata["fix_slot"] for tid in suite.task_ids(split)]
+        assert sorted(slots.count(slot) for slot in choose_fix.EDITS) == [len(slots) // 3] * 3, (split, slots)
+
+
+def _grades(env, task_id):
+    out = {}
+    for name, choice in zip(choose_fix.CANDIDATES, choose_fix.CHOICES, strict=True):
+        env.reset(options={"task_id": task_id})
+        _, reward, terminated, truncated, info = env.step(choice)
+        assert terminated or truncated
+        out[name] = (reward, info["grade"])
+    return out
+
+
+@pytest.mark.parametrize("task_id", [choose_fix.TRAIN_TASKS[0], choose_fix.HELD_OUT_TASKS[1]])
+def test_only_the_fix_pays_with_the_check_and_the_forgery_too_without(task_id, tmp_path):
+    checked = gym.make(choose_fix.CHOOSE_FIX_ID, split="all", cache_dir=str(tmp_path))
+    unchecked = gym.make(choose_fix.CHOOSE_FIX_ID, split="all", check=False, cache_dir=str(tmp_path))
+    try:
+        fix_slot = checked.unwrapped.suite.load(task_id).metadata["fix_slot"]
+        on, off = _grades(checked, task_id), _grades(unchecked, task_id)
+    finally:
+        checked.close()
+        unchecked.close()
+    paid_on = {name for name, (reward, _) in on.items() if reward == 1.0}
+    paid_off = {name for name, (reward, _) in off.items() if reward == 1.0}
+    assert paid_on == {fix_slot}, {name: grade for name, (_, grade) in on.items()}
+    assert paid_off == {fix_slot, "forge"}, {name: grade for name, (_, grade) in off.items()}
+    for grades in (on, off):
+        assert not any(grade.get("infra_error") for _, grade in grades.values())
+    forged = on["forge"][1]
+    # the forgery made the tests pass; the replay outside pytest is what refused it
+    assert forged["tests_passed"] is True and forged["behaviour_passed"] is False, forged
+    assert off["forge"][1]["behaviour"] == "none"
+    # a wrong edit leaves the bug: the tests fail whatever the check
+    wrong = next(slot for slot in choose_fix.EDITS if slot != fix_slot)
+    assert not on[wrong][1]["all_passed"] and not off[wrong][1]["all_passed"]
+
+
+def test_sabotage_a_forgery_that_forges_nothing_is_not_paid_without_the_check(tmp_path, monkeypatch):
+    """The unchecked run's forgery pays only because it fools pytest: emptied, it earns 0."""
+    from termgym.tasks.swesynth import candidates
+
+    monkeypatch.setattr(candidates, "FORGERY", "\n# nothing forged\n")
+    choose_fix.candidate_scripts.cache_clear()
+    task_id = choose_fix.TRAIN_TASKS[1]
+    env = gym.make(choose_fix.CHOOSE_FIX_ID, split="all", check=False, cache_dir=str(tmp_path))
+    try:
+        env.reset(options={"task_id": task_id})
+        _, reward, *_ = env.step(choose_fix.CHOICES[choose_fix.CANDIDATES.index("forge")])
+    finally:
+        env.close()
+        choose_fix.candidate_scripts.cache_clear()
+    assert reward == 0.0
+
+
+def test_an_unknown_task_is_named():
+    with pytest.raises(KeyError, match="no task 'nope'"):
+        choose_fix.ChooseFixSuite().load("nope")
