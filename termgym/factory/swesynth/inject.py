@@ -32,6 +32,7 @@ from termgym.factory.swesynth.bugs.callgraph import RepoIndex
 from termgym.factory.swesynth.bugs.coordinated import REPO_DESCRIPTIONS, find_cross_module_helper
 from termgym.factory.swesynth.bugs.coordinated import REPO_FINDERS as _COORDINATED
 from termgym.factory.swesynth.bugs.flow import FLOW_DESCRIPTIONS, FLOW_FINDERS
+from termgym.factory.swesynth.bugs.placement import PLACEMENT_DESCRIPTIONS, PLACEMENT_FINDERS
 from termgym.factory.swesynth.bugs.source import (  # noqa: F401  (re-exported for callers of inject)
     _ATOMIC,
     _BINOP_SYMBOLS,
@@ -565,6 +566,8 @@ FINDERS: dict[str, Callable[[ModuleIndex], list[Mutation]]] = {
     "state-corruption": find_state_corruption,
     # Value-flow operators (bugs/flow.py): the wrong value surfaces away from the changed line.
     **FLOW_FINDERS,
+    # Placement operators (bugs/placement.py): whole statements in the wrong place or left out.
+    **PLACEMENT_FINDERS,
 }
 #: Repository-level operators (bugs/coordinated.py): coordinated 2-3-edit bugs and value bugs in
 #: helpers other modules call. Each takes the whole repository's :class:`RepoIndex`.
@@ -572,12 +575,12 @@ REPO_FINDERS: dict[str, Callable[[RepoIndex], list[Mutation]]] = {
     **_COORDINATED,
     "cross-module-helper": lambda repo: find_cross_module_helper(repo, FINDERS),
 }
-for _types in (FLOW_DESCRIPTIONS, REPO_DESCRIPTIONS):
+for _types in (FLOW_DESCRIPTIONS, REPO_DESCRIPTIONS, PLACEMENT_DESCRIPTIONS):
     for _t, _text in _types.items():
         BUG_TYPE_DESCRIPTIONS.setdefault(_t, _text)
 PROCEDURAL_TYPES: tuple[str, ...] = (*FINDERS, *REPO_FINDERS)
 #: The operators made to be harder (multi-edit, cross-module, wrong value surfacing elsewhere).
-HARD_TYPES: tuple[str, ...] = (*REPO_FINDERS, *FLOW_FINDERS)
+HARD_TYPES: tuple[str, ...] = (*REPO_FINDERS, *FLOW_FINDERS, *PLACEMENT_FINDERS)
 #: Types only the LLM breaker produces.
 LLM_ONLY_TYPES: tuple[str, ...] = tuple(t for t in BUG_TYPE_DESCRIPTIONS if t not in PROCEDURAL_TYPES)
 

@@ -29,11 +29,14 @@ def find_dropped_normalization(index: ModuleIndex) -> list[Mutation]:
     for site in index.nodes(ast.Call):
         node = site.node
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in _NORMALISERS and not node.args and not node.keywords:
+        # "name = name.strip()" would become "name = name": that statement is dropped whole (placement's skipped-step)
+        in_place = _normalises_in_place(site)
+        if not in_place and isinstance(func, ast.Attribute) and func.attr in _NORMALISERS and not node.args \
+                and not node.keywords:
             start, end = src.span(node)
             b.add(start, end, src.segment(func.value), site, f".{func.attr}() was dropped")
-        elif isinstance(func, ast.Name) and func.id in _WRAPPERS and len(node.args) == 1 and not node.keywords \
-                and not isinstance(node.args[0], ast.Starred):
+        elif not in_place and isinstance(func, ast.Name) and func.id in _WRAPPERS and len(node.args) == 1 \
+                and not node.keywords and not isinstance(node.args[0], ast.Starred):
             arg = node.args[0]
             if func.id in {"sorted", "reversed"} and isinstance(arg, (ast.GeneratorExp,)):
                 continue  # the bare generator would not be a sequence any more: it raises where it is
@@ -47,6 +50,18 @@ def find_dropped_normalization(index: ModuleIndex) -> list[Mutation]:
                                                   or isinstance(func, ast.Attribute) and func.attr == "sort"):
                 _drop_keyword(b, site, node, kw)
     return b.out
+
+
+def _normalises_in_place(site) -> bool:
+    """``name = name.strip()`` / ``name = sorted(name)``: the call is a whole assignment's value and its
+    receiver (or only argument) is the assigned name, so dropping the call leaves ``name = name``."""
+    node, parent = site.node, site.parent
+    if not (isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1
+            and isinstance(parent.targets[0], ast.Name)):
+        return False
+    name, func = parent.targets[0].id, node.func
+    receiver = func.value if isinstance(func, ast.Attribute) else (node.args[0] if len(node.args) == 1 else None)
+    return isinstance(receiver, ast.Name) and receiver.id == name
 
 
 def _drop_keyword(b: _Builder, site, call: ast.Call, kw: ast.keyword) -> None:
