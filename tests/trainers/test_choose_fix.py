@@ -12,20 +12,18 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from termgym.tasks.swesynth import default_suite
 from trainers.verl import choose_fix
-
-SERVED = default_suite()
 
 
 def test_the_tasks_are_served_single_bug_tasks_held_out_by_project():
+    served = choose_fix.served_suite()  # the default suite, loaded once (seconds)
     for tid in (*choose_fix.TRAIN_TASKS, *choose_fix.HELD_OUT_TASKS):
-        assert tid in SERVED.task_ids("all"), f"{tid} is not served by the default suite"
-        assert len(SERVED.behaviour_check_of(tid)["targets"]) == 1, f"{tid}'s bug changes more than one function"
-    assert set(choose_fix.TRAIN_TASKS) <= set(SERVED.task_ids("train"))
-    assert set(choose_fix.HELD_OUT_TASKS) <= set(SERVED.task_ids("test"))
-    trained = {SERVED.record(t).repo for t in choose_fix.TRAIN_TASKS}
-    assert not trained & {SERVED.record(t).repo for t in choose_fix.HELD_OUT_TASKS}
+        assert tid in served.task_ids("all"), f"{tid} is not served by the default suite"
+        assert len(served.behaviour_check_of(tid)["targets"]) == 1, f"{tid}'s bug changes more than one function"
+    assert set(choose_fix.TRAIN_TASKS) <= set(served.task_ids("train"))
+    assert set(choose_fix.HELD_OUT_TASKS) <= set(served.task_ids("test"))
+    trained = {served.record(t).repo for t in choose_fix.TRAIN_TASKS}
+    assert not trained & {served.record(t).repo for t in choose_fix.HELD_OUT_TASKS}
 
 
 def test_the_fix_sits_in_every_edit_slot_equally_often():

@@ -75,7 +75,8 @@ class ChooseFixTask(SweSynthTask):
 
 
 @lru_cache(maxsize=1)
-def _served():
+def served_suite():
+    """The default SWE-SYNTH suite as ``termgym/SweSynth-v0`` serves it (loaded once per process)."""
     from termgym.tasks.swesynth import default_suite
 
     return default_suite()
@@ -85,7 +86,7 @@ def _served():
 def candidate_scripts(task_id: str, fix_slot: str) -> dict[str, str]:
     """name -> shell command of the task's five candidates, the fix in edit slot ``fix_slot`` and the two
     wrong edits in the others (in an order drawn per task)."""
-    suite = _served()
+    suite = served_suite()
     record, check = suite.record(task_id), suite.behaviour_check_of(task_id)
     wrong = [other_bug_command(record, suite.record(tid)) for tid in other_function_bugs(suite, task_id, 2)]
     random.Random(task_id).shuffle(wrong)
@@ -119,7 +120,7 @@ class ChooseFixSuite(TaskSuite):
     def load(self, task_id: str) -> ChooseFixTask:
         if task_id not in self.task_ids("all"):
             raise KeyError(f"choose-fix suite: no task {task_id!r}; tasks: {', '.join(self.task_ids('all'))}")
-        suite = _served()
+        suite = served_suite()
         record = suite.record(task_id)
         split = next(ids for ids in self._splits.values() if task_id in ids)
         fix_slot = EDITS[split.index(task_id) % len(EDITS)]
