@@ -10,7 +10,10 @@ Two variants per seed (the seed draws the tiny model's random weights):
 * ``intact`` — the prompts as the suite writes them;
 * ``masked`` — the same run with the colour word replaced by ``???`` in every prompt, the grader
   unchanged: the no-signal baseline. A wording's three masked prompts are the same tokens, so its
-  held-out reward is 1/3 in expectation whatever the policy learns.
+  held-out reward is 1/3 in expectation whatever the policy learns;
+* ``shuffled`` — the prompts intact, each step's returns permuted across its batch before the
+  advantages (:data:`trainers.verl.sabotage.SHUFFLED_ESTIMATOR`): credit that says nothing about
+  what a row did (run it with ``--variant shuffled``; the default runs intact and masked).
 
 Per run: the training reward per step, the held-out reward before and after training, whether every
 step passed every check on what veRL logged (:data:`trainers.verl.learning.STEP_CHECKS`), and the wall
@@ -34,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-VARIANTS = ("intact", "masked")
+VARIANTS = ("intact", "masked", "shuffled")
 #: The learning claim: every seed's intact held-out reward beats its own masked baseline by this much.
 MARGIN = 0.3
 
@@ -44,7 +47,8 @@ def measure(out: Path, *, seed: int, variant: str, steps: int) -> dict:
     from trainers.verl import learning
 
     started = time.monotonic()
-    metrics = learning.run_reading(out, steps=steps, masked=variant == "masked", seed=seed)
+    metrics = learning.run_reading(out, steps=steps, masked=variant == "masked", shuffled=variant == "shuffled",
+                                   seed=seed)
     seconds = time.monotonic() - started
     checks = {name: check for name, check in learning.STEP_CHECKS.items() if name != "observations masked"}
     trained = {step: m for step, m in metrics.items() if step >= 1}
@@ -61,7 +65,8 @@ def measure(out: Path, *, seed: int, variant: str, steps: int) -> dict:
 
 def summary(runs: list[dict]) -> dict[str, dict]:
     """Per variant: the held-out reward after training, mean / min / max over seeds; and, where a seed ran
-    both variants, its margin (intact minus masked) and whether every seed's margin reaches :data:`MARGIN`."""
+    intact and a baseline, its margin (intact minus masked: ``margin``; minus shuffled: ``margin over shuffled``)
+    and whether every seed's margin reaches :data:`MARGIN`."""
     out: dict[str, dict] = {}
     for variant in VARIANTS:
         values = [r["held_out_after"] for r in runs if r["variant"] == variant and r["held_out_after"] is not None]
@@ -69,11 +74,12 @@ def summary(runs: list[dict]) -> dict[str, dict]:
             out[variant] = {"seeds": len(values), "mean": round(statistics.mean(values), 4),
                             "min": min(values), "max": max(values)}
     after = {(r["variant"], r["seed"]): r["held_out_after"] for r in runs if r["held_out_after"] is not None}
-    margins = {seed: round(after[("intact", seed)] - after[("masked", seed)], 4)
-               for variant, seed in after if variant == "intact" and ("masked", seed) in after}
-    if margins:
-        out["margin"] = {"per_seed": margins, "required": MARGIN,
-                         "every_seed_beats_its_baseline": all(m >= MARGIN for m in margins.values())}
+    for baseline, key in (("masked", "margin"), ("shuffled", "margin over shuffled")):
+        margins = {seed: round(after[("intact", seed)] - after[(baseline, seed)], 4)
+                   for variant, seed in after if variant == "intact" and (baseline, seed) in after}
+        if margins:
+            out[key] = {"baseline": baseline, "per_seed": margins, "required": MARGIN,
+                        "every_seed_beats_its_baseline": all(m >= MARGIN for m in margins.values())}
     return out
 
 
@@ -85,9 +91,9 @@ def markdown(runs: list[dict], machine: str) -> str:
         lines.append(f"| {r['variant']} | {r['seed']} | {r['steps']} | {r['held_out_before']} | {r['held_out_after']} | "
                      f"{' '.join(f'{x:.2f}' for x in r['train_curve'])} | {checks} | {r['seconds']:.0f} s |")
     for variant, s in summary(runs).items():
-        if variant == "margin":
+        if variant.startswith("margin"):
             verdict = "every seed beats" if s["every_seed_beats_its_baseline"] else "NOT every seed beats"
-            lines.append(f"\nintact minus masked, per seed: {', '.join(f'{k}: {v:+.2f}' for k, v in s['per_seed'].items())}"
+            lines.append(f"\nintact minus {s['baseline']}, per seed: {', '.join(f'{k}: {v:+.2f}' for k, v in s['per_seed'].items())}"
                          f"; {verdict} its own baseline by {s['required']}.")
             continue
         lines.append(f"\n{variant}: held-out reward after training {s['mean']:.3f} (min {s['min']}, max {s['max']}, "
@@ -112,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = args.steps or (5 if args.quick else 6)
     if steps < 1:
         parser.error("--steps must be at least 1")
-    variants = args.variant or list(VARIANTS)
+    variants = args.variant or ["intact", "masked"]
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="read-task-"))
     machine = f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}"
     runs = []

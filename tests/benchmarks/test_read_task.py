@@ -33,3 +33,14 @@ def test_one_seed_below_its_baseline_margin_fails_the_claim():
 def test_a_seed_without_its_baseline_has_no_margin():
     summary = read_task.summary([_run("intact", 0, 0.92), _run("masked", 1, 0.31)])
     assert "margin" not in summary
+
+
+def test_the_shuffled_baseline_gets_its_own_margin():
+    runs = [_run("intact", 0, 0.92), _run("masked", 0, 0.31), _run("shuffled", 0, 0.70)]
+    summary = read_task.summary(runs)
+    assert summary["margin"]["per_seed"] == {0: 0.61} and summary["margin"]["every_seed_beats_its_baseline"]
+    assert summary["margin over shuffled"]["per_seed"] == {0: 0.22}
+    assert summary["margin over shuffled"]["every_seed_beats_its_baseline"] is False
+    table = read_task.markdown(runs, "test box")
+    assert "intact minus masked, per seed: 0: +0.61; every seed beats" in table
+    assert "intact minus shuffled, per seed: 0: +0.22; NOT every seed beats" in table

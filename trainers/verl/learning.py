@@ -170,7 +170,7 @@ def read_setup(*, masked: bool = False, groups: int = 12, n: int = 8, epochs: in
 
 def run_reading(out, *, steps: int = 6, masked: bool = False, groups: int = 12,
                 n: int = 8, lr: float = 3e-3, mini_batch: int = 3, ppo_epochs: int = 4, val_n: int = 8, seed: int = 0,
-                extra=()) -> dict[int, dict]:
+                shuffled: bool = False, extra=()) -> dict[int, dict]:
     """veRL's own trainer (``run_ppo``, CPU path) on ReadPick; returns step -> logged metrics.
 
     Each step trains on every training task (``groups`` 12) with ``n`` episodes each, in ``ppo_epochs``
@@ -180,7 +180,9 @@ def run_reading(out, *, steps: int = 6, masked: bool = False, groups: int = 12,
     before training (logged as step 0) and after the last step (:func:`held_out_reward`): ``val_n``
     sampled episodes per task at temperature 1, so the mean estimates the policy's P(right colour) rather
     than which colour its argmax lands on. ``masked``: the colour word hidden from every prompt (the
-    no-signal baseline).
+    no-signal baseline). ``shuffled``: the prompts intact but each step's returns permuted across its
+    batch before the advantages (:data:`trainers.verl.sabotage.SHUFFLED_ESTIMATOR`), the other no-signal
+    baseline: the signal is there to read, the credit for reading it is not.
     """
     overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
                  "trainer.save_freq=-1", "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0",
@@ -189,6 +191,11 @@ def run_reading(out, *, steps: int = 6, masked: bool = False, groups: int = 12,
                  "trainer.val_before_train=true", f"trainer.test_freq={steps}",
                  "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
                  "actor_rollout_ref.rollout.val_kwargs.temperature=1.0", f"actor_rollout_ref.rollout.val_kwargs.n={val_n}"]
+    if shuffled:
+        from trainers.verl.sabotage import SHUFFLED_ESTIMATOR
+
+        overrides += ["ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=trainers.verl.sabotage.setup_cpu_worker",
+                      f"algorithm.adv_estimator={SHUFFLED_ESTIMATOR}"]
     log = run(out, steps=steps, setup=read_setup(masked=masked, groups=groups, n=n, seed=seed),
               extra=[*overrides, *extra], log_name="metrics.jsonl")
     return read_metrics(log)
