@@ -381,8 +381,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
           f"({stats.elapsed:.0f} s, {stats.required_tests} required tests)")
     print(f"candidates: {stats.candidates} found, {stats.attempted} tried, {stats.runs} ran tests "
           f"({stats.full_runs} full runs, {stats.tests_run} tests), the rest screened out by coverage or refused")
-    if stats.rejected:
-        print("rejected: " + ", ".join(f"{k} ×{v}" for k, v in sorted(stats.rejected.items())))
+    for line in stats.rejection_lines():
+        print(line)
     if stats.kept < stats.wanted:
         print(f"warning: only {stats.kept} of {stats.wanted} tasks validated; raise --max-attempts or widen "
               "--bug-types", file=sys.stderr)
@@ -805,6 +805,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     print("kinds: " + (", ".join(f"{k} {v}" for k, v in sorted(result.kinds.items())) or "none"))
     if result.mining.skipped:
         print("not proposed: " + json.dumps(dict(result.mining.skipped)))
-    if stats.rejected:
-        print("rejected: " + ", ".join(f"{k} ×{v}" for k, v in sorted(stats.rejected.items())))
+    for line in stats.rejection_lines():
+        print(line)
     return 0 if stats.kept else 1

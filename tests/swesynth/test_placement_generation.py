@@ -84,3 +84,16 @@ def test_placement_tasks_play_oracle_one_nop_zero(generated, tmp_path, monkeypat
     for record in result.records[:2]:
         oracle, nop, _ = oracle_and_nop(SweSynthSuite(out), record.task_id)
         assert (oracle, nop) == (1.0, 0.0), record.task_id
+
+
+def test_each_rejection_count_keeps_one_whole_reason(generated, capsys):
+    """A user adding a project sees which report rule or which name a candidate failed on, not only a count."""
+    _, result = generated
+    stats = result.stats
+    stats.reject("no clean bug report: no failing test shows a concrete call, its outcome and the expected one")
+    stats.reject("no clean bug report: a second reason is not kept")
+    assert stats.rejected["no clean bug report"] >= 2
+    assert stats.examples["no clean bug report"].endswith("its outcome and the expected one")
+    assert stats.to_dict()["rejected_examples"]["no clean bug report"] == stats.examples["no clean bug report"]
+    lines = stats.rejection_lines()
+    assert lines[0].startswith("rejected: ") and any("e.g. no clean bug report: no failing test" in x for x in lines)

@@ -108,6 +108,9 @@ class Stats:
     stopped: str = ""
     finished: float | None = None
     errors: list[str] = field(default_factory=list)  # the first few crashed candidates' messages, whole
+    #: the first whole reason behind each ``rejected`` count whose count key leaves details out
+    #: ("no clean bug report" -> "no clean bug report: no failing test shows a concrete call, ...")
+    examples: dict[str, str] = field(default_factory=dict)
 
     @property
     def elapsed(self) -> float:
@@ -133,6 +136,8 @@ class Stats:
         key = re.sub(r"\d+ tests fail, more than the limit of \d+", "too many tests fail", reason)
         key = re.sub(r"[:(].*", "", key).strip()
         self.rejected[key] = self.rejected.get(key, 0) + 1
+        if reason.strip() != key and key not in self.examples:
+            self.examples[key] = reason.strip()[:300]
         if reason.startswith(INTERNAL_ERROR) and reason not in self.errors and len(self.errors) < 5:
             self.errors.append(reason)
 
@@ -145,7 +150,17 @@ class Stats:
                 "tests_run": self.tests_run, "run_seconds": round(self.run_seconds, 1), "timed_out_runs": self.timed_out_runs,
                 "timed_out_seconds": round(self.timed_out_seconds, 1), "stopped": self.stopped,
                 **({"errors": self.errors} if self.errors else {}),
-                "rejected": dict(sorted(self.rejected.items(), key=lambda kv: -kv[1]))}
+                "rejected": dict(sorted(self.rejected.items(), key=lambda kv: -kv[1])),
+                **({"rejected_examples": dict(sorted(self.examples.items()))} if self.examples else {})}
+
+    def rejection_lines(self) -> list[str]:
+        """What ``generate`` prints of its rejections: the counts, then one whole reason of each where the
+        count's key leaves the details out (which rule a report broke, which name was undefined)."""
+        if not self.rejected:
+            return []
+        lines = ["rejected: " + ", ".join(f"{k} ×{v}" for k, v in sorted(self.rejected.items()))]
+        lines += [f"  e.g. {reason}" for _, reason in sorted(self.examples.items())]
+        return lines
 
 
 @dataclass
