@@ -345,14 +345,16 @@ def plot_curves(curves: dict[str, list[float]], path, *, xlabel: str = "training
 # --- The same signal path without Ray: for quick curves (the CI proof is run_learning, veRL's trainer) ---
 
 def learn_in_process(*, turns: int = 1, steps: int = 6, sign: float = 1.0, groups: int = 4, n: int = 8,
-                     lr: float = 1e-2, seed: int = 0, config: dict | None = None) -> list[float]:
+                     lr: float = 1e-2, seed: int = 0, config: dict | None = None, shuffled: bool = False) -> list[float]:
     """Mean episode reward per step of a policy trained without veRL's trainer process: episodes played by
     ``TermgymAgentLoop`` in real sandboxes (choice turns from the tiny model), ``termgym_turn_grpo``
     advantages (times ``sign``), veRL's PPO-clip policy loss on the rank-8 LoRA, AdamW with weight decay 0.
 
     A fast stand-in for :func:`run_learning` (seconds per step instead of a Ray cluster), for trying
-    settings (how the 0.75 plateau was traced to the model's init, docs/training.md); the test of
-    record is the trainer's.
+    settings (how the 0.75 plateau was traced to the model's init, docs/training.md) and for many seeds
+    (``python -m benchmarks.learning_seeds``); the test of record is the trainer's. ``shuffled``: each
+    step's returns permuted across its batch before the advantages
+    (:func:`trainers.verl.sabotage.shuffled_credit_advantage`), the no-signal baseline.
     """
     import asyncio
 
@@ -400,7 +402,12 @@ def learn_in_process(*, turns: int = 1, steps: int = 6, sign: float = 1.0, group
         curve.append(round(float(np.mean([o.reward_score for o in outputs])), 4))
         index = np.array([f"g{i // n}" for i in range(len(outputs))], dtype=object)
         input_ids, attention, mask, rewards = _batch_from_outputs(outputs, tokenizer.pad_token_id)
-        advantages, _ = compute_turn_grpo_advantage(rewards, mask, index, config=algorithm)
+        if shuffled:
+            from trainers.verl.sabotage import shuffled_credit_advantage
+
+            advantages, _ = shuffled_credit_advantage(rewards, mask, index, config=algorithm)
+        else:
+            advantages, _ = compute_turn_grpo_advantage(rewards, mask, index, config=algorithm)
         model.train()
         with torch.no_grad():
             old = _response_log_probs(model, input_ids, attention, mask.shape[1])
