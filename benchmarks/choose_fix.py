@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common import load_line, seed_list, write_results
+
 VARIANTS = ("checked", "unchecked", "checked-shuffled", "unchecked-shuffled")
 #: "Most" held-out episodes: the share the learned choice must reach.
 MOST = 0.8
@@ -146,15 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--out", default=None, help="write the results as JSON here (and a .md beside it)")
     parser.add_argument("--workdir", default=None, help="where the runs' models, data and logs go (default: a temp dir)")
     args = parser.parse_args(argv)
-    try:
-        seeds = [int(s) for s in (args.seeds or ("0" if args.quick else "0,1,2,3,4")).split(",") if s.strip()]
-    except ValueError:
-        parser.error(f"--seeds must be comma-separated integers, not {args.seeds!r}")
+    seeds = seed_list(parser, args.seeds or ("0" if args.quick else "0,1,2,3,4"))
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     variants = args.variant or (["checked", "unchecked"] if args.quick else list(VARIANTS))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="choose-fix-"))
-    machine = f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}"
+    machine = load_line()
     runs = []
     for seed in seeds:
         for variant in variants:
@@ -166,12 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.out).write_text(json.dumps({"runs": runs, "summary": summary(runs), "machine": machine},
                                                      indent=1) + "\n")
     machine += f", at end {os.getloadavg()[0]:.1f}"
-    table = markdown(runs, machine)
-    print(table)
-    if args.out:
-        out = Path(args.out)
-        out.write_text(json.dumps({"runs": runs, "summary": summary(runs), "machine": machine}, indent=1) + "\n")
-        out.with_suffix(".md").write_text(table)
+    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine))
     return 0
 
 

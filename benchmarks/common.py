@@ -371,3 +371,31 @@ def temp_root(path: str | None) -> Iterator[None]:
 
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# -- the learning benchmarks' shared plumbing (read_task, choose_fix, learning_seeds) ---------------------------
+
+def seed_list(parser, text: str) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``; anything else is the parser's error, naming the flag."""
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        parser.error(f"--seeds must be comma-separated integers, not {text!r}")
+        raise  # parser.error exits; this keeps type checkers honest
+
+
+def load_line() -> str:
+    """The machine line of a learning benchmark's report, as it starts (cores and load average)."""
+    return f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}"
+
+
+def write_results(out: str | None, runs: list[dict], summary: dict, machine: str, table: str) -> None:
+    """Print a learning benchmark's table; with ``out``, write the runs, their summary and the machine as
+    JSON there and the table as Markdown beside it (``.md``)."""
+    import json
+
+    print(table)
+    if out:
+        path = Path(out)
+        path.write_text(json.dumps({"runs": runs, "summary": summary, "machine": machine}, indent=1) + "\n")
+        path.with_suffix(".md").write_text(table)

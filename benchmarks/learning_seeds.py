@@ -25,12 +25,12 @@ at least :data:`MARGIN` above its own shuffled baseline's::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from benchmarks.common import load_line, seed_list, write_results
 
 VARIANTS = ("intact", "shuffled")
 #: How far each seed's intact final reward must be above its shuffled baseline's.
@@ -90,13 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=6, help="steps per run (default 6)")
     parser.add_argument("-o", "--out", default=None, help="write the results as JSON here (and a .md beside it)")
     args = parser.parse_args(argv)
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    except ValueError:
-        parser.error(f"--seeds must be comma-separated integers, not {args.seeds!r}")
+    seeds = seed_list(parser, args.seeds)
     if args.steps < 1:
         parser.error("--steps must be at least 1")
-    machine = f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}"
+    machine = load_line()
     runs = []
     for turns in args.turns or [1, 2]:
         for seed in seeds:
@@ -106,12 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{' '.join(f'{x:.2f}' for x in runs[-1]['curve'])} ({runs[-1]['seconds']:.0f} s)",
                       file=sys.stderr, flush=True)
     machine += f", at end {os.getloadavg()[0]:.1f}"
-    table = markdown(runs, machine)
-    print(table)
-    if args.out:
-        out = Path(args.out)
-        out.write_text(json.dumps({"runs": runs, "summary": summary(runs), "machine": machine}, indent=1) + "\n")
-        out.with_suffix(".md").write_text(table)
+    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine))
     return 0
 
 
