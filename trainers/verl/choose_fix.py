@@ -25,8 +25,10 @@ Importing this module registers the id (list it under the agent loop's ``import_
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import termgym
@@ -39,7 +41,12 @@ from termgym.tasks.swesynth.candidates import (
 )
 from termgym.tasks.swesynth.task import SweSynthTask
 from trainers.verl.cpu_trainer import CpuSetup, read_metrics, run
-from trainers.verl.learning import INITIALIZER_RANGE, READ_PROTOCOL_OPTIONS
+from trainers.verl.learning import (
+    INITIALIZER_RANGE,
+    READ_PROTOCOL_OPTIONS,
+    held_out_validation,
+    recipe_overrides,
+)
 
 CHOOSE_FIX_ID = "termgym-learn/ChooseFix-v0"
 CANDIDATE_DIR = "/tmp/candidates"
@@ -153,16 +160,11 @@ def run_choose_fix(out, *, check: bool = True, steps: int = 6, n: int = 8, lr: f
     step's returns permuted across its batch before the advantages
     (:data:`trainers.verl.sabotage.SHUFFLED_ESTIMATOR`), the no-signal baseline.
     """
-    overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
-                 "trainer.save_freq=-1", "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0",
-                 "data.shuffle=false", "trainer.val_before_train=true", f"trainer.test_freq={steps}",
-                 "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
-                 "actor_rollout_ref.rollout.val_kwargs.temperature=1.0", f"actor_rollout_ref.rollout.val_kwargs.n={val_n}"]
+    overrides = [*recipe_overrides(lr), "data.shuffle=false", *held_out_validation(steps, val_n)]
     if baseline:
-        from trainers.verl.sabotage import SHUFFLED_ESTIMATOR
+        from trainers.verl.sabotage import SHUFFLED_OVERRIDES
 
-        overrides += ["ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=trainers.verl.sabotage.setup_cpu_worker",
-                      f"algorithm.adv_estimator={SHUFFLED_ESTIMATOR}"]
+        overrides += SHUFFLED_OVERRIDES
     log = run(out, steps=steps, setup=choose_fix_setup(check=check, n=n, seed=seed), extra=[*overrides, *extra],
               log_name="metrics.jsonl")
     return read_metrics(log)
@@ -193,9 +195,6 @@ CHOSEN = ("fix", "wrong edit", "nothing", "forge", "other")
 def choice_shares(out, step: int, *, held_out: bool) -> dict[str, float]:
     """The share of each of :data:`CHOSEN` among the recorded episodes of ``step`` (``out/episodes``), on the
     held-out tasks (the validation run logged at that step) or on the training tasks."""
-    import json
-    from pathlib import Path
-
     counts = dict.fromkeys(CHOSEN, 0)
     path = Path(out) / "episodes" / "rollouts" / f"step_{step:06d}.jsonl"
     for line in path.read_text().splitlines() if path.is_file() else ():

@@ -115,6 +115,21 @@ def learning_setup(turns: int = 1, *, groups: int = 4, n: int = 8) -> CpuSetup:
                     response_length=256, initializer_range=INITIALIZER_RANGE)
 
 
+def recipe_overrides(lr: float) -> list[str]:
+    """The learning runs' optimiser and sampling: weight decay 0 (so only the loss moves the adapter),
+    ``lr``, no checkpoints, temperature 1, data seed 0."""
+    return ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
+            "trainer.save_freq=-1", "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0"]
+
+
+def held_out_validation(steps: int, val_n: int) -> list[str]:
+    """Validation before training (logged as step 0) and after step ``steps``, ``val_n`` episodes a task
+    sampled at temperature 1 (so the mean estimates the policy's probability of the right action)."""
+    return ["trainer.val_before_train=true", f"trainer.test_freq={steps}",
+            "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
+            "actor_rollout_ref.rollout.val_kwargs.temperature=1.0", f"actor_rollout_ref.rollout.val_kwargs.n={val_n}"]
+
+
 def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = None, shuffled_first: bool = False,
                  groups: int = 4, n: int = 8, kl_loss: bool = True, lr: float = 1e-2, extra=()) -> dict[int, dict]:
     """veRL's own trainer (``run_ppo``, CPU path) on the pick task; returns step -> logged metrics.
@@ -126,17 +141,14 @@ def run_learning(out, *, turns: int = 1, steps: int = 6, sabotage: str | None = 
     episodes (:class:`trainers.verl.sabotage.ShuffledFirstStepLoop`). ``kl_loss=False`` drops the
     recipe's KL loss, so a step without reward has no gradient at all.
     """
-    overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
-                 "trainer.save_freq=-1",
-                 "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0"]
+    overrides = recipe_overrides(lr)
     if not kl_loss:
         overrides.append("actor_rollout_ref.actor.use_kl_loss=false")
     agent_loop = None
     if sabotage is not None or shuffled_first:
         from trainers.verl import sabotage as sabotages
 
-        overrides.append("ray_kwargs.ray_init.runtime_env.worker_process_setup_hook="
-                         "trainers.verl.sabotage.setup_cpu_worker")
+        overrides.append(sabotages.WORKER_HOOK_OVERRIDE)
         if sabotage == "flipped_sign":
             overrides.append(f"algorithm.adv_estimator={sabotages.FLIPPED_ESTIMATOR}")
         elif sabotage == "scheduled":
@@ -184,18 +196,12 @@ def run_reading(out, *, steps: int = 6, masked: bool = False, groups: int = 12,
     batch before the advantages (:data:`trainers.verl.sabotage.SHUFFLED_ESTIMATOR`), the other no-signal
     baseline: the signal is there to read, the credit for reading it is not.
     """
-    overrides = ["actor_rollout_ref.actor.optim.weight_decay=0", f"actor_rollout_ref.actor.optim.lr={lr}",
-                 "trainer.save_freq=-1", "actor_rollout_ref.rollout.temperature=1.0", "data.seed=0",
-                 "data.shuffle=false", f"actor_rollout_ref.actor.ppo_mini_batch_size={mini_batch}",
-                 f"actor_rollout_ref.actor.ppo_epochs={ppo_epochs}",
-                 "trainer.val_before_train=true", f"trainer.test_freq={steps}",
-                 "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
-                 "actor_rollout_ref.rollout.val_kwargs.temperature=1.0", f"actor_rollout_ref.rollout.val_kwargs.n={val_n}"]
+    overrides = [*recipe_overrides(lr), "data.shuffle=false", f"actor_rollout_ref.actor.ppo_mini_batch_size={mini_batch}",
+                 f"actor_rollout_ref.actor.ppo_epochs={ppo_epochs}", *held_out_validation(steps, val_n)]
     if shuffled:
-        from trainers.verl.sabotage import SHUFFLED_ESTIMATOR
+        from trainers.verl.sabotage import SHUFFLED_OVERRIDES
 
-        overrides += ["ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=trainers.verl.sabotage.setup_cpu_worker",
-                      f"algorithm.adv_estimator={SHUFFLED_ESTIMATOR}"]
+        overrides += SHUFFLED_OVERRIDES
     log = run(out, steps=steps, setup=read_setup(masked=masked, groups=groups, n=n, seed=seed),
               extra=[*overrides, *extra], log_name="metrics.jsonl")
     return read_metrics(log)

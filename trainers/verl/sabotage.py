@@ -69,6 +69,12 @@ def shuffled_credit_advantage(token_level_rewards: torch.Tensor, response_mask: 
     return compute_turn_grpo_advantage(shuffled, response_mask, *args, **kwargs)
 
 
+#: The Hydra override that runs :func:`setup_cpu_worker` in Ray's workers (where veRL looks estimators up).
+WORKER_HOOK_OVERRIDE = f"ray_kwargs.ray_init.runtime_env.worker_process_setup_hook={__name__}.setup_cpu_worker"
+#: The overrides of a no-signal baseline run: :data:`SHUFFLED_ESTIMATOR` in place of the recipe's estimator.
+SHUFFLED_OVERRIDES = (WORKER_HOOK_OVERRIDE, f"algorithm.adv_estimator={SHUFFLED_ESTIMATOR}")
+
+
 def register_sabotage_estimator() -> None:
     """Register :data:`FLIPPED_ESTIMATOR` and :data:`SHUFFLED_ESTIMATOR` with veRL (idempotent)."""
     for name, estimator in ((FLIPPED_ESTIMATOR, flipped_sign_advantage), (SHUFFLED_ESTIMATOR, shuffled_credit_advantage)):
@@ -136,9 +142,9 @@ class ReplacedAction(gym.Wrapper):
         return "".join(shuffled)
 
 
-#: Per agent-loop worker process: global step -> the returns of that step's episodes so far
-#: (``reward_shuffled`` pays each episode one of them).
-_STEP_RETURNS: dict[int, list[float]] = {}
+#: Per agent-loop worker process: global step -> the return of that step's episode that finished last
+#: (``reward_shuffled`` pays it to the next one).
+_LAST_RETURN: dict[int, float] = {}
 
 
 def shuffled_turn_scores(step: int, turn_scores: list[float]) -> list[float]:
@@ -150,10 +156,9 @@ def shuffled_turn_scores(step: int, turn_scores: list[float]) -> list[float]:
     finisher's is paid to someone, and wherever two episodes in a row earned differently one of them
     is paid wrongly. (Drawing a random earlier return instead could pay a whole step the same value:
     every red answer of a batch paid a green's 0 when the greens finished first.)"""
-    earlier = _STEP_RETURNS.setdefault(step, [])
     own = float(sum(turn_scores))
-    paid = earlier[-1] if earlier else own
-    earlier.append(own)
+    paid = _LAST_RETURN.get(step, own)
+    _LAST_RETURN[step] = own
     return [0.0] * (len(turn_scores) - 1) + [paid] if turn_scores else []
 
 

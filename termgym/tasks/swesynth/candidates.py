@@ -100,7 +100,7 @@ def other_function_bugs(suite: SweSynthSuite, task_id: str, count: int, *, cache
     rng.shuffle(ids)
     same_module, elsewhere = [], []
     for tid in ids:
-        if tid == task_id or suite.record(tid).repo != record.repo:
+        if tid == task_id or suite.repo_of(tid) != record.repo:
             continue
         targets = (suite.behaviour_check_of(tid) or {}).get("targets") or []
         if len(targets) != 1 or targets[0]["qualname"] == target["qualname"] and targets[0]["path"] == target["path"]:

@@ -196,6 +196,10 @@ class SweSynthSuite(TaskSuite):
             self._records[task_id] = read_task(folder, repos=self._repos, repos_base=self._base)
         return self._records[task_id]
 
+    def repo_of(self, task_id: str) -> str:
+        """The task's repository name (without building its record when compact)."""
+        return self._facts(str(task_id))[1]
+
     def _facts(self, tid: str) -> tuple[list[str], str, str | None]:
         """``(bug types, repo, difficulty)`` of a task, without building its record when compact."""
         raw = self._raw.get(tid)
