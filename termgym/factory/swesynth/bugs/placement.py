@@ -49,7 +49,7 @@ def _blocks(func: ast.AST):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield node, block
+                yield block
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 stack.append(child)  # an except handler's body is a block of its own, reached here
@@ -80,7 +80,7 @@ def find_late_check(index: ModuleIndex) -> list[Mutation]:
     b = _Builder(index, "late-check")
     for func, qual in index.functions:
         site = Site(func, func, func, qual)
-        for _, block in _blocks(func):
+        for block in _blocks(func):
             for guard, use in zip(block, block[1:], strict=False):
                 if not (isinstance(guard, ast.If) and not guard.orelse and len(guard.body) <= 2
                         and isinstance(guard.body[-1], (ast.Raise, ast.Return))):
@@ -129,7 +129,7 @@ def find_reset_in_loop(index: ModuleIndex) -> list[Mutation]:
     src = index.src
     for func, qual in index.functions:
         site = Site(func, func, func, qual)
-        for _, block in _blocks(func):
+        for block in _blocks(func):
             for init, loop in zip(block, block[1:], strict=False):
                 if not (isinstance(init, ast.Assign) and len(init.targets) == 1 and isinstance(init.targets[0], ast.Name)
                         and _empty_value(init.value) and isinstance(loop, (ast.For, ast.While))):
