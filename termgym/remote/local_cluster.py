@@ -1,0 +1,200 @@
+"""A multi-node Ray cluster on one machine: a head and sandbox nodes, each its own ``ray start``.
+
+For trying the remote setup of docs/cluster.md without a second machine, and for the tests and
+benchmarks that need real nodes (a killed raylet is a lost node):
+
+.. code-block:: python
+
+    with local_cluster(workers=2, worker_resources={"termgym_sandbox": 2}) as cluster:
+        ray.init(address=cluster.address)
+        env = gym.make("termgym/SweSynth-v0", ray=True)   # its sandbox runs on w1 or w2
+
+Each node is ``ray start --block`` with its own temp dir, on 127.0.0.1, with one HOME of the
+cluster's own (so another Ray user's auth token in ``~/.ray`` does not reach it) and Ray's token
+authentication off (loopback only). :data:`FAST_HEALTH_CHECKS` on the head makes a killed raylet
+count as a dead node within about a second (Ray's default takes ~15 s). On leaving the block every
+``ray start --block`` gets SIGTERM (it stops its node), then its whole session SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Head-node system config: a node is declared dead after three missed 300 ms health checks.
+FAST_HEALTH_CHECKS = {"health_check_period_ms": 300, "health_check_timeout_ms": 300,
+                      "health_check_failure_threshold": 3}
+
+
+@dataclass
+class Node:
+    """One ``ray start --block`` process, its log and temp dir, and (once known) its Ray node id."""
+
+    name: str
+    proc: subprocess.Popen
+    log: Path
+    temp_dir: Path
+    node_id: str = ""
+
+    def raylet_pid(self) -> int:
+        """The pid of this node's raylet (a child of its ``ray start``)."""
+        import psutil
+
+        for proc in psutil.Process(self.proc.pid).children(recursive=True):
+            try:
+                if Path(proc.exe()).name == "raylet" or proc.name() == "raylet":
+                    return proc.pid
+            except psutil.Error:
+                continue
+        raise RuntimeError(f"{self.name}: no raylet among the processes of pid {self.proc.pid}")
+
+    def stop(self) -> None:
+        """Stop the node: SIGTERM to ``ray start --block`` (it stops its processes), then SIGKILL its session."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+@dataclass
+class LocalCluster:
+    """The running cluster: its GCS address, the environment a driver needs, and its nodes."""
+
+    address: str
+    env: dict[str, str]
+    root: Path
+    head: Node
+    workers: list[Node] = field(default_factory=list)
+
+    def worker_ids(self) -> set[str]:
+        return {n.node_id for n in self.workers}
+
+    @contextlib.contextmanager
+    def driver_env(self) -> Iterator[None]:
+        """This process's environment set as a driver of this cluster needs it (Ray's auth off), restored after."""
+        saved = {key: os.environ.get(key) for key in ("RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED")}
+        os.environ.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def identify(self) -> None:
+        """Fill in each node's id from the cluster's view (a raylet's socket lies in its node's temp dir)."""
+        import ray
+
+        alive = [n for n in ray.nodes() if n["Alive"]]
+        for node in (self.head, *self.workers):
+            ids = [n["NodeID"] for n in alive if n["RayletSocketName"].startswith(str(node.temp_dir) + os.sep)]
+            if len(ids) != 1:
+                raise RuntimeError(f"{node.name}: {len(ids)} live Ray nodes use its temp dir {node.temp_dir}")
+            node.node_id = ids[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start(name: str, args: Sequence[str], root: Path, env: Mapping[str, str]) -> Node:
+    temp_dir = root / name
+    temp_dir.mkdir()
+    log = root / f"{name}.log"
+    with log.open("w") as handle:
+        proc = subprocess.Popen(
+            ["ray", "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
+             f"--temp-dir={temp_dir}", *args],
+            stdout=handle, stderr=subprocess.STDOUT, start_new_session=True, env=dict(env))
+    return Node(name, proc, log, temp_dir)
+
+
+def _wait_started(node: Node, deadline: float) -> None:
+    while "will now block forever" not in node.log.read_text():
+        if node.proc.poll() is not None:
+            raise RuntimeError(f"{node.name}: ray start exited with {node.proc.returncode}:\n"
+                               f"{node.log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{node.name}: Ray did not start in time:\n{node.log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
+def _node_args(cpus: float, gpus: int, resources: Mapping[str, float] | None, object_store_bytes: int) -> list[str]:
+    args = [f"--num-cpus={cpus:g}", f"--object-store-memory={object_store_bytes}"]
+    if gpus:
+        args.append(f"--num-gpus={gpus}")
+    if resources:
+        args.append(f"--resources={json.dumps(dict(resources))}")
+    return args
+
+
+@contextlib.contextmanager
+def local_cluster(*, workers: int = 2, worker_resources: Mapping[str, float] | Sequence[Mapping[str, float]] | None = None,
+                  head_cpus: float = 1, head_gpus: int = 0, worker_cpus: float = 1,
+                  object_store_bytes: int = 100_000_000, pythonpath: Sequence[str | Path] = (),
+                  health_checks: Mapping[str, int] | None = FAST_HEALTH_CHECKS, env: Mapping[str, str] | None = None,
+                  start_timeout: float = 180.0) -> Iterator[LocalCluster]:
+    """Start a head and ``workers`` nodes on this machine; stop them all when the block ends.
+
+    ``worker_resources``: the custom resources of every worker (one mapping), or of each (a list of
+    ``workers`` mappings); default ``{"termgym_sandbox": 2}``. ``head_cpus`` / ``head_gpus`` /
+    ``worker_cpus``: logical CPUs and GPUs each node declares (a GPU here is only a resource name: a
+    CPU veRL run needs one on the head). ``pythonpath``: folders every node's workers import from
+    (a custom suite, a test's tasks). ``env``: more environment for every node (e.g.
+    ``RAY_worker_niceness``). Node ids are filled in once a driver has connected
+    (:meth:`LocalCluster.identify`).
+    """
+    if worker_resources is None:
+        worker_resources = {"termgym_sandbox": 2}
+    per_worker = list(worker_resources) if not isinstance(worker_resources, Mapping) else [worker_resources] * workers
+    if len(per_worker) != workers:
+        raise ValueError(f"worker_resources lists {len(per_worker)} mappings for {workers} workers")
+    root = Path(tempfile.mkdtemp(prefix="tgrc", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    home = root / "home"
+    home.mkdir()
+    paths = [str(p) for p in pythonpath] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    node_env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+                "PYTHONPATH": os.pathsep.join(paths), **(env or {})}
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    nodes: list[Node] = []
+    try:
+        # All at once: a worker's `ray start` waits for the head's GCS to come up.
+        head_args = ["--head", f"--port={port}", "--include-dashboard=false",
+                     *_node_args(head_cpus, head_gpus, None, object_store_bytes)]
+        if health_checks:
+            head_args.append(f"--system-config={json.dumps(dict(health_checks))}")
+        nodes.append(_start("head", head_args, root, node_env))
+        for index, resources in enumerate(per_worker, start=1):
+            nodes.append(_start(f"w{index}", [f"--address={address}",
+                                              *_node_args(worker_cpus, 0, resources, object_store_bytes)],
+                                root, node_env))
+        deadline = time.monotonic() + start_timeout
+        for node in nodes:
+            _wait_started(node, deadline)
+        yield LocalCluster(address, node_env, root, nodes[0], nodes[1:])
+    finally:
+        for node in nodes:  # stop them side by side, not one after the other
+            if node.proc.poll() is None:
+                node.proc.send_signal(signal.SIGTERM)
+        for node in nodes:
+            node.stop()
+        shutil.rmtree(root, ignore_errors=True)
