@@ -248,6 +248,8 @@ class RecordEpisodes(gym.Wrapper):
             "protocol": getattr(protocol, "name", None),
             "backend": self._attr("backend"),
             "runtime": info.get("runtime"),
+            # the Ray node whose actor ran the sandbox (termgym.remote), None for a local env
+            "sandbox_node": (self._attr("remote_node") or {}).get("node_id"),
             "max_steps": self._attr("max_steps"),
             "task_id": info.get("task_id", getattr(task, "task_id", None)),
             "seed": seed,

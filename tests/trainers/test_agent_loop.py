@@ -353,6 +353,8 @@ def test_bad_constructor_arguments_are_rejected(tiny_model, tiny_tokenizer):
         _loop(server, reward_placement="everywhere")
     with pytest.raises(ValueError, match="log_sample_rate"):
         _loop(server, log_sample_rate=2)
+    with pytest.raises(ValueError, match="infra_retries"):
+        _loop(server, infra_retries=-1)
 
 
 def test_sampled_trajectories_are_logged(tiny_model, tiny_tokenizer, tmp_path):
@@ -391,3 +393,39 @@ def test_a_clawback_is_charged_to_the_turn_that_earned_the_shaping(tiny_model, t
     server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts=SCRIPTS)
     ((_, kept),) = asyncio.run(_play(server, ["listing"], wrappers=[ProcessReward], charge_clawback=False))
     assert kept.extra_fields["turn_scores"] == pytest.approx(kept.extra_fields["env_step_rewards"])
+
+
+class LoseTheFirstSandbox(gym.Wrapper):
+    """The first episode's sandbox dies under it at its first step (closed from outside, as a crash or a
+    lost node would end it); every later episode runs undisturbed."""
+
+    lost = 0
+
+    def step(self, action):
+        if LoseTheFirstSandbox.lost == 0:
+            LoseTheFirstSandbox.lost += 1
+            self.unwrapped.sandbox.close()
+        return super().step(action)
+
+
+def test_an_episode_whose_sandbox_died_is_played_again_from_scratch(tiny_model, tiny_tokenizer):
+    LoseTheFirstSandbox.lost, SandboxSpy.started = 0, []
+    server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts={"Create hello.txt": [COMMAND, SUBMIT]})
+    ((_, output),) = asyncio.run(_play(server, ["hello"], wrappers=[SandboxSpy, LoseTheFirstSandbox]))
+    (lost,) = output.extra_fields["infra_failures"]
+    assert lost["where"] == "env.step", lost
+    # the sample is the second try, whole: its own prompt, two turns, graded on its own sandbox
+    assert output.extra_fields["grade"]["passed"] and output.reward_score == 1.0
+    assert output.extra_fields["assistant_turns"] == 2 and output.extra_fields["sandbox_node"] is None
+    assert len(SandboxSpy.started) == 2 and _all_closed(SandboxSpy.started)
+
+
+def test_without_retries_the_lost_episode_fails_its_sample(tiny_model, tiny_tokenizer):
+    """The sabotage: infra_retries=0 makes the same lost sandbox fail the sample (and so the step)."""
+    from termgym.agents.loop import EnvFailure
+
+    LoseTheFirstSandbox.lost, SandboxSpy.started = 0, []
+    server = TinyTokenServer(tiny_model, tiny_tokenizer, scripts={"Create hello.txt": [COMMAND, SUBMIT]})
+    with pytest.raises(EnvFailure, match="env.step failed"):
+        asyncio.run(_play(server, ["hello"], wrappers=[SandboxSpy, LoseTheFirstSandbox], infra_retries=0))
+    assert len(SandboxSpy.started) == 1 and _all_closed(SandboxSpy.started)

@@ -33,6 +33,16 @@ def test_episode_metrics_by_hand():
     assert metrics["termgym/reward_events/valid_command"] == 0.75
     assert metrics["termgym/reward_events/all_tests_pass"] + metrics["termgym/reward_events/partial_pass"] == 1.0
     assert metrics["termgym/episodes"] == 4
+    assert metrics["termgym/infra_failures"] == 0 and metrics["termgym/episodes_retried"] == 0
+
+
+def test_tries_lost_to_the_infrastructure_are_counted():
+    lost = {"type": "SandboxLost", "where": "env.step", "message": "the Ray actor ... is gone"}
+    episodes = [_episode("submitted", True, 1, 0, 4, {}) for _ in range(4)]
+    episodes[1]["infra_failures"] = [lost, lost]
+    episodes[3]["infra_failures"] = [lost]
+    metrics = episode_metrics(episodes)
+    assert metrics["termgym/infra_failures"] == 3 and metrics["termgym/episodes_retried"] == 0.5
 
 
 def test_rows_without_episode_fields_are_ignored():

@@ -19,6 +19,11 @@ of the turn that earned it (``reward_placement="per_turn"``, the input of the
 ``termgym_turn_grpo`` estimator) or the whole return on the last token (``"final"``). The env
 is closed in ``finally``, whatever happens.
 
+An episode whose env failed (:class:`~termgym.agents.loop.EnvFailure`: a sandbox that crashed, a
+Ray sandbox node lost mid-episode) is played again from scratch with a fresh env and a fresh
+generation, up to ``infra_retries`` times, as ``termgym eval`` does: the sample the trainer gets is
+one whole episode of the current policy, and how many tries it took is in its ``extra_fields``.
+
 Registered through ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` pointing at
 ``trainers/verl/config/agent_loops.yaml``; the dataset rows come from
 :mod:`trainers.verl.prepare_data`.
@@ -119,6 +124,8 @@ class TermgymAgentLoop(AgentLoopBase):
     * ``health_check_interval`` — seconds between health checks in this worker (0: off).
     * ``charge_clawback`` — place ProcessReward's clawback on the turns whose shaping it takes back
       (default true; false: on the last turn, where the env paid it).
+    * ``infra_retries`` — times an episode whose env failed is played again from scratch (default 2);
+      the last failure is raised.
     """
 
     def __init__(
@@ -135,6 +142,7 @@ class TermgymAgentLoop(AgentLoopBase):
         log_sample_rate: float | str = 0.0,
         health_check_interval: float | str = 0.0,
         charge_clawback: bool | str = True,
+        infra_retries: int | str = 2,
         tools: Any = None,  # veRL passes its tool list to every agent loop; termgym envs bring their own
         **kwargs: Any,
     ) -> None:
@@ -157,6 +165,9 @@ class TermgymAgentLoop(AgentLoopBase):
         self.trajectory_dir = trajectory_dir if trajectory_dir not in (None, "", "null", "None") else None
         self.log_sample_rate = float(log_sample_rate)
         self.charge_clawback = str(charge_clawback).lower() not in ("false", "0", "no")
+        if int(infra_retries) < 0:
+            raise ValueError(f"infra_retries must be at least 0, got {infra_retries}")
+        self.infra_retries = int(infra_retries)
         self.prompt_length = self.rollout_config.prompt_length
         self.response_length = self.rollout_config.response_length
         self.stop_token_ids = _stop_token_ids(self.tokenizer)
@@ -174,11 +185,23 @@ class TermgymAgentLoop(AgentLoopBase):
                 "a termgym sample needs extra_info.env_id and extra_info.task_id "
                 f"(got keys {sorted(extra_info)}); build the parquet with trainers/verl/prepare_data.py"
             )
-        async with _episode_slots(self.max_concurrent_episodes):
-            return await self._play(str(env_id), str(task_id), extra_info, sampling_params, kwargs)
+        from termgym.agents.loop import EnvFailure
 
-    async def _play(self, env_id: str, task_id: str, extra_info: dict[str, Any],
-                    sampling_params: dict[str, Any], kwargs: dict[str, Any]) -> TermgymAgentLoopOutput:
+        lost: list[dict[str, str]] = []
+        async with _episode_slots(self.max_concurrent_episodes):
+            while True:
+                try:
+                    return await self._play(str(env_id), str(task_id), extra_info, sampling_params, kwargs, lost)
+                except EnvFailure as exc:
+                    if not exc.retriable or len(lost) >= self.infra_retries:
+                        raise
+                    lost.append({"type": type(exc.cause).__name__, "where": f"env.{exc.during}",
+                                 "message": str(exc.cause)[:500]})
+                    logger.warning("task %s: %s; playing the episode again with a fresh env (try %d of %d)",
+                                   task_id, exc, len(lost) + 1, self.infra_retries + 1)
+
+    async def _play(self, env_id: str, task_id: str, extra_info: dict[str, Any], sampling_params: dict[str, Any],
+                    kwargs: dict[str, Any], lost: Sequence[dict[str, str]] = ()) -> TermgymAgentLoopOutput:
         from termgym.agents.loop import LoopOutcome, run_episode
         from termgym.env import aclose
         from termgym.sandbox import run_blocking
@@ -225,6 +248,10 @@ class TermgymAgentLoop(AgentLoopBase):
             # for the trainer's episode metrics (trainers/verl/metrics.py)
             "reward_events": _count(policy.reward_events),
             "model_tokens": int(sum(response_mask)),
+            # tries lost to the infrastructure before this one (each played from scratch, nothing kept)
+            "infra_failures": list(lost),
+            # where the episode's sandbox ran: a Ray node's id for a remote env (termgym.remote), else None
+            "sandbox_node": (getattr(_unwrapped(env), "remote_node", None) or {}).get("node_id"),
         }
         output = TermgymAgentLoopOutput(
             prompt_ids=prompt_ids,
@@ -456,6 +483,10 @@ def episode_record_ref(env: Any) -> dict[str, str] | None:
             return {"path": str(layer.path), "episode_id": str(layer.last_episode_id)}
         layer = getattr(layer, "env", None)
     return None
+
+
+def _unwrapped(env: Any) -> Any:
+    return getattr(env, "unwrapped", env)
 
 
 def _anchor_key(content: Any) -> str:

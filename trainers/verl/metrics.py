@@ -24,6 +24,8 @@ Keys (all under ``termgym/``):
 * ``groups_with_signal`` — share of groups (rollouts of one prompt) whose episode returns differ;
 * ``reward_misplaced`` — share of episodes whose per-turn rewards, as the advantage estimator reads
   them from ``token_level_rewards`` and ``response_mask``, differ from the env's step rewards;
+* ``infra_failures`` — tries lost to the infrastructure this step (a crashed sandbox, a lost Ray
+  sandbox node; each such episode was played again from scratch); ``episodes_retried`` — their share;
 * ``time/rollout_s``, ``time/update_s``, ``time/rollout_share`` — wall clock of the step spent
   waiting for rollouts vs in the actor update (veRL's ``timing_s/gen`` and ``timing_s/update_actor``);
 * credit, where episodes are recorded (the agent loop's ``trajectory_dir``, :func:`credit_metrics`):
@@ -64,6 +66,8 @@ def episode_metrics(extra_fields: Sequence[Mapping[str, Any]]) -> dict[str, floa
         "tokens/mean": float(tokens.mean()),
         "tokens/max": float(tokens.max()),
         "episodes": float(n),
+        "infra_failures": float(sum(len(e.get("infra_failures") or ()) for e in episodes)),
+        "episodes_retried": sum(bool(e.get("infra_failures")) for e in episodes) / n,
     }
     for reason in sorted({str(e["end_reason"]) for e in episodes}):
         metrics[f"end_reason/{reason}"] = sum(str(e["end_reason"]) == reason for e in episodes) / n
