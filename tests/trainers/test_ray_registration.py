@@ -19,6 +19,15 @@ pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
 
+def _fresh_env() -> dict[str, str]:
+    """This process's environment as a fresh Ray worker would have it: the repository importable and no
+    veRL platform chosen by a CPU run earlier in this process (``use_cpu_platform`` sets ``VERL_PLATFORM``)."""
+    from trainers.verl import launch
+
+    env = {k: v for k, v in os.environ.items() if k not in ("VERL_PLATFORM", "VERL_ENGINE_DEVICE")}
+    return {**env, "PYTHONPATH": str(launch.ROOT)}
+
+
 def _hook() -> str:
     from trainers.verl import launch
 
@@ -27,7 +36,6 @@ def _hook() -> str:
 
 
 def test_the_hook_registers_the_estimator_and_trainer_in_a_fresh_process():
-    from trainers.verl import launch
 
     hook = _hook()
     script = (
@@ -40,7 +48,28 @@ def test_the_hook_registers_the_estimator_and_trainer_in_a_fresh_process():
         "sys.exit(0 if 'termgym_turn_grpo' in core_algos.ADV_ESTIMATOR_REGISTRY and 'termgym_sync' in TRAINER_REGISTRY"
         " else 3)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(launch.ROOT)}
+    env = _fresh_env()
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_hook_needs_no_verl_on_a_sandbox_node():
+    """Ray runs the job's hook in the env actors on sandbox nodes too (docs/cluster.md): there, without
+    veRL or torch, it must return, not fail the worker."""
+
+    hook = _hook()
+    script = (
+        "import importlib, importlib.abc, sys\n"
+        "class NoTrainerStack(importlib.abc.MetaPathFinder):\n"  # a node without veRL and torch installed
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('verl', 'torch'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NoTrainerStack())\n"
+        f"module, _, name = {hook!r}.rpartition('.')\n"
+        "getattr(importlib.import_module(module), name)()\n"
+        "sys.exit(0 if 'verl' not in sys.modules and 'torch' not in sys.modules else 3)\n"
+    )
+    env = _fresh_env()
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
 

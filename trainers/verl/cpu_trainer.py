@@ -78,19 +78,17 @@ def smoke_setup() -> CpuSetup:
 
 def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str | Path, agent_loops: str | Path,
                   steps: int, groups: int = 2, n: int = 4, response_length: int = 384,
-                  scripts: dict[str, list[str | None]] | None = None, choices: Sequence[str] = ()) -> list[str]:
-    """The GRPO recipe's overrides, then the CPU ones (later overrides win in Hydra)."""
+                  scripts: dict[str, list[str | None]] | None = None, choices: Sequence[str] = (),
+                  ray_address: str | None = None) -> list[str]:
+    """The GRPO recipe's overrides, then the CPU ones (later overrides win in Hydra); ``ray_address``: see
+    :func:`ray_overrides`."""
     values = launch.placeholders(data_dir=str(data_dir), model=str(model_dir), experiment="cpu-trainer",
                                  ckpt_dir=str(ckpt_dir))
     overrides = launch.load_overrides("grpo", values)
     overrides += [
         # device: CPU platform, FSDP2, sdpa, fp32; the HF rollout stand-in
         "trainer.device=cpu",
-        "+ray_kwargs.ray_init.num_cpus=16",
-        # veRL checks the cluster for a "GPU" resource before placing its workers: declare one logical
-        # GPU (nothing requests it; the CPU platform places workers on CPU bundles)
-        "+ray_kwargs.ray_init.num_gpus=1",
-        "+ray_kwargs.ray_init.include_dashboard=false",  # nothing looks at it; it costs start-up time
+        *ray_overrides(ray_address),
         "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
         "ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=trainers.verl.hf_rollout.setup_cpu_worker",
         "actor_rollout_ref.actor.strategy=fsdp2",
@@ -136,11 +134,35 @@ def cpu_overrides(*, data_dir: str | Path, model_dir: str | Path, ckpt_dir: str 
     return overrides
 
 
+def ray_overrides(address: str | None = None) -> list[str]:
+    """How veRL starts Ray: a one-node cluster of its own (``address`` ``None``), or the running cluster at
+    ``address`` (``"auto"``, ``"HOST:PORT"``), whose nodes bring their own CPUs and resources: then one of
+    them must declare a GPU (``ray start --num-gpus=1``) for veRL to place its workers, and sandbox nodes
+    are best started with ``--num-cpus=0`` so that none of veRL's workers lands beside the sandboxes
+    (TransferQueue's storage units are then kept to the nodes with a GPU)."""
+    if address is not None:
+        # TransferQueue spreads its storage units over every node (node affinity, one CPU each): keep
+        # them on the GPU node, not on sandbox nodes that offer no CPU to veRL
+        return [f"+ray_kwargs.ray_init.address={address}",
+                "++transfer_queue.backend.SimpleStorage.required_node_resource=GPU"]
+    return [
+        "+ray_kwargs.ray_init.num_cpus=16",
+        # veRL checks the cluster for a "GPU" resource before placing its workers: declare one logical
+        # GPU (nothing requests it; the CPU platform places workers on CPU bundles)
+        "+ray_kwargs.ray_init.num_gpus=1",
+        "+ray_kwargs.ray_init.include_dashboard=false",  # nothing looks at it; it costs start-up time
+    ]
+
+
+def _hydra_str(text: str) -> str:
+    """A string as a quoted Hydra value (Hydra unescapes only a backslash before a quote)."""
+    return "'" + text.replace("'", "\\'") + "'"
+
+
 def _hydra_json(value: Any) -> str:
     """A JSON value as a quoted Hydra string (the rollout stand-in parses it back)."""
-    text = json.dumps(value)
     # Hydra keeps backslashes in quoted strings (it only unescapes \' and a backslash before a quote)
-    return "'" + text.replace("'", "\\'") + "'"
+    return _hydra_str(json.dumps(value))
 
 
 def write_agent_loops(path: str | Path, *, max_tokens_per_turn: int = 48, setup: CpuSetup | None = None,
@@ -192,12 +214,15 @@ def prepare(out: str | Path, setup: CpuSetup | None = None, *, agent_loop: str |
 
 
 def run(out: str | Path, *, steps: int, extra: Sequence[str] = (), log_name: str | None = None,
-        setup: CpuSetup | None = None, agent_loop: str | None = None, platform: str | None = "cpu") -> Path:
+        setup: CpuSetup | None = None, agent_loop: str | None = None, platform: str | None = "cpu",
+        ray_address: str | None = None) -> Path:
     """Run veRL's v1 trainer until ``steps`` (resuming from ``out``'s checkpoints); returns the metrics log.
 
     ``setup`` picks the suite (default: the smoke suite); ``agent_loop`` replaces the agent-loop class
     and ``extra`` are further Hydra overrides (later ones win). ``platform=None`` leaves veRL's own
     device platform (CUDA) in place: :mod:`trainers.verl.gpu_step_split` runs this path on a GPU.
+    ``ray_address``: join that running Ray cluster instead of starting one (:func:`ray_overrides`);
+    with the setup's ``env_kwargs`` ``{"ray": ...}`` every sandbox then runs on the cluster's sandbox nodes.
     """
     from omegaconf import OmegaConf
 
@@ -218,7 +243,11 @@ def run(out: str | Path, *, steps: int, extra: Sequence[str] = (), log_name: str
     overrides = cpu_overrides(data_dir=paths["data"], model_dir=paths["model"], ckpt_dir=paths["ckpt"],
                               agent_loops=paths["agent_loops"], steps=steps, groups=setup.groups, n=setup.n,
                               response_length=setup.response_length, scripts=setup.scripts,
-                              choices=setup.choices) + list(extra)
+                              choices=setup.choices, ray_address=ray_address) + list(extra)
+    if ray_address is not None:
+        # the workers of a running cluster do not inherit this process's environment: veRL's file logger
+        # (in the TaskRunner) learns where to write through the job's runtime env
+        overrides.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={_hydra_str(str(log_path.resolve()))}")
     config = launch.compose("grpo", overrides)
     # the same checks and entry point as ``python -m verl.trainer.main_ppo``
     import ray

@@ -28,6 +28,7 @@ from typing import Any
 
 import ray
 import torch
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 ROLLOUT_NAME = "termgym_hf"
 #: ``actor_rollout_ref.rollout.custom.termgym_scripts``: marker -> scripted turns (see TinyTokenServer).
@@ -138,7 +139,11 @@ class HFRolloutReplica(_replica_base()):
         # On a GPU the server shares the device veRL's actor holds (as a colocated vLLM does): Ray must
         # not hide it from an actor that requests no GPU.
         env = {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"} if device != "cpu" else {}
+        # Beside veRL's workers, on the node that launches it (as a vLLM server sits on its GPUs): asking for
+        # no CPU, it could otherwise land on any node, e.g. a sandbox node of a cluster (docs/cluster.md).
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         server = HFTokenServer.options(name=name, max_concurrency=self.max_concurrency, num_cpus=0,
+                                       scheduling_strategy=here,
                                        runtime_env={"env_vars": env} if env else None).remote(
             self.model_config.path, scripts=scripts, seed=self.replica_rank, choices=list(choices), device=device)
         self.servers = [server]
