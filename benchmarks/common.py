@@ -389,9 +389,11 @@ def load_line() -> str:
     return f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}"
 
 
-def write_results(out: str | None, runs: list[dict], summary: dict, machine: str, table: str) -> None:
+def write_results(out: str | None, runs: list[dict], summary: dict, machine: str, table: str, *,
+                  title: str = "", group=None) -> None:
     """Print a learning benchmark's table; with ``out``, write the runs, their summary and the machine as
-    JSON there and the table as Markdown beside it (``.md``)."""
+    JSON there, the table as Markdown beside it (``.md``) and the runs' curves as a PNG (``.png``, where
+    matplotlib is installed; ``group`` picks each run's line colour, by default its variant)."""
     import json
 
     print(table)
@@ -399,3 +401,10 @@ def write_results(out: str | None, runs: list[dict], summary: dict, machine: str
         path = Path(out)
         path.write_text(json.dumps({"runs": runs, "summary": summary, "machine": machine}, indent=1) + "\n")
         path.with_suffix(".md").write_text(table)
+        try:
+            from benchmarks.plots import seed_curves
+
+            seed_curves(path.with_suffix(".png"), title or path.stem, runs,
+                        **({"group": group} if group is not None else {}))
+        except ImportError:  # matplotlib ([bench] extra) not installed: the JSON and table still stand
+            pass

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{' '.join(f'{x:.2f}' for x in runs[-1]['curve'])} ({runs[-1]['seconds']:.0f} s)",
                       file=sys.stderr, flush=True)
     machine += f", at end {os.getloadavg()[0]:.1f}"
-    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine))
+    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine), title="pick tasks in process: reward per step", group=lambda run: f"{run['turns']} turn(s), {run['variant']}")
     return 0
 
 

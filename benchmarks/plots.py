@@ -81,3 +81,36 @@ def grouped_bars(path: Path, title: str, categories: Sequence[str], groups: dict
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def seed_curves(path: Path, title: str, runs: Sequence[dict], *, group=lambda run: run["variant"],
+                ylabel: str = "mean training reward per step") -> None:
+    """A learning benchmark's curves: every run's per-step reward (``train_curve`` or ``curve``), one
+    colour per group (a variant; a no-signal baseline dashed), one thin line per seed, the group's mean bold."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    groups: dict[str, list[Sequence[float]]] = {}
+    for run in runs:
+        groups.setdefault(str(group(run)), []).append(run.get("train_curve") or run.get("curve") or [])
+    for index, (name, curves) in enumerate(groups.items()):
+        colour = f"C{index}"
+        style = "--" if "shuffled" in name or "masked" in name else "-"
+        for curve in curves:
+            ax.plot(range(1, len(curve) + 1), curve, style, color=colour, alpha=0.3, linewidth=1)
+        steps = min(len(c) for c in curves)
+        if steps:
+            mean = [sum(c[i] for c in curves) / len(curves) for i in range(steps)]
+            ax.plot(range(1, steps + 1), mean, style, color=colour, linewidth=2.5, marker="o",
+                    label=f"{name} (mean of {len(curves)} seeds)")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

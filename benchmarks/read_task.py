@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[read_task]   held-out {runs[-1]['held_out_before']} -> {runs[-1]['held_out_after']} "
                   f"({runs[-1]['seconds']:.0f} s)", file=sys.stderr, flush=True)
     machine += f", at end {os.getloadavg()[0]:.1f}"
-    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine))
+    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine), title="ReadPick: veRL run_ppo, training reward per step")
     return 0
 
 
