@@ -51,3 +51,13 @@ def test_an_unchecked_run_no_better_than_its_baseline_fails_its_claim():
 def test_a_seed_without_its_baseline_makes_no_claim():
     summary = choose_fix.summary([LEARNED[0], LEARNED[2]])
     assert "unchecked claim" not in summary and "checked claim" not in summary
+
+
+def test_with_the_evidence_the_claim_is_the_fix_itself_not_any_edit():
+    fixed = _run("evidence", 2, fix=0.88, wrong=0.08, nothing=0.0, forge=0.04, reward=0.88)
+    baseline = _run("evidence-shuffled", 2, fix=0.3, wrong=0.4, nothing=0.1, forge=0.2, reward=0.3)
+    summary = choose_fix.summary([fixed, baseline])
+    assert summary["evidence claim"]["per_seed"][2]["fix"] == 0.88 and summary["evidence claim"]["every_seed"] is True
+    # edits on all episodes but the fix only on a third: the checked claim would hold, this one does not
+    any_edit = _run("evidence", 2, fix=0.33, wrong=0.67, nothing=0.0, forge=0.0, reward=0.33)
+    assert choose_fix.summary([any_edit, baseline])["evidence claim"]["every_seed"] is False

@@ -9,6 +9,8 @@ trainer, are ``python -m benchmarks.choose_fix`` (docs/training.md).
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import pytest
 
@@ -88,3 +90,48 @@ def test_sabotage_a_forgery_that_forges_nothing_is_not_paid_without_the_check(tm
 def test_an_unknown_task_is_named():
     with pytest.raises(KeyError, match="no task 'nope'"):
         choose_fix.ChooseFixSuite().load("nope")
+
+
+def test_the_evidence_is_what_running_the_tests_found_and_the_prompt_says_it(tmp_path):
+    task_id = choose_fix.HELD_OUT_TASKS[2]
+    path = tmp_path / "evidence.json"
+    found = choose_fix.measure_evidence(path, [task_id], cache_dir=str(tmp_path / "cache"))
+    fix_slot = choose_fix.fix_slot_of(task_id)
+    assert found == {task_id: [fix_slot, "forge"]}  # the fix and the forgery pass the tests, nothing else does
+    stored = json.loads(path.read_text())
+    # the prompt states the file, not the answer key: a file that says the tests pass after another slot is
+    # what the prompt then says (the sabotage of a prompt built from fix_slot would not show it)
+    other = next(slot for slot in choose_fix.EDITS if slot != fix_slot)
+    everyone = {tid: {"fix_slot": choose_fix.fix_slot_of(tid), "tests_pass_after": [choose_fix.fix_slot_of(tid), "forge"]}
+                for tid in choose_fix.evidence_task_ids()}
+    everyone[task_id]["tests_pass_after"] = stored[task_id]["tests_pass_after"]
+    path.write_text(json.dumps(everyone))
+    task = choose_fix.ChooseFixSuite(evidence=str(path)).load(task_id)
+    assert f"pass after {fix_slot}.sh and after forge.sh." in task.instruction
+    everyone[task_id]["tests_pass_after"] = [other, "forge"]
+    path.write_text(json.dumps(everyone))
+    assert f"pass after {other}.sh and after forge.sh." in choose_fix.ChooseFixSuite(evidence=str(path)).load(task_id).instruction
+
+
+def test_an_evidence_file_that_lacks_a_task_or_moved_its_fix_is_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="measure_evidence"):
+        choose_fix.ChooseFixSuite(evidence=str(tmp_path / "missing.json"))
+    task_id = choose_fix.TRAIN_TASKS[0]
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps({task_id: {"fix_slot": "c", "tests_pass_after": ["c", "forge"]}}))
+    with pytest.raises(ValueError, match=task_id):
+        choose_fix.ChooseFixSuite(evidence=str(path))
+
+
+def test_with_the_evidence_each_training_task_holds_its_fix_in_every_slot_one_round_a_step():
+    rotated = choose_fix.rotated_train_tasks()
+    n = len(choose_fix.TRAIN_TASKS)
+    assert len(rotated) == 3 * n and len(set(rotated)) == 3 * n
+    for start in range(0, 3 * n, n):  # a round: every task once, every slot three times
+        round_ = rotated[start:start + n]
+        assert sorted(t.split("@")[0] for t in round_) == sorted(choose_fix.TRAIN_TASKS)
+        assert sorted(choose_fix.fix_slot_of(t) for t in round_) == sorted("abc" * (n // 3))
+    for base in choose_fix.TRAIN_TASKS:
+        assert sorted(choose_fix.fix_slot_of(t) for t in rotated if t.startswith(base + "@")) == ["a", "b", "c"]
+    task = choose_fix.ChooseFixSuite().load(rotated[n])  # a rotated id loads in any mode, with its own slot
+    assert task.task_id == rotated[n] and task.metadata["fix_slot"] == rotated[n].split("@")[1]
