@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import load_line, seed_list, write_results
+from benchmarks.plots import seed_curves
 
 VARIANTS = ("checked", "unchecked", "checked-shuffled", "unchecked-shuffled", "evidence", "evidence-shuffled")
 #: The variants a plain run does (the evidence ones on request).
@@ -177,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.out).write_text(json.dumps({"runs": runs, "summary": summary(runs), "machine": machine},
                                                      indent=1) + "\n")
     machine += f", at end {os.getloadavg()[0]:.1f}"
-    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine), title="choose-the-fix: veRL run_ppo, training reward per step")
+    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine),
+                  curves=lambda png: seed_curves(png, "choose-the-fix: veRL run_ppo, training reward per step",
+                                                 runs))
     return 0
 
 

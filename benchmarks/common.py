@@ -390,10 +390,11 @@ def load_line() -> str:
 
 
 def write_results(out: str | None, runs: list[dict], summary: dict, machine: str, table: str, *,
-                  title: str = "", group=None) -> None:
+                  curves=None) -> None:
     """Print a learning benchmark's table; with ``out``, write the runs, their summary and the machine as
-    JSON there, the table as Markdown beside it (``.md``) and the runs' curves as a PNG (``.png``, where
-    matplotlib is installed; ``group`` picks each run's line colour, by default its variant)."""
+    JSON there, the table as Markdown beside it (``.md``) and, given ``curves`` (a function of the PNG's
+    path, e.g. :func:`benchmarks.plots.seed_curves` bound to the runs), their curves (``.png``, where
+    matplotlib is installed)."""
     import json
 
     print(table)
@@ -401,10 +402,8 @@ def write_results(out: str | None, runs: list[dict], summary: dict, machine: str
         path = Path(out)
         path.write_text(json.dumps({"runs": runs, "summary": summary, "machine": machine}, indent=1) + "\n")
         path.with_suffix(".md").write_text(table)
-        try:
-            from benchmarks.plots import seed_curves
-
-            seed_curves(path.with_suffix(".png"), title or path.stem, runs,
-                        **({"group": group} if group is not None else {}))
-        except ImportError:  # matplotlib ([bench] extra) not installed: the JSON and table still stand
-            pass
+        if curves is not None:
+            try:
+                curves(path.with_suffix(".png"))
+            except ImportError:  # matplotlib ([bench] extra) not installed: the JSON and table still stand
+                pass

@@ -31,6 +31,7 @@ import sys
 import time
 
 from benchmarks.common import load_line, seed_list, write_results
+from benchmarks.plots import seed_curves
 
 VARIANTS = ("intact", "shuffled")
 #: How far each seed's intact final reward must be above its shuffled baseline's.
@@ -103,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{' '.join(f'{x:.2f}' for x in runs[-1]['curve'])} ({runs[-1]['seconds']:.0f} s)",
                       file=sys.stderr, flush=True)
     machine += f", at end {os.getloadavg()[0]:.1f}"
-    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine), title="pick tasks in process: reward per step", group=lambda run: f"{run['turns']} turn(s), {run['variant']}")
+    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine),
+                  curves=lambda png: seed_curves(png, "pick tasks in process: reward per step", runs,
+                                                 group=lambda run: f"{run['turns']} turn(s), {run['variant']}"))
     return 0
 
 

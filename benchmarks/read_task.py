@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import load_line, seed_list, write_results
+from benchmarks.plots import seed_curves
 
 VARIANTS = ("intact", "masked", "shuffled")
 #: The learning claim: every seed's intact held-out reward beats its own masked baseline by this much.
@@ -128,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[read_task]   held-out {runs[-1]['held_out_before']} -> {runs[-1]['held_out_after']} "
                   f"({runs[-1]['seconds']:.0f} s)", file=sys.stderr, flush=True)
     machine += f", at end {os.getloadavg()[0]:.1f}"
-    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine), title="ReadPick: veRL run_ppo, training reward per step")
+    write_results(args.out, runs, summary(runs), machine, markdown(runs, machine),
+                  curves=lambda png: seed_curves(png, "ReadPick: veRL run_ppo, training reward per step", runs))
     return 0
 
 
