@@ -58,6 +58,27 @@ class Node:
                 continue
         raise RuntimeError(f"{self.name}: no raylet among the processes of pid {self.proc.pid}")
 
+    def kill_raylet_once(self, process_name: str, *, within: float = 120.0, settle: float = 0.5) -> float | None:
+        """Lose this node mid-work: wait until a process called ``process_name`` runs under its raylet (a
+        sandbox's command), ``settle`` seconds more, then SIGKILL the raylet. Returns when it was killed
+        (``time.monotonic()``), or ``None`` if no such process showed up within ``within`` seconds."""
+        import psutil
+
+        raylet = psutil.Process(self.raylet_pid())
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            try:
+                if any(p.name() == process_name for p in raylet.children(recursive=True)):
+                    break
+            except psutil.Error:
+                pass
+            time.sleep(0.2)
+        else:
+            return None
+        time.sleep(settle)
+        os.kill(raylet.pid, signal.SIGKILL)
+        return time.monotonic()
+
     def stop(self) -> None:
         """Stop the node: SIGTERM to ``ray start --block`` (it stops its processes), then SIGKILL its session."""
         if self.proc.poll() is None:

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import threading
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -95,23 +92,10 @@ def test_actors_go_only_to_sandbox_nodes_and_each_node_caps_its_slots(driver):
 
 
 def _kill_raylet_during_a_step(node, killed: list[float]) -> None:
-    """Wait until an episode's slow step (its ``sleep``) runs under ``node``'s raylet, then kill the raylet."""
-    import psutil
-
-    raylet = psutil.Process(node.raylet_pid())
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if any(p.name() == "sleep" for p in raylet.children(recursive=True)):
-                break
-        except psutil.Error:
-            pass
-        time.sleep(0.2)
-    else:
-        return
-    time.sleep(0.5)
-    os.kill(raylet.pid, signal.SIGKILL)
-    killed.append(time.monotonic())
+    """Once an episode's slow step (its ``sleep``) runs under ``node``'s raylet, kill the raylet."""
+    when = node.kill_raylet_once("sleep", within=120, settle=0.5)
+    if when is not None:
+        killed.append(when)
 
 
 def test_a_node_lost_mid_run_is_retried_on_the_other_node_and_recorded_once(driver, tmp_path):

@@ -21,12 +21,9 @@ the head; each lost try left an ``abandoned`` record on the killed node and was 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -57,24 +54,11 @@ def training_cluster():
             yield cluster
 
 
-def _kill_raylet_while_grading(node, killed: list[float], deadline_s: float = 600) -> None:
+def _kill_raylet_while_grading(node, killed: list[float]) -> None:
     """Once a grader's ``sleep`` runs under ``node``'s raylet, kill the raylet (the node is lost)."""
-    import psutil
-
-    raylet = psutil.Process(node.raylet_pid())
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        try:
-            if any(p.name() == "sleep" for p in raylet.children(recursive=True)):
-                break
-        except psutil.Error:
-            pass
-        time.sleep(0.2)
-    else:
-        return
-    time.sleep(0.3)
-    os.kill(raylet.pid, signal.SIGKILL)
-    killed.append(time.monotonic())
+    when = node.kill_raylet_once("sleep", within=600, settle=0.3)
+    if when is not None:
+        killed.append(when)
 
 
 def test_verl_trains_with_every_sandbox_on_sandbox_nodes_and_survives_losing_one(training_cluster, tmp_path):
