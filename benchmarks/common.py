@@ -407,3 +407,20 @@ def write_results(out: str | None, runs: list[dict], summary: dict, machine: str
                 curves(path.with_suffix(".png"))
             except ImportError:  # matplotlib ([bench] extra) not installed: the JSON and table still stand
                 pass
+
+
+def write_run_json(out_dir: str | Path, name: str, data: dict, load_before: list[float]) -> Path:
+    """Write a benchmark's ``data`` as ``out_dir/name`` with the machine (cores, platform, load average
+    before and after) and the UTC date added; print and return the path."""
+    import json
+
+    data = {**data, "machine": {"cores": os.cpu_count(), "platform": platform.platform(),
+                                "load_average_before": load_before,
+                                "load_average_after": [round(x, 2) for x in os.getloadavg()]},
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"wrote {path}")
+    return path

@@ -27,12 +27,12 @@ Writes ``ray_scaling.json`` into ``--out`` (default ``$OUT`` or the current dire
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import threading
 import time
 from pathlib import Path
+
+from benchmarks.common import write_run_json
 
 ENV_ID = "termgym-bench/RayScaling-v0"
 BURN_ITERATIONS = 300_000  # about 1 s of one core in the sandbox
@@ -151,15 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {' '.join(sorted(set(t['sandbox_nodes'])))} | {t['envs']} | {t['episodes']} | {t['seconds']} | "
               f"{t['episodes_per_s']} | {' '.join(map(str, t['round_rates']))} |")
     print(f"\ntwo nodes / one node: {ratio:.2f}x episodes per second ({os.cpu_count()} cores on this host)")
-    data = {"quick": args.quick, "slots_per_node": args.slots, "burn_iterations": BURN_ITERATIONS,
-            "settings": totals, "ratio_two_over_one": round(ratio, 3),
-            "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
-                        "load_average_after": [round(x, 2) for x in os.getloadavg()]},
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ray_scaling.json").write_text(json.dumps(data, indent=2) + "\n")
-    print(f"wrote {out / 'ray_scaling.json'}")
+    write_run_json(args.out, "ray_scaling.json", {"quick": args.quick, "slots_per_node": args.slots,
+                   "burn_iterations": BURN_ITERATIONS, "settings": totals,
+                   "ratio_two_over_one": round(ratio, 3)}, load_before)
     return 0
 
 

@@ -22,15 +22,11 @@ minus the local median (the added cost of a remote step) at most 2 ms, and their
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import tempfile
-import time
-from pathlib import Path
 
-from benchmarks.common import MS_COLUMNS, Samples, fmt_ms, interleaved, ms_cells
+from benchmarks.common import MS_COLUMNS, Samples, fmt_ms, interleaved, ms_cells, write_run_json
 
 COMMAND = "echo hi"
 MESSAGE = f"THOUGHT: measure a step.\n\n```bash\n{COMMAND}\n```"
@@ -139,15 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, niceness, label in CLUSTERS[:1] if args.quick else CLUSTERS:
         with tempfile.TemporaryDirectory(prefix="tgrs", dir="/tmp") as temp_dir:  # short: socket paths
             clusters[key] = report(measure(100 if args.quick else 1000, temp_dir, niceness), label)
-    data = {"quick": args.quick, "clusters": clusters,
-            "machine": {"cores": os.cpu_count(), "platform": platform.platform(),
-                        "load_average_before": load_before,
-                        "load_average_after": [round(x, 2) for x in os.getloadavg()]},
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ray_step.json").write_text(json.dumps(data, indent=2) + "\n")
-    print(f"wrote {out / 'ray_step.json'}")
+    write_run_json(args.out, "ray_step.json", {"quick": args.quick, "clusters": clusters}, load_before)
     return 0
 
 
