@@ -15,6 +15,9 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+#: Where the cgroup v1 hierarchies are mounted.
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
 
 def has_exited(pid: int) -> bool:
     """Whether ``pid`` has exited (a zombie, or gone already)."""
@@ -77,3 +80,18 @@ def wait_exited(pids: Iterable[int], timeout: float = 2.0) -> None:
         if left:
             time.sleep(delay)
             delay = min(delay * 2, 0.002)
+
+
+def remove_cgroup(cg: Path) -> None:
+    """Kill what runs in cgroup ``cg`` and remove it (retrying while its last processes exit)."""
+    for _ in range(50):
+        try:
+            procs = (cg / "cgroup.procs").read_text().split()
+        except OSError:
+            return
+        send_kill(int(pid) for pid in procs if pid.isdigit())
+        try:
+            cg.rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)

@@ -54,8 +54,9 @@ from termgym.sandbox.base import (
     SandboxSpec,
     read_only_binds,
 )
-from termgym.sandbox.cgroups import frozen, has_exited, send_kill, wait_exited
+from termgym.sandbox.cgroups import CGROUP_ROOT, frozen, has_exited, remove_cgroup, send_kill, wait_exited
 from termgym.sandbox.hostfs import open_dir
+from termgym.sandbox.local_gc import write_owner
 from termgym.sandbox.shell import ShellChannel, ShellSandbox, shell_argv
 
 #: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
@@ -77,7 +78,6 @@ def _under_mount(target: str) -> bool:
 
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: The CFS period of a sandbox's CPU quota, microseconds (its quota is ``Limits.cpus`` times this).
 CPU_PERIOD_US = 100_000
 
@@ -254,13 +254,14 @@ class BubblewrapSandbox(ShellSandbox):
         elif self.spec.limits.cpus:
             _warn_once("cpu", f"local sandboxes run without their CPU quota (Limits.cpus={self.spec.limits.cpus:g}): "
                               f"no writable cgroup v1 hierarchy at {CGROUP_ROOT}")
+        write_owner(self.host_dir, self._cgroups)  # for `termgym gc` if this process dies without closing it
         self._session.start()
 
     def _destroy(self) -> None:
         self._stop_services()
         self._kill_all()
         for cg in self._cgroups:
-            _remove_cgroup(cg)
+            remove_cgroup(cg)
         if self.host_dir is not None:
             shutil.rmtree(self.host_dir, ignore_errors=True)
 
@@ -829,15 +830,3 @@ def _pidns(pid: int) -> str | None:
     return None
 
 
-def _remove_cgroup(cg: Path) -> None:
-    for _ in range(50):
-        try:
-            procs = (cg / "cgroup.procs").read_text().split()
-        except OSError:
-            return
-        send_kill(int(pid) for pid in procs if pid.isdigit())
-        try:
-            cg.rmdir()
-            return
-        except OSError:
-            time.sleep(0.02)
