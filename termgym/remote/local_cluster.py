@@ -47,36 +47,26 @@ class Node:
     node_id: str = ""
 
     def raylet_pid(self) -> int:
-        """The pid of this node's raylet (a child of its ``ray start``)."""
-        import psutil
-
-        for proc in psutil.Process(self.proc.pid).children(recursive=True):
-            try:
-                if Path(proc.exe()).name == "raylet" or proc.name() == "raylet":
-                    return proc.pid
-            except psutil.Error:
-                continue
+        """The pid of this node's raylet (a descendant of its ``ray start``)."""
+        for pid, name in _descendants(self.proc.pid):
+            if name == "raylet":
+                return pid
         raise RuntimeError(f"{self.name}: no raylet among the processes of pid {self.proc.pid}")
 
     def kill_raylet_once(self, process_name: str, *, within: float = 120.0, settle: float = 0.5) -> float | None:
         """Lose this node mid-work: wait until a process called ``process_name`` runs under its raylet (a
         sandbox's command), ``settle`` seconds more, then SIGKILL the raylet. Returns when it was killed
         (``time.monotonic()``), or ``None`` if no such process showed up within ``within`` seconds."""
-        import psutil
-
-        raylet = psutil.Process(self.raylet_pid())
+        raylet = self.raylet_pid()
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
-            try:
-                if any(p.name() == process_name for p in raylet.children(recursive=True)):
-                    break
-            except psutil.Error:
-                pass
+            if any(name == process_name for _, name in _descendants(raylet)):
+                break
             time.sleep(0.2)
         else:
             return None
         time.sleep(settle)
-        os.kill(raylet.pid, signal.SIGKILL)
+        os.kill(raylet, signal.SIGKILL)
         return time.monotonic()
 
     def stop(self) -> None:
@@ -128,6 +118,28 @@ class LocalCluster:
             if len(ids) != 1:
                 raise RuntimeError(f"{node.name}: {len(ids)} live Ray nodes use its temp dir {node.temp_dir}")
             node.node_id = ids[0]
+
+
+def _descendants(root: int) -> list[tuple[int, str]]:
+    """(pid, command name) of every process below ``root``, read from ``/proc`` (Linux)."""
+    children: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        names[int(entry)] = name
+        children.setdefault(int(rest[1]), []).append(int(entry))
+    found, todo = [], list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        found.append((pid, names[pid]))
+        todo.extend(children.get(pid, ()))
+    return found
 
 
 def _free_port() -> int:

@@ -39,6 +39,7 @@ DATA_DIRS = ("termgym_data/swesynth/toy", "termgym_data/harbor/samples")
 #: The first matching prefix wins, so the more specific ones come first.
 EXTRA_OF = {
     "benchmarks/ray_step.py": ("bench", "eval"),  # the remote step's overhead, on a Ray cluster
+    "benchmarks/ray_scaling.py": ("bench", "eval"),  # episodes/s on one sandbox node and on two
     "benchmarks/": ("bench",),
     # ART's GPU training script: its CUDA check needs torch (ART's GPU backend brings it) and its
     # health monitor is the veRL recipe's (trainers/verl/monitor.py)
