@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("gc", help="remove sandboxes and containers a crashed termgym run left behind",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--older-than", type=parse_duration, default=None, metavar="DURATION",
-                        help="also remove termgym containers created longer ago than this (e.g. 30m)")
+                        help="also remove termgym sandboxes and containers created longer ago than this (e.g. 30m)")
     parser.add_argument("--all", action="store_true", help="remove every termgym sandbox and container, running or not")
     parser.add_argument("--backend", choices=("all", "local", "docker"), default="all",
                         help="which sandboxes to sweep (default all: local ones, and Docker's where an engine answers)")

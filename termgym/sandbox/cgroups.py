@@ -19,6 +19,15 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
+def process_start_ticks(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot ("" if unknown): tells pid reuse apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
 def has_exited(pid: int) -> bool:
     """Whether ``pid`` has exited (a zombie, or gone already)."""
     try:

@@ -56,7 +56,7 @@ from termgym.sandbox.base import (
 )
 from termgym.sandbox.cgroups import CGROUP_ROOT, frozen, has_exited, remove_cgroup, send_kill, wait_exited
 from termgym.sandbox.hostfs import open_dir
-from termgym.sandbox.local_gc import write_owner
+from termgym.sandbox.local_gc import DIR_PREFIX, write_owner
 from termgym.sandbox.shell import ShellChannel, ShellSandbox, shell_argv
 
 #: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
@@ -246,7 +246,7 @@ class BubblewrapSandbox(ShellSandbox):
     def _create(self) -> None:
         self._bwrap = bwrap_path()
         self._system = system_tree(self.runtime_mode)
-        self.host_dir = Path(tempfile.mkdtemp(prefix="termgym-local-", dir=sandbox_parent_dir()))
+        self.host_dir = Path(tempfile.mkdtemp(prefix=DIR_PREFIX, dir=sandbox_parent_dir()))
         self.root = self.host_dir / "root"
         self._build_root()
         if self._use_cgroups:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym.sandbox.cgroups import CGROUP_ROOT, remove_cgroup
+from termgym.sandbox.cgroups import CGROUP_ROOT, process_start_ticks, remove_cgroup
 
 #: The owner record, beside a sandbox's ``root`` (the sandbox sees only ``root``).
 OWNER_FILE = "owner.json"
@@ -25,19 +25,10 @@ OWNER_FILE = "owner.json"
 DIR_PREFIX = "termgym-local-"
 
 
-def process_start(pid: int) -> int | None:
-    """The start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22), None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
 def write_owner(host_dir: Path, cgroups: list[Path]) -> None:
     """Record this process as the owner of the sandbox in ``host_dir`` (and the sandbox's cgroups)."""
     pid = os.getpid()
-    (host_dir / OWNER_FILE).write_text(json.dumps({"pid": pid, "start": process_start(pid),
+    (host_dir / OWNER_FILE).write_text(json.dumps({"pid": pid, "start": process_start_ticks(pid),
                                                    "cgroups": [str(cg) for cg in cgroups]}))
 
 
@@ -79,7 +70,7 @@ def find_local_leftovers(parents: list[str], *, older_than: float | None = None,
             cgroups = tuple(owner.get("cgroups") or ()) if isinstance(owner, dict) else ()
             if everything:
                 reason = "every local sandbox was asked for"
-            elif owner is not None and isinstance(pid, int) and process_start(pid) != owner.get("start"):
+            elif owner is not None and isinstance(pid, int) and process_start_ticks(pid) != owner.get("start"):
                 reason = f"its process {pid} is gone"
             elif older_than is not None and age > older_than:
                 reason = f"older than {older_than:g}s" + ("" if owner is not None else " (no owner record)")

@@ -251,7 +251,7 @@ class TermgymAgentLoop(AgentLoopBase):
             # tries lost to the infrastructure before this one (each played from scratch, nothing kept)
             "infra_failures": list(lost),
             # where the episode's sandbox ran: a Ray node's id for a remote env (termgym.remote), else None
-            "sandbox_node": (getattr(_unwrapped(env), "remote_node", None) or {}).get("node_id"),
+            "sandbox_node": (getattr(env.unwrapped, "remote_node", None) or {}).get("node_id"),
         }
         output = TermgymAgentLoopOutput(
             prompt_ids=prompt_ids,
@@ -483,10 +483,6 @@ def episode_record_ref(env: Any) -> dict[str, str] | None:
             return {"path": str(layer.path), "episode_id": str(layer.last_episode_id)}
         layer = getattr(layer, "env", None)
     return None
-
-
-def _unwrapped(env: Any) -> Any:
-    return getattr(env, "unwrapped", env)
 
 
 def _anchor_key(content: Any) -> str:

@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 from termgym.sandbox.base import BackendUnavailable, Limits, SandboxError, SandboxSpec, read_only_binds
+from termgym.sandbox.cgroups import process_start_ticks
 from termgym.sandbox.docker.hosttree import HostTree
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE, docker_client
 
@@ -113,15 +114,6 @@ def _write_weight(group: Path, containers: int) -> None:
         (group / "cpu.weight").write_text(str(min(10000, n * CGROUP_V2_WEIGHT)))
     else:
         (group / "cpu.shares").write_text(str(min(262144, n * CGROUP_V1_SHARES)))
-
-
-def process_start_ticks(pid: int) -> str:
-    """The start time of ``pid`` in clock ticks since boot ("" if unknown): tells pid reuse apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
 
 
 def container_labels(*, pool: bool = False, tree: str | None = None) -> dict[str, str]:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from termgym.sandbox.cgroups import process_start_ticks
 from termgym.sandbox.docker.container import (
     LABEL,
     LABEL_HOST,
@@ -25,7 +26,6 @@ from termgym.sandbox.docker.container import (
     LABEL_PID_START,
     LABEL_TREE,
     get_client,
-    process_start_ticks,
     remove_container,
 )
 
