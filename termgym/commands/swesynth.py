@@ -42,6 +42,10 @@ def register(subparsers) -> None:
                      help="skip the baseline's flaky check: by default the clean suite runs once more in reverse order "
                           "and its timing tests (a clock read and asserted on, a sleep then an assert) 3 more times "
                           "under CPU load, and every test that fails there is left out of the required set")
+    gen.add_argument("--served-only", action="store_true",
+                     help="keep only tasks gym.make serves by default: their behaviour check tells the bug apart "
+                          "on inputs no test makes, for every function the bug changes (the others are kept for "
+                          "behaviour='any', graded by their tests alone, unless this is given)")
     gen.add_argument("--storage", choices=("folders", "compact"), default="folders",
                      help="one folder per task, or one JSONL of records per project plus its baseline")
     gen.add_argument("--project", default=None,
@@ -371,7 +375,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
                           max_attempts=args.max_attempts, source_dirs=source_dirs, test_dirs=test_dirs,
                           sandbox_test_command=args.sandbox_test_cmd, writer=writer, breaker=breaker,
                           progress=bar, sandbox_check=not args.no_sandbox_check, backend=args.backend,
-                          storage=args.storage, flaky_check=not args.no_flaky_check, **extra)
+                          storage=args.storage, flaky_check=not args.no_flaky_check,
+                          served_only=args.served_only, **extra)
     except (ValueError, FileNotFoundError, RuntimeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -383,10 +388,30 @@ def cmd_generate(args: argparse.Namespace) -> int:
           f"({stats.full_runs} full runs, {stats.tests_run} tests), the rest screened out by coverage or refused")
     for line in stats.rejection_lines():
         print(line)
+    if result.records and not args.no_sandbox_check:
+        print(served_line(result.records))
     if stats.kept < stats.wanted:
         print(f"warning: only {stats.kept} of {stats.wanted} tasks validated; raise --max-attempts or widen "
               "--bug-types", file=sys.stderr)
     return 0 if stats.kept else 1
+
+
+def served_line(records) -> str:
+    """How many of the new tasks ``gym.make`` serves by default, and why the others are not."""
+    from collections import Counter
+
+    from termgym.tasks.swesynth.behaviour import servable
+
+    unserved = Counter("a check that does not decide alone" if r.behaviour else
+                       str(r.validation.get("behaviour") or "no check recorded").removeprefix("none: ").split(" (")[0]
+                       for r in records if not servable(r.behaviour))
+    line = (f"served by gym.make by default: {len(records) - sum(unserved.values())} of {len(records)} "
+            "(a behaviour check tells the bug apart on inputs no test makes)")
+    if unserved:
+        line += ("; served only with behaviour='any', graded by their tests alone: "
+                 + ", ".join(f"{reason} x{k}" for reason, k in unserved.most_common())
+                 + " (--served-only keeps only served tasks)")
+    return line
 
 
 def cmd_show(args: argparse.Namespace) -> int:

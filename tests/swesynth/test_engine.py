@@ -294,6 +294,36 @@ def test_generation_records_the_behaviour_check_beside_the_records(compact_suite
         assert loaded["answers"] == record.behaviour["answers"] and loaded["discriminating"] >= 1
 
 
+def test_generate_says_how_many_tasks_are_served_and_served_only_keeps_just_those(compact_suite, shop, tmp_path,
+                                                                                  monkeypatch):
+    """The generation summary names how many new tasks ``gym.make`` serves by default and why the others
+    are not; ``served_only`` rejects a task whose check does not decide a grade alone instead of keeping it."""
+    import termgym.factory.swesynth.generate as generation
+    from termgym.commands.swesynth import served_line
+    from termgym.tasks.swesynth.behaviour import servable
+
+    _, result = compact_suite
+    served = sum(servable(r.behaviour) for r in result.records)
+    line = served_line(result.records)
+    assert line.startswith(f"served by gym.make by default: {served} of {len(result.records)} ")
+    assert ("served only with behaviour='any'" in line) == (served < len(result.records))
+    unchecked = [replace(result.records[0], behaviour={})]
+    unchecked[0].validation = {**unchecked[0].validation, "behaviour": "none: no call had replayable arguments (x)"}
+    assert served_line(unchecked) == ("served by gym.make by default: 0 of 1 (a behaviour check tells the bug apart "
+                                      "on inputs no test makes); served only with behaviour='any', graded by their "
+                                      "tests alone: no call had replayable arguments x1 (--served-only keeps only "
+                                      "served tasks)")
+    # every shop task has a check that decides; with none deciding, served_only keeps nothing ...
+    monkeypatch.setattr(generation, "servable", lambda check: False)
+    options = dict(n=1, seed=3, name="shop", workers=1, storage="compact", source_dirs=["shop"], test_dirs=["tests"],
+                   max_attempts=8)
+    turned_away = generate(shop, PYTEST, out=tmp_path / "served", served_only=True, **options)
+    assert not turned_away.records
+    assert turned_away.stats.rejected.get("no behaviour check tells the bug apart", 0) >= 1, turned_away.stats.rejected
+    # ... and the sabotage, the flag off: the same candidates are kept
+    assert generate(shop, PYTEST, out=tmp_path / "all", served_only=False, **options).records
+
+
 def test_compact_storage_round_trip_and_filters(compact_suite):
     out, result = compact_suite
     index = json.loads((out / "suite.json").read_text())

@@ -106,6 +106,38 @@ def test_a_single_module_project_is_found_with_its_tests_beside_or_below(tmp_pat
         detect_layout(top)
 
 
+def test_test_modules_without_a_folder_are_found_where_projects_keep_them(tmp_path):
+    """roman keeps ``src/tests.py`` beside ``src/roman.py``, pyotp a top-level ``test.py``, shortuuid
+    ``shortuuid/test_shortuuid.py`` inside its package, decorator a ``src/tests/`` folder beside
+    ``src/decorator.py``; a module named like a test that defines none is not one."""
+    test = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        pass\n"
+    top = _tree(tmp_path / "src-module", src=True, tests=False)
+    shutil.move(top / "src" / "demo" / "__init__.py", top / "src" / "demo.py")
+    (top / "src" / "demo").rmdir()
+    (top / "src" / "tests.py").write_text(test)
+    layout = detect_layout(top)
+    assert (layout.source_dirs, layout.test_dirs, layout.python_path) == (["src/demo.py"], ["src/tests.py"], ["src"])
+    (top / "src" / "tests.py").unlink()
+    (top / "src" / "tests").mkdir()
+    (top / "src" / "tests" / "test.py").write_text(test)
+    assert detect_layout(top).test_dirs == ["src/tests"]
+
+    top = _tree(tmp_path / "top-test", src=True, tests=False)
+    (top / "test.py").write_text(test)
+    (top / "testing_helpers.py").write_text("def helper():\n    return 1\n")  # named like one, defines no test
+    assert detect_layout(top).test_dirs == ["test.py"]
+
+    top = _tree(tmp_path / "in-package", tests=False)
+    (top / "demo" / "test_demo.py").write_text(test)
+    assert detect_layout(top).test_dirs == ["demo/test_demo.py"]
+    from termgym.tasks.swesynth.tree import is_source_path
+
+    assert not is_source_path("demo/test_demo.py", ["demo"], ["demo/test_demo.py"])  # never a place for a bug
+    (top / "demo" / "test_demo.py").write_text("# no test here\n")  # the sabotage: no test, no test module
+    with pytest.raises(AddProjectError, match="holds no test folder"):
+        detect_layout(top)
+
+
 @pytest.mark.parametrize(("kwargs", "edit", "message"), [
     ({}, lambda top: (top / "LICENSE").write_text(GPL), "the licence is none that can be recognised"),
     ({"licence": "GPL-3.0-only"}, lambda top: None, "'GPL-3.0-only' is not one of the licences a project may carry"),

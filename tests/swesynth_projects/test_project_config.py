@@ -26,7 +26,10 @@ from termgym.factory.swesynth.project_config import (
     ReadingError,
     addopts_overrides,
     declared_dependencies,
+    declared_test_dependencies,
     evaluate_marker,
+    filterwarnings_overrides,
+    imported_modules,
     missed_unittest_files,
     neutralise_addopts,
     parse_declared,
@@ -133,13 +136,78 @@ def test_no_dep_must_name_a_declared_dependency(tmp_path, capsys):
     from tests.swesynth_projects.test_add_project import _textkit_sdist
 
     sdist = _textkit_sdist(tmp_path)
-    with pytest.raises(AddProjectError, match="--no-dep six: the project declares no such runtime dependency"):
+    with pytest.raises(AddProjectError, match="--no-dep six: the project declares no such dependency"):
         add_project(sdist=sdist, domain="d", description="x", root=tmp_path / "p", no_deps=["six"],
                     log=lambda _: None)
     assert main(["swesynth", "add-project", "--sdist", str(sdist), "--no-dep", "Six", "--domain", "d",
                  "--description", "x", "--root", str(tmp_path / "p")]) == 1
-    assert "--no-dep six: the project declares no such runtime dependency (it declares none)" in (
+    assert "--no-dep six: the project declares no such dependency (it declares none)" in (
         capsys.readouterr().err)
+
+
+# -- declared test dependencies ------------------------------------------------------------------------
+
+
+def _tests(top: Path, body: str, name: str = "tests/test_demo.py") -> list[Path]:
+    path = top / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+    return [path]
+
+
+def test_test_extras_join_the_lock_only_when_the_tests_import_them(tmp_path):
+    """prettytable declares ``pytest-lazy-fixtures`` in its ``tests`` extra and imports it; the tools
+    beside it (pytest-cov, mypy) are no import of a test and stay out, as does what is runtime already."""
+    top = _top(tmp_path)
+    (top / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: wcwidth\n"
+                                  'Requires-Dist: pytest-lazy-fixtures; extra == "tests"\n'
+                                  'Requires-Dist: pytest-cov; extra == "tests"\nRequires-Dist: mypy; extra == "dev"\n'
+                                  'Requires-Dist: wcwidth; extra == "tests"\nRequires-Dist: pytz; extra == "docs"\n'
+                                  'Requires-Dist: freezegun; python_version < "3.8" and extra == "tests"\n')
+    files = _tests(top, "import pytest\nimport pytz\nimport freezegun\nfrom pytest_lazy_fixtures import lf\n"
+                        "import demo\nimport wcwidth\n")
+    found = declared_test_dependencies(top, files, runtime=declared_dependencies(top).requirements)
+    assert (found.source, found.requirements) == ("PKG-INFO extra 'tests'", ["pytest-lazy-fixtures"])
+    assert found.left_out == ['freezegun; python_version < "3.8" and extra == "tests" '
+                              f"(marker false for CPython {P.TARGET_PYTHON} on Linux)"]  # said, not silently dropped
+    # the sabotage: without the import filter, every tool of the group would be locked
+    assert "pytest-cov" not in found.requirements and "mypy" not in found.requirements
+
+
+def test_poetry_groups_dependency_groups_extras_and_requirement_files_are_read(tmp_path):
+    """iso8601 lists hypothesis and pytz in poetry's dev group (pytz only through ``hypothesis.extra.pytz``);
+    parsedatetime's requirements file names unittest2, which its tests import only before Python 2.7."""
+    top = _top(tmp_path / "poetry")
+    (top / "pyproject.toml").write_text('[tool.poetry.group.dev.dependencies]\npython = "^3.7"\nhypothesis = "*"\n'
+                                        'pytz = "^2024"\nblack = "*"\n')
+    files = _tests(top, "import hypothesis.extra.pytz\nimport hypothesis.strategies as st\n", "demo/test_demo.py")
+    found = declared_test_dependencies(top, files)
+    assert found.requirements == ["hypothesis", "pytz"]
+    assert found.source == "pyproject.toml [tool.poetry.group.dev.dependencies]"
+
+    top = _top(tmp_path / "groups")
+    (top / "pyproject.toml").write_text('[project]\nname = "demo"\n[project.optional-dependencies]\n'
+                                        'test = ["attrs>=22"]\n[dependency-groups]\ntests = ["pyyaml>=6", "ruff"]\n')
+    files = _tests(top, "import attr\ntry:\n    import yaml\nexcept ImportError:\n    yaml = None\n")
+    assert declared_test_dependencies(top, files).requirements == ["attrs>=22", "pyyaml>=6"]
+
+    top = _top(tmp_path / "cfg")
+    (top / "setup.cfg").write_text("[options.extras_require]\ntesting =\n    simplejson>=3\n    flake8\n")
+    (top / "requirements.testing.txt").write_text("pytest\nunittest2\n-r requirements.txt\n")
+    files = _tests(top, "import sys\nif sys.version_info < (2, 7):\n    import unittest2 as unittest\nelse:\n"
+                        "    import unittest\nimport simplejson\n")
+    found = declared_test_dependencies(top, files)
+    assert found.requirements == ["simplejson>=3"]
+    assert found.source == "setup.cfg [options.extras_require] testing"
+    assert imported_modules(files) == {"sys", "unittest", "simplejson"}  # the Python 2 branch is not followed
+    (files[0]).write_text("print 'python 2'\nimport unittest2\n")  # unparsable here: read line by line
+    assert "unittest2" in imported_modules(files)
+
+    top = _top(tmp_path / "tox")  # natsort: tox's test environment installs pytest-mock and hypothesis
+    (top / "tox.ini").write_text("[tox]\nenvlist = py311\n\n[testenv]\ndeps =\n    coverage\n    pytest-mock\n"
+                                 "    py311: hypothesis>=6  # the factor's line\n    -rrequirements.txt\n")
+    files = _tests(top, "from hypothesis import given\nfrom pytest_mock import MockerFixture\n")
+    assert declared_test_dependencies(top, files).requirements == ["pytest-mock", "hypothesis>=6"]
 
 
 # -- the pytest configuration ------------------------------------------------------------------------
@@ -242,6 +310,32 @@ def test_the_probe_reads_a_real_pytest_and_its_overrides_make_the_suite_run(tmp_
     assert adapted.returncode == 0 and "1 passed" in adapted.stdout, adapted.stdout + adapted.stderr
 
 
+def test_a_warning_filter_naming_a_module_nobody_installed_is_dropped_and_the_rest_still_apply(tmp_path):
+    """termcolor and prettytable filter ``coverage.exceptions.CoverageWarning``: without coverage in the
+    lock, pytest stops before collecting (exit 4). The entry goes; the other filters keep working, in
+    order, through the command line and the shell (an error filter still fails its test)."""
+    top = _top(tmp_path)
+    (top / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\nfilterwarnings = [\n  "error::UserWarning",\n'
+        '  "ignore:not here:tg_absent_module.sub.SomeWarning",\n  "ignore::DeprecationWarning",\n]\n')
+    (top / "tests").mkdir()
+    (top / "tests" / "test_w.py").write_text(
+        "import warnings\n\n\ndef test_user():\n    warnings.warn('boom', UserWarning)\n\n\n"
+        "def test_deprecated():\n    warnings.warn('old', DeprecationWarning)\n")
+    # the sabotage: as the project configures it, the lock's pytest 7.2 stops (exit 4); newer ones warn
+    as_configured = _run_pytest(top, ["-q", "tests"])
+    assert as_configured.returncode == 4 or "Failed to import filter module" in as_configured.stderr
+    config = read_pytest_config(top, ["tests"])
+    ini, notes = filterwarnings_overrides(config, {"warnings", "builtins"}.__contains__)
+    assert ini == ["filterwarnings=error::UserWarning\nignore::DeprecationWarning"]
+    assert "dropped 'ignore:not here:tg_absent_module.sub.SomeWarning'" in notes[0] and "kept 2" in notes[0]
+    command = shlex.split(select_command(test_command(["tests"], [], "", ini), top, ["tests/test_w.py"]))
+    run = _run_pytest(top, command[command.index("pytest") + 1:])
+    assert run.returncode == 1 and "1 failed, 1 passed" in run.stdout, run.stdout + run.stderr
+    assert "UserWarning: boom" in run.stdout and "Failed to import filter module" not in run.stdout + run.stderr
+    assert filterwarnings_overrides(config, lambda module: True) == ([], [])  # all importable: nothing to do
+
+
 def test_ini_overrides_survive_the_shell_and_the_selected_command(tmp_path):
     command = test_command(["tests"], [("tests/test_a.py::test_net", "needs the network, which is off")], "-x",
                            ["addopts=--verbose -k 'not slow'", "python_files=test_*.py tests.py"])
@@ -280,6 +374,24 @@ def test_unittest_files_pytest_misses_are_found(tmp_path):
     assert notes[0].startswith("python_files: added checks.py testformat.py tests.py")
     (top / "tox.ini").write_text("[pytest]\npython_files = test*.py checks.py\n")  # the project's own pattern
     assert python_files_overrides(top, ["tests"], read_pytest_config(top, ["tests"])) == ([], [])
+
+
+def test_a_test_suite_package_counts_every_module_and_many_names_become_one_pattern(tmp_path):
+    """parsedatetime names ``test_suite='tests'`` in setup.py (setuptools runs every module of it) and
+    keeps 22 ``Test*.py`` files, which neither pytest's nor unittest's default pattern matches."""
+    top = _top(tmp_path)
+    (top / "tests").mkdir()
+    for name in ("TestUnits.py", "TestPhrases.py", "TestNlp.py"):
+        (top / "tests" / name).write_text(UNIT)
+    (top / "tests" / "utils.py").write_text("def helper():\n    return 1\n")
+    assert missed_unittest_files(top, ["tests"]) == []  # the sabotage: no pattern or runner names them
+    (top / "setup.py").write_text("from setuptools import setup\nsetup(name='demo', test_suite='tests')\n")
+    assert missed_unittest_files(top, ["tests"]) == ["tests/TestNlp.py", "tests/TestPhrases.py", "tests/TestUnits.py"]
+    ini, notes = python_files_overrides(top, ["tests"], None)
+    assert ini == ["python_files=test_*.py *_test.py Test*.py"]
+    (top / "tests" / "Testdata.py").write_text("DATA = 1\n")  # the pattern would reach a file that is no test
+    assert python_files_overrides(top, ["tests"], None)[0] == [
+        "python_files=test_*.py *_test.py TestNlp.py TestPhrases.py TestUnits.py"]
 
 
 def test_python_files_override_makes_pytest_collect_them(tmp_path):

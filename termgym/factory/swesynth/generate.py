@@ -61,6 +61,7 @@ from termgym.factory.swesynth.report import check_report, write_report, write_re
 from termgym.factory.swesynth.screen import Baseline, ProjectEnv, ScreenWorker, StatementMap, project_baseline
 from termgym.factory.swesynth.validate import max_failures
 from termgym.tasks.swesynth import pyparse
+from termgym.tasks.swesynth.behaviour import servable
 from termgym.tasks.swesynth.grading import default_source_dirs, refused_paths
 from termgym.tasks.swesynth.records import RECORD_VERSION, TaskRecord, write_task
 from termgym.tasks.swesynth.selection import select_command
@@ -219,7 +220,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
              split: str | None = None, stall_limit: int | None = None, resume: bool = False,
              early_stop: bool = True, max_per_function: int | None = None,
-             flaky_check: bool = True) -> GenerationResult:
+             flaky_check: bool = True, served_only: bool = False) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -251,6 +252,11 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     that ran tests without giving a task. ``max_per_function`` caps the kept tasks that break any one
     function (a task counts for every function its bugs change; a candidate whose functions are all
     taken is skipped before it runs, and acceptance checks again in plan order).
+
+    ``served_only`` (needs ``sandbox_check``) keeps only tasks whose behaviour check decides a grade
+    alone (:func:`~termgym.tasks.swesynth.behaviour.servable`), the tasks ``gym.make`` serves by
+    default; the others are rejected ("no behaviour check tells the bug apart") instead of kept for
+    ``behaviour="any"``.
 
     ``early_stop`` ends a candidate's run as soon as its verdict is sealed: when one test outlives
     its budget (:meth:`~termgym.factory.swesynth.screen.Baseline.test_budgets`: a multiple of its
@@ -431,6 +437,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                 if problem:
                     return attempt, problem
                 record.validation["repro"] = repro
+                if served_only and not servable(record.behaviour):
+                    return attempt, ("no behaviour check tells the bug apart (--served-only): "
+                                     f"{record.validation.get('behaviour', '')}")
             return attempt, record
 
         def _make_record(attempt, files, mutated, target_tests, messages, groups) -> TaskRecord | str:

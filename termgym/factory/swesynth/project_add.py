@@ -52,11 +52,14 @@ from pathlib import Path, PurePosixPath
 from termgym.archives import extract_all
 from termgym.factory.swesynth.flaky import FlakyReport, ProbeRun, probe, recheck_failures, summary_messages
 from termgym.factory.swesynth.project_config import (
+    MODULE_OF,
     PROBE_PLUGIN,
     LockPytest,
     ReadingError,
     addopts_overrides,
     declared_dependencies,
+    declared_test_dependencies,
+    filterwarnings_overrides,
     parse_probe,
     plugin_names,
     python_files_overrides,
@@ -256,10 +259,13 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
     if not test_dirs:
         test_dirs = [d for d in TEST_FOLDERS if (top / d).is_dir()][:1]
         if not test_dirs:
-            test_dirs = [f"{s}/{d}" for s in source_dirs for d in TEST_FOLDERS if (top / s / d).is_dir()][:1]
-        if not test_dirs:  # a single-module project's test module beside it (``test_six.py``)
-            test_dirs = [p.name for p in sorted(top.iterdir()) if p.is_file() and p.suffix == ".py"
-                         and (p.name.startswith("test_") or p.stem.endswith("_test") or p.name == "tests.py")]
+            test_dirs = [f"{s}/{d}" for s in [*python_path[:1], *source_dirs] for d in TEST_FOLDERS
+                         if (top / s / d).is_dir()][:1]
+        if not test_dirs:  # test modules without a folder: beside a single module, under src/, in the package
+            places = [top, *([top / python_path[0]] if python_path else []),
+                      *(top / d for d in source_dirs if (top / d).is_dir())]
+            test_dirs = next(([str(m.relative_to(top)) for m in found] for found in map(find_test_modules, places) if found),
+                             [])
         if not test_dirs:
             raise AddProjectError(f"{where}: the sdist holds no test folder ({', '.join(TEST_FOLDERS)}); projects "
                                   "whose sdist leaves out its tests cannot be bundled (or pass --test-dir)")
@@ -269,6 +275,24 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
     return Layout(source_dirs=list(source_dirs), test_dirs=list(test_dirs), python_path=list(python_path),
                   licence_files=licence_files, licence=found, test_style=test_style(top, test_dirs),
                   protected_files=[f for f in CONFIG_FILES if (top / f).is_file()])
+
+
+def importable_with(lock: Sequence[tuple[str, str, str]], layout: Layout) -> Callable[[str], bool]:
+    """Whether a top-level module can be imported in the test environment: the standard library,
+    the lock's distributions (by their module names), the project's own packages."""
+    names = {"pytest", "_pytest", *sys.stdlib_module_names}
+    names |= {MODULE_OF.get(normalise_name(n), normalise_name(n).replace("-", "_")) for n, _, _ in lock}
+    names |= {PurePosixPath(d).name.removesuffix(".py") for d in layout.source_dirs}
+    return names.__contains__
+
+
+def find_test_modules(folder: Path) -> list[Path]:
+    """The test modules directly in ``folder``: names unittest's discovery (``test*.py``) or pytest
+    (``*_test.py``) would look at -- ``test.py``, ``tests.py``, ``test_six.py``, ``testtimeparse.py``
+    -- that define a test (``def test...``)."""
+    return [p for p in sorted(folder.iterdir()) if p.is_file() and p.suffix == ".py"
+            and (p.name.startswith("test") or p.stem.endswith("_test"))
+            and re.search(r"^\s*def test", p.read_text(encoding="utf-8", errors="replace"), re.M)]
 
 
 def single_module(base: Path, top: Path) -> list[str]:
@@ -580,13 +604,15 @@ def add_project(requirement: str | None = None, *, sdist: str | Path | None = No
         log(f"{name} {version}: {layout.licence}, source {layout.source_dirs}, tests {layout.test_dirs} "
             f"({layout.test_style}), python_path {layout.python_path}")
         try:
-            declared = _declared_for_lock(name, top, no_deps, log)
+            declared = _declared_for_lock(name, top, layout.test_dirs, no_deps, log)
             config = read_pytest_config(top, layout.test_dirs)
             ini, notes = python_files_overrides(top, layout.test_dirs, config)
         except ReadingError as exc:
             raise AddProjectError(f"{name}: {exc}") from None
         lock = resolve_lock(deps, work, declared=declared)
         log(f"{name}: test lock {', '.join(f'{n}=={v}' for n, v, _ in lock)}")
+        more_ini, more_notes = filterwarnings_overrides(config, importable_with(lock, layout))
+        ini, notes = ini + more_ini, notes + more_notes
         itself = [f"{n}=={v}" for n, v, _ in lock if normalise_name(n) == normalise_name(name)]
         if itself:
             raise AddProjectError(f"{name}: the test lock installs the project itself ({itself[0]}, a dependency of "
@@ -721,20 +747,28 @@ def _leave_out_flaky(project: Project, run: CleanRun, deselect: list[tuple[str, 
     return report, _run_without(project, report.deselect(), deselect, write, timeout=timeout, log=log)
 
 
-def _declared_for_lock(name: str, top: Path, no_deps: Sequence[str], log: Callable[[str], None]) -> list[str]:
-    """The project's declared runtime requirements that go into its lock (``no_deps`` left out)."""
+def _declared_for_lock(name: str, top: Path, test_dirs: Sequence[str], no_deps: Sequence[str],
+                       log: Callable[[str], None]) -> list[str]:
+    """The project's declared runtime requirements, and the declared test requirements its tests import,
+    that go into its lock (``no_deps`` left out)."""
     declared = declared_dependencies(top)
+    tests = declared_test_dependencies(top, [*_test_files(top, test_dirs), *sorted(top.rglob("conftest.py"))],
+                              runtime=declared.requirements)
     skip = {normalise_name(n) for n in no_deps}
-    unknown = sorted(skip - {requirement_name(r) for r in declared.requirements})
+    every = declared.requirements + tests.requirements
+    unknown = sorted(skip - {requirement_name(r) for r in every})
     if unknown:
-        raise AddProjectError(f"{name}: --no-dep {', '.join(unknown)}: the project declares no such runtime "
-                              f"dependency (it declares {', '.join(declared.requirements) or 'none'})")
-    for line in declared.left_out:
+        raise AddProjectError(f"{name}: --no-dep {', '.join(unknown)}: the project declares no such dependency "
+                              f"(it declares {', '.join(every) or 'none'})")
+    for line in declared.left_out + tests.left_out:
         log(f"{name}: declared dependency left out: {line}")
-    kept = [r for r in declared.requirements if requirement_name(r) not in skip]
+    kept = [r for r in every if requirement_name(r) not in skip]
     if declared.requirements:
-        log(f"{name}: declared runtime dependencies ({declared.source}): {', '.join(declared.requirements)}"
-            + (f"; left out by --no-dep: {', '.join(sorted(skip))}" if skip else ""))
+        log(f"{name}: declared runtime dependencies ({declared.source}): {', '.join(declared.requirements)}")
+    if tests.requirements:
+        log(f"{name}: declared test dependencies its tests import ({tests.source}): {', '.join(tests.requirements)}")
+    if skip:
+        log(f"{name}: left out by --no-dep: {', '.join(sorted(skip))}")
     return kept
 
 

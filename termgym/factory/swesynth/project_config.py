@@ -19,12 +19,14 @@ Three readings, each plain data in, plain data out, so each is tested on a small
 
 from __future__ import annotations
 
+import ast
 import configparser
 import fnmatch
 import json
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
@@ -187,6 +189,178 @@ def declared_dependencies(top: Path, environment: dict[str, str] = MARKER_ENVIRO
     return out
 
 
+#: The names under which projects declare what their tests need: extras, dependency groups (PEP 735),
+#: poetry groups. ``dev`` is read too, but only what a test imports is ever taken from any of them.
+TEST_GROUPS = ("test", "tests", "testing", "dev")
+#: Requirement files that name what the tests need (tox.ini's ``[testenv] deps`` are read too).
+TEST_REQUIREMENT_FILES = ("requirements-test.txt", "requirements-tests.txt", "requirements_test.txt",
+                          "requirements-testing.txt", "requirements.testing.txt", "test-requirements.txt",
+                          "test_requirements.txt", "tests/requirements.txt", "requirements-dev.txt",
+                          "requirements_dev.txt", "dev-requirements.txt")
+#: Distributions whose module is not their name (the ones test suites import most).
+MODULE_OF = {"pyyaml": "yaml", "python-dateutil": "dateutil", "beautifulsoup4": "bs4", "pillow": "PIL",
+             "attrs": "attr", "scikit-learn": "sklearn", "typing-extensions": "typing_extensions",
+             "msgpack-python": "msgpack", "pyjwt": "jwt", "python-multipart": "multipart"}
+
+
+def _group_lines(top: Path) -> list[tuple[str, str, str]]:
+    """Every requirement the sdist declares in a test group, as ``(line, where, group)``."""
+    out: list[tuple[str, str, str]] = []
+    info = top / "PKG-INFO"
+    if info.is_file():
+        for line in Parser().parsestr(info.read_text(encoding="utf-8", errors="replace")).get_all("Requires-Dist") or []:
+            try:
+                requirement = Requirement(str(line))
+            except InvalidRequirement:
+                continue
+            marker = str(requirement.marker or "")
+            groups = [g for g in TEST_GROUPS if re.search(rf"""\bextra\s*==\s*['"]{g}['"]""", marker)]
+            if groups:
+                out.append((str(line), f"PKG-INFO extra {groups[0]!r}", groups[0]))
+    for requires_txt in sorted(top.glob("*.egg-info/requires.txt")) + sorted(top.glob("src/*.egg-info/requires.txt")):
+        for line in _requires_txt(requires_txt.read_text(encoding="utf-8", errors="replace")):
+            group = re.search(r'extra == "([^"]+)"', line)
+            if group and group.group(1) in TEST_GROUPS:
+                out.append((line, f"{requires_txt.name} [{group.group(1)}]", group.group(1)))
+    pyproject = top / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ReadingError(f"{top.name}/pyproject.toml: not valid TOML ({exc})") from None
+        for kind, table in (("[project.optional-dependencies]", (data.get("project") or {}).get("optional-dependencies")),
+                            ("[dependency-groups]", data.get("dependency-groups"))):
+            for group in TEST_GROUPS:
+                out += [(line, f"pyproject.toml {kind} {group}", group) for line in (table or {}).get(group) or []
+                        if isinstance(line, str)]
+        poetry = (data.get("tool") or {}).get("poetry") or {}
+        tables = [("[tool.poetry.dev-dependencies]", poetry.get("dev-dependencies"))]
+        tables += [(f"[tool.poetry.group.{g}.dependencies]", ((poetry.get("group") or {}).get(g) or {}).get("dependencies"))
+                   for g in TEST_GROUPS]
+        for where, table in tables:  # poetry's constraints are not PEP 440: the name alone is taken
+            out += [(name, f"pyproject.toml {where}", "dev") for name in (table or {}) if name.lower() != "python"]
+    setup_cfg = top / "setup.cfg"
+    if setup_cfg.is_file():
+        cfg = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            cfg.read_string(setup_cfg.read_text(encoding="utf-8", errors="replace"))
+        except configparser.Error as exc:
+            raise ReadingError(f"{top.name}/setup.cfg: {exc}") from None
+        for group in TEST_GROUPS:
+            value = cfg.get("options.extras_require", group, fallback="")
+            out += [(line, f"setup.cfg [options.extras_require] {group}", group) for line in _setup_cfg_list(value)]
+    tox = top / "tox.ini"
+    if tox.is_file():  # the deps of tox's default test environment ("py311: pkg" factor lines as well)
+        cfg = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            cfg.read_string(tox.read_text(encoding="utf-8", errors="replace"))
+        except configparser.Error as exc:
+            raise ReadingError(f"{top.name}/tox.ini: {exc}") from None
+        for line in cfg.get("testenv", "deps", fallback="").splitlines():
+            line = re.sub(r"^[\w.,!-]+:\s+", "", line.split(" #")[0].strip())
+            if line and not line.startswith(("#", "-", "{", ".")):
+                out.append((line, "tox.ini [testenv] deps", ""))
+    for name in TEST_REQUIREMENT_FILES:
+        path = top / name
+        if path.is_file():
+            out += [(line.split(" #")[0].strip(), name, "") for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+                    if line.strip() and not line.strip().startswith(("#", "-", "."))]
+    return out
+
+
+def imported_modules(files: list[Path]) -> set[str]:
+    """The top-level modules the ``files`` import (``hypothesis.extra.pytz`` needs ``pytz`` too).
+
+    A branch on the interpreter's version (``if sys.version_info < (2, 7): import unittest2``) is
+    followed only where CPython :data:`TARGET_PYTHON` goes; a file that does not parse is read line
+    by line instead."""
+    names: set[str] = set()
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            dotted = [m.group(1) or m.group(2) for m in re.finditer(
+                r"^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w., ]*))", text, re.M)]
+            modules = [d.strip().split(" ")[0] for line in dotted for d in line.split(",")]
+        else:
+            modules = list(_imports(tree.body))
+        for module in modules:
+            parts = module.split(".")
+            names.add(parts[0])
+            if parts[:2] == ["hypothesis", "extra"] and len(parts) > 2:
+                names.add(parts[2])
+    return names
+
+
+def _imports(body: list[ast.stmt]):
+    for node in body:
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and not node.level:
+                yield node.module
+        elif isinstance(node, ast.If):
+            taken = _version_test(node.test)
+            if taken is not False:
+                yield from _imports(node.body)
+            if taken is not True:
+                yield from _imports(node.orelse)
+        else:
+            for child in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(node, child, None)
+                if isinstance(block, list):
+                    yield from _imports([n for n in block if isinstance(n, ast.stmt)] +
+                                        [s for h in block if isinstance(h, ast.ExceptHandler) for s in h.body])
+
+
+def _version_test(test: ast.expr) -> bool | None:
+    """``sys.version_info < (2, 7)`` (or ``>=``, ``sys.version_info[0] == 2``) on the target interpreter;
+    None for any other test (both branches are read)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and "version_info" in ast.unparse(test.left)):
+        return None
+    try:
+        right = ast.literal_eval(test.comparators[0])
+        version = tuple(int(v) for v in TARGET_PYTHON.split(".")) + (0,)
+        left = ast.unparse(test.left)
+        value = version[int(left.split("[")[1].rstrip("]"))] if "[" in left else version
+        op = {ast.Lt: "__lt__", ast.LtE: "__le__", ast.Gt: "__gt__", ast.GtE: "__ge__", ast.Eq: "__eq__",
+              ast.NotEq: "__ne__"}[type(test.ops[0])]
+        result = getattr(value, op)(right)
+    except (ValueError, TypeError, KeyError, IndexError, SyntaxError):
+        return None
+    return result if isinstance(result, bool) else None
+
+
+def declared_test_dependencies(top: Path, test_files: list[Path], runtime: list[str] = (),
+                      environment: dict[str, str] = MARKER_ENVIRONMENT) -> DeclaredDependencies:
+    """What the sdist declares its tests need (:data:`TEST_GROUPS`, :data:`TEST_REQUIREMENT_FILES`) and
+    its ``test_files`` import: tools a group also lists (pytest and its plugins, linters, type
+    checkers, documentation builders) are not imported by a test, so they never reach the lock.
+    ``runtime`` (already in the lock) and pytest are left out; a marker false here leaves one out."""
+    out = DeclaredDependencies(source="")
+    imported = {m.lower() for m in imported_modules(test_files)}
+    own = normalise_name(re.sub(r"-\d.*$", "", top.name))
+    taken = {requirement_name(r) for r in runtime} | {"pytest", own}
+    sources: list[str] = []
+    for line, where, group in _group_lines(top):
+        try:
+            requirement, marker = parse_declared(line)
+        except ReadingError:
+            continue
+        name = requirement_name(requirement)
+        if name in taken or (MODULE_OF.get(name) or name.replace("-", "_")).lower() not in imported:
+            continue
+        if marker is not None and not evaluate_marker(marker, {**environment, "extra": group}):
+            out.left_out.append(f"{line} (marker false for CPython {TARGET_PYTHON} on Linux)")
+            continue
+        taken.add(name)
+        out.requirements.append(requirement)
+        sources += [where] * (where not in sources)
+    out.source = ", ".join(sources)
+    return out
+
+
 def requirement_name(requirement: str) -> str:
     """The normalised project name of a requirement string (``Typing_Extensions>=4`` -> ``typing-extensions``)."""
     match = _DECLARED.match(requirement.strip())
@@ -207,10 +381,43 @@ class PytestConfig:
     addopts: list[str] = field(default_factory=list)
     python_files: list[str] = field(default_factory=list)  # empty: pytest's default
     required_plugins: list[str] = field(default_factory=list)
+    filterwarnings: list[str] = field(default_factory=list)  # one warning filter each, in order
 
     @property
     def where(self) -> str:
         return f"{self.file} [{self.section}]"
+
+
+def _ini_lines(value: object) -> list[str]:
+    # pytest's "linelist" ini values: a TOML list as is, a string one entry a line
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [line.strip() for line in str(value or "").splitlines() if line.strip()]
+
+
+def filterwarnings_overrides(config: PytestConfig | None, importable: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """``(ini overrides, notes)`` dropping the ``filterwarnings`` entries whose warning class lives in a
+    module the test environment cannot import (``importable(top-level module name)``).
+
+    pytest stops before collecting anything (exit 4, "while parsing the following warning
+    configuration") on such an entry: termcolor's ``ignore:...:coverage.exceptions.CoverageWarning``
+    without coverage installed. A warning of a class nobody can import is never raised, so dropping
+    the entry changes nothing else; the others are kept, in order, one a line in ``-o filterwarnings=``.
+    """
+    if config is None or not config.filterwarnings:
+        return [], []
+    kept, dropped = [], []
+    for entry in config.filterwarnings:
+        parts = entry.split(":")
+        category = parts[2].strip() if len(parts) > 2 else ""
+        module = category.rsplit(".", 1)[0] if "." in category else ""
+        (dropped if module and not importable(module.split(".")[0]) else kept).append(entry)
+    if not dropped:
+        return [], []
+    return (["filterwarnings=" + "\n".join(kept)],
+            [f"{config.where} filterwarnings: dropped {'; '.join(repr(d) for d in dropped)} (the warning class's module "
+             "is not in the test lock, and pytest would stop before collecting)"
+             + (f"; kept {len(kept)} other filter(s)" if kept else "")])
 
 
 def _ini_args(value: object) -> list[str]:
@@ -257,7 +464,8 @@ def read_pytest_config(top: Path, test_dirs: list[str] | tuple[str, ...]) -> Pyt
                     return PytestConfig(file=str(path.relative_to(top)), section=section,
                                         addopts=_ini_args(values.get("addopts")),
                                         python_files=_ini_args(values.get("python_files")),
-                                        required_plugins=_ini_args(values.get("required_plugins")))
+                                        required_plugins=_ini_args(values.get("required_plugins")),
+                                        filterwarnings=_ini_lines(values.get("filterwarnings")))
         if folder == top:
             break
     return None
@@ -432,9 +640,13 @@ def missed_unittest_files(top: Path, test_dirs: list[str] | tuple[str, ...],
                           python_files: list[str] | tuple[str, ...] = PYTEST_PYTHON_FILES) -> list[str]:
     """Test modules (``TestCase`` classes with ``test`` methods) under ``test_dirs`` that pytest's
     ``python_files`` misses but the maintainers run: unittest's discovery pattern (``test*.py``)
-    matches them, or a runner file (:data:`RUNNER_FILES`) names them. Paths relative to ``top``."""
+    matches them, a runner file (:data:`RUNNER_FILES`) names them, or they are in the package a
+    ``test_suite`` names (setuptools runs each of its modules: parsedatetime's ``tests/TestUnits.py``).
+    Paths relative to ``top``."""
     named = "\n".join((top / f).read_text(encoding="utf-8", errors="replace")
                       for f in RUNNER_FILES if (top / f).is_file())
+    # setuptools' ``test_suite='tests'`` (setup.py, setup.cfg) runs every module of that package
+    suites = [m.group(1) for m in re.finditer(r"""\btest_suite\s*=\s*['"]?([A-Za-z_][\w.]*)""", named)]
     out: list[str] = []
     for d in test_dirs:
         folder = top / d
@@ -448,7 +660,8 @@ def missed_unittest_files(top: Path, test_dirs: list[str] | tuple[str, ...],
             if path.name in ("__init__.py", "conftest.py") or _matches(rel, python_files):
                 continue
             module = rel[:-3].replace("/", ".")
-            if not (fnmatch.fnmatch(path.name, UNITTEST_PATTERN) or rel in named or module in named):
+            if not (fnmatch.fnmatch(path.name, UNITTEST_PATTERN) or rel in named or module in named
+                    or any(module.startswith(suite + ".") for suite in suites)):
                 continue
             if _holds_unittest_tests(path.read_text(encoding="utf-8", errors="replace")):
                 out.append(rel)
@@ -464,12 +677,19 @@ def python_files_overrides(top: Path, test_dirs: list[str] | tuple[str, ...],
     if not missed:
         return [], []
     names = list(dict.fromkeys(m.rsplit("/", 1)[-1] for m in missed))
+    others = {p.name for d in test_dirs if (top / d).is_dir() for p in (top / d).rglob("*.py")} - set(names)
+    for pattern in ("Test*.py", "test*.py", "*Test.py", "*Tests.py"):  # one pattern for many files, when it fits
+        if len(names) > 2 and all(fnmatch.fnmatchcase(n, pattern) for n in names) and not any(
+                fnmatch.fnmatchcase(o, pattern) and not _matches(o, patterns) for o in others):
+            names = [pattern]
+            break
     return (["python_files=" + " ".join([*patterns, *names])],
             [f"python_files: added {' '.join(names)} ({', '.join(missed)}: unittest TestCase files that "
              f"pytest's {' '.join(patterns)} misses)"])
 
 
 __all__ = ["MARKER_ENVIRONMENT", "PROBE_PLUGIN", "PYTEST_PYTHON_FILES", "REPORT_FILE_OPTIONS", "DeclaredDependencies",
-           "LockPytest", "PytestConfig", "ReadingError", "addopts_overrides", "declared_dependencies", "evaluate_marker",
-           "missed_unittest_files", "neutralise_addopts", "parse_declared", "parse_probe", "plugin_names",
+           "LockPytest", "PytestConfig", "ReadingError", "addopts_overrides", "declared_dependencies",
+           "declared_test_dependencies", "evaluate_marker", "filterwarnings_overrides",
+           "imported_modules", "missed_unittest_files", "neutralise_addopts", "parse_declared", "parse_probe", "plugin_names",
            "python_files_overrides", "read_pytest_config", "requirement_name"]
