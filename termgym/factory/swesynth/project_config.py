@@ -134,6 +134,30 @@ def _setup_cfg_list(value: str) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
 
 
+def _toml(top: Path, name: str) -> dict | None:
+    """``top/name`` parsed as TOML, None when there is no such file (:class:`ReadingError` when it is not TOML)."""
+    path = top / name
+    if not path.is_file():
+        return None
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ReadingError(f"{top.name}/{name}: not valid TOML ({exc})") from None
+
+
+def _ini(top: Path, name: str) -> configparser.ConfigParser | None:
+    """``top/name`` parsed as an ini file, None when there is no such file."""
+    path = top / name
+    if not path.is_file():
+        return None
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read_string(path.read_text(encoding="utf-8", errors="replace"))
+    except configparser.Error as exc:
+        raise ReadingError(f"{top.name}/{name}: {exc}") from None
+    return cfg
+
+
 def _declared_lines(top: Path) -> tuple[str, list[str]]:
     info = top / "PKG-INFO"
     if info.is_file():
@@ -144,21 +168,11 @@ def _declared_lines(top: Path) -> tuple[str, list[str]]:
         lines = _requires_txt(requires_txt.read_text(encoding="utf-8", errors="replace"))
         if lines:
             return str(requires_txt.relative_to(top)), lines
-    pyproject = top / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project") or {}
-        except tomllib.TOMLDecodeError as exc:
-            raise ReadingError(f"{top.name}/pyproject.toml: not valid TOML ({exc})") from None
-        if project.get("dependencies"):
-            return "pyproject.toml [project] dependencies", [str(d) for d in project["dependencies"]]
-    setup_cfg = top / "setup.cfg"
-    if setup_cfg.is_file():
-        cfg = configparser.ConfigParser(interpolation=None, strict=False)
-        try:
-            cfg.read_string(setup_cfg.read_text(encoding="utf-8", errors="replace"))
-        except configparser.Error as exc:
-            raise ReadingError(f"{top.name}/setup.cfg: {exc}") from None
+    project = (_toml(top, "pyproject.toml") or {}).get("project") or {}
+    if project.get("dependencies"):
+        return "pyproject.toml [project] dependencies", [str(d) for d in project["dependencies"]]
+    cfg = _ini(top, "setup.cfg")
+    if cfg is not None:
         value = cfg.get("options", "install_requires", fallback="")
         if value.strip() and not value.strip().startswith(("file:", "attr:")):
             return "setup.cfg [options] install_requires", _setup_cfg_list(value)
@@ -222,12 +236,8 @@ def _group_lines(top: Path) -> list[tuple[str, str, str]]:
             group = re.search(r'extra == "([^"]+)"', line)
             if group and group.group(1) in TEST_GROUPS:
                 out.append((line, f"{requires_txt.name} [{group.group(1)}]", group.group(1)))
-    pyproject = top / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ReadingError(f"{top.name}/pyproject.toml: not valid TOML ({exc})") from None
+    data = _toml(top, "pyproject.toml")
+    if data is not None:
         for kind, table in (("[project.optional-dependencies]", (data.get("project") or {}).get("optional-dependencies")),
                             ("[dependency-groups]", data.get("dependency-groups"))):
             for group in TEST_GROUPS:
@@ -239,24 +249,14 @@ def _group_lines(top: Path) -> list[tuple[str, str, str]]:
                    for g in TEST_GROUPS]
         for where, table in tables:  # poetry's constraints are not PEP 440: the name alone is taken
             out += [(name, f"pyproject.toml {where}", "dev") for name in (table or {}) if name.lower() != "python"]
-    setup_cfg = top / "setup.cfg"
-    if setup_cfg.is_file():
-        cfg = configparser.ConfigParser(interpolation=None, strict=False)
-        try:
-            cfg.read_string(setup_cfg.read_text(encoding="utf-8", errors="replace"))
-        except configparser.Error as exc:
-            raise ReadingError(f"{top.name}/setup.cfg: {exc}") from None
+    cfg = _ini(top, "setup.cfg")
+    if cfg is not None:
         for group in TEST_GROUPS:
             value = cfg.get("options.extras_require", group, fallback="")
             out += [(line, f"setup.cfg [options.extras_require] {group}", group) for line in _setup_cfg_list(value)]
-    tox = top / "tox.ini"
-    if tox.is_file():  # the deps of tox's default test environment ("py311: pkg" factor lines as well)
-        cfg = configparser.ConfigParser(interpolation=None, strict=False)
-        try:
-            cfg.read_string(tox.read_text(encoding="utf-8", errors="replace"))
-        except configparser.Error as exc:
-            raise ReadingError(f"{top.name}/tox.ini: {exc}") from None
-        for line in cfg.get("testenv", "deps", fallback="").splitlines():
+    tox = _ini(top, "tox.ini")
+    if tox is not None:  # the deps of tox's default test environment ("py311: pkg" factor lines as well)
+        for line in tox.get("testenv", "deps", fallback="").splitlines():
             line = re.sub(r"^[\w.,!-]+:\s+", "", line.split(" #")[0].strip())
             if line and not line.startswith(("#", "-", "{", ".")):
                 out.append((line, "tox.ini [testenv] deps", ""))
