@@ -39,6 +39,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.projects import TARGET_PYTHON, normalise_name
 
 #: PEP 508 marker variables of the sandbox's interpreter (the runtime's CPython on x86-64 Linux);
@@ -278,7 +279,7 @@ def imported_modules(files: list[Path]) -> set[str]:
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
-            tree = ast.parse(text)
+            tree = pyparse.parse(text)
         except (SyntaxError, ValueError):
             dotted = [m.group(1) or m.group(2) for m in re.finditer(
                 r"^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w., ]*))", text, re.M)]
