@@ -59,6 +59,7 @@ from termgym.factory.swesynth.project_config import (
     addopts_overrides,
     declared_dependencies,
     declared_test_dependencies,
+    defines_test,
     filterwarnings_overrides,
     parse_probe,
     plugin_names,
@@ -292,7 +293,7 @@ def find_test_modules(folder: Path) -> list[Path]:
     -- that define a test (``def test...``)."""
     return [p for p in sorted(folder.iterdir()) if p.is_file() and p.suffix == ".py"
             and (p.name.startswith("test") or p.stem.endswith("_test"))
-            and re.search(r"^\s*def test", p.read_text(encoding="utf-8", errors="replace"), re.M)]
+            and defines_test(p.read_text(encoding="utf-8", errors="replace"))]
 
 
 def single_module(base: Path, top: Path) -> list[str]:
@@ -322,7 +323,7 @@ def test_style(top: Path, test_dirs: Sequence[str]) -> str:
     unit = plain = 0
     for path in _test_files(top, test_dirs):
         text = path.read_text(encoding="utf-8", errors="replace")
-        if not re.search(r"^\s*def test", text, re.M):
+        if not defines_test(text):
             continue
         if re.search(r"TestCase\b", text):
             unit += 1

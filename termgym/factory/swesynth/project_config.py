@@ -633,8 +633,13 @@ def _matches(rel: str, patterns: list[str] | tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(rel if "/" in p else name, p if "/" not in p else f"*{p}") for p in patterns)
 
 
+def defines_test(text: str) -> bool:
+    """Whether Python source defines a test function or method (``def test...``)."""
+    return bool(re.search(r"^\s*def test", text, re.M))
+
+
 def _holds_unittest_tests(text: str) -> bool:
-    return bool(re.search(r"^\s*def test", text, re.M) and re.search(r"^class \w+\(.*TestCase\b", text, re.M))
+    return defines_test(text) and bool(re.search(r"^class \w+\(.*TestCase\b", text, re.M))
 
 
 def missed_unittest_files(top: Path, test_dirs: list[str] | tuple[str, ...],
@@ -691,6 +696,6 @@ def python_files_overrides(top: Path, test_dirs: list[str] | tuple[str, ...],
 
 __all__ = ["MARKER_ENVIRONMENT", "PROBE_PLUGIN", "PYTEST_PYTHON_FILES", "REPORT_FILE_OPTIONS", "DeclaredDependencies",
            "LockPytest", "PytestConfig", "ReadingError", "addopts_overrides", "declared_dependencies",
-           "declared_test_dependencies", "evaluate_marker", "filterwarnings_overrides",
+           "declared_test_dependencies", "defines_test", "evaluate_marker", "filterwarnings_overrides",
            "imported_modules", "missed_unittest_files", "neutralise_addopts", "parse_declared", "parse_probe", "plugin_names",
            "python_files_overrides", "read_pytest_config", "requirement_name"]
