@@ -10,10 +10,8 @@ from termgym.cli import main
 from termgym.factory.swesynth.card import (
     END,
     START,
-    first_call,
     fix_size,
     measure,
-    near_duplicates,
     render,
     sample_reports,
     symptom,
@@ -51,35 +49,6 @@ def test_symptom_reads_the_report():
     assert symptom("`f()` crashes with `ValueError` on input that looks valid to me.\n\nMore.") == "raises"
     assert symptom("`f()` silently accepts bad input.\n\nWith `f(1)`, it goes through.") == "accepts bad input"
     assert symptom("I think `f()` is broken.\n\nWhen I call `f(1)`, I get `2`. I expected `3`.") == "wrong value"
-
-
-def _task(function, bug_type, repro, path="p/a.py"):
-    statement = f"I think `{function}()` is broken.\n\n```python\nfrom p.a import {function}\n{repro}\n```\n"
-    return {"bug": {"problem_statement": statement,
-                    "mutations": [{"path": path, "function": function, "bug_type": bug_type}]}}
-
-
-def test_first_call_skips_imports_and_ignores_spacing():
-    assert first_call("```python\nimport p\nfrom p import f\nf( 1,'x' )\nf(2)\n```") == "f(1, 'x')"
-    assert first_call(">>> nothing to run") is None
-    assert first_call("```python\n>>> from p import f\n>>> f(1)\n2\n```") == "f(1)"
-
-
-def test_near_duplicates_count_shared_function_bug_types_and_first_calls():
-    tasks = [("p", _task("f", "off_by_one", "f(1)")),
-             ("p", _task("f", "off_by_one", "f( 2 )")),          # same function and bug type as the first
-             ("p", _task("g", "swap_operands", "f(1)")),         # same first call as the first
-             ("p", _task("h", "swap_operands", "h(3)")),         # alone
-             ("q", _task("h", "swap_operands", "h(3)"))]         # same as the fourth, but another project
-    dup = near_duplicates(tasks)
-    assert dup == {"tasks": 5, "function_bug_type": 2, "first_call": 2, "either": 3, "largest_first_call_group": 2,
-                   "same_repro": 0, "largest_same_repro_group": 1}  # the imports differ: not the same repro
-    same = near_duplicates([("p", _task("f", "a", "f(1)")), ("p", _task("f", "b", "f( 1 )")),
-                            ("p", _task("f", "c", "f(2)")), ("q", _task("f", "a", "f(1)"))])
-    assert (same["same_repro"], same["largest_same_repro_group"]) == (2, 2)  # spacing ignored, per project
-    # the sabotage: one bug type changed, the pair is no longer shared
-    tasks[1] = ("p", _task("f", "wrong_constant", "f( 2 )"))
-    assert near_duplicates(tasks)["function_bug_type"] == 0
 
 
 def test_the_card_reports_the_near_duplicate_share_of_the_bundled_suite():

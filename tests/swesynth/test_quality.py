@@ -244,3 +244,16 @@ def test_the_audit_command_names_a_bad_worker_count(capsys):
 
     assert main(["swesynth", "audit", "--suite", "toy", "--workers", "0"]) == 2
     assert "--workers must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_a_unittest_test_that_also_checks_values_does_not_only_expect_an_exception(tmp_path):
+    """simplejson's test_bytes_key checks values with assertEqual and errors with assertRaises: a
+    report expecting a value is right for it (the audit flagged simplejson-ded2a18c9c before)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_m.py").write_text(
+        "import unittest\nfrom m import f\n\nclass T(unittest.TestCase):\n"
+        "    def test_both(self):\n        self.assertEqual(f(1), 2)\n        self.assertRaises(TypeError, f, None)\n\n"
+        "    def test_raises(self):\n        self.assertRaises(TypeError, f, None)\n"
+        "        with self.assertRaises(ValueError):\n            f(-1)\n")
+    assert not read_test_module("tests/test_m.py::T::test_both", tmp_path).expects_raise
+    assert read_test_module("tests/test_m.py::T::test_raises", tmp_path).expects_raise

@@ -14,7 +14,8 @@ import pytest
 
 from termgym.factory.swesynth.bundle import MAX_TASKS_PER_FUNCTION, named_share
 from termgym.factory.swesynth.card import measure
-from termgym.factory.swesynth.quality import CHECKS, repro_code, shows_difference, static_checks
+from termgym.factory.swesynth.quality import CHECKS, shows_difference, static_checks
+from termgym.tasks.swesynth.repro import repro_code
 from termgym.tasks.swesynth.suite import SUITE_V2_DIR, SweSynthSuite
 from tests.swesynth.episodes import oracle_and_nop
 

@@ -18,7 +18,7 @@ from trainers.verl import choose_fix
 
 
 def test_the_tasks_are_served_single_bug_tasks_held_out_by_project():
-    served = choose_fix.served_suite()  # the default suite, loaded once (seconds)
+    served = choose_fix.served_suite()  # the default suite's checked tasks, loaded once (seconds)
     for tid in (*choose_fix.TRAIN_TASKS, *choose_fix.HELD_OUT_TASKS):
         assert tid in served.task_ids("all"), f"{tid} is not served by the default suite"
         assert len(served.behaviour_check_of(tid)["targets"]) == 1, f"{tid}'s bug changes more than one function"

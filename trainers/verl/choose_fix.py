@@ -98,10 +98,13 @@ class ChooseFixTask(SweSynthTask):
 
 @lru_cache(maxsize=1)
 def served_suite():
-    """The default SWE-SYNTH suite as ``termgym/SweSynth-v0`` serves it (loaded once per process)."""
+    """The default SWE-SYNTH suite's tasks a behaviour check decides (loaded once per process): what
+    ``termgym/SweSynth-v0`` serves, with near-duplicates kept (``distinct=False``; the tasks here were
+    chosen before that rule, and a choose-the-fix task needs its grade decided outside the graded
+    process, not to be the only one of its kind)."""
     from termgym.tasks.swesynth import default_suite
 
-    return default_suite()
+    return default_suite(distinct=False)
 
 
 @cache

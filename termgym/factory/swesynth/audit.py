@@ -35,11 +35,11 @@ from termgym.factory.swesynth.quality import (
     import_lines,
     project_packages,
     read_test_module,
-    repro_code,
     shows_difference,
     static_checks,
 )
 from termgym.tasks.swesynth import pyparse
+from termgym.tasks.swesynth.repro import repro_code
 
 #: Not a check: whether the repro shows the difference once the imports the test module makes are
 #: added in front (what the report writer now does), for suites written before it did.

@@ -118,7 +118,7 @@ def examples(statement: str) -> list[Example]:
         if _INLINE_LEAD.search(before) and _is_call(m.group(1), before):
             found.append((m.start(), m.end(), Example(m.group(1) + "\n", "", inline=True)))
     if not found:  # a report that writes its call some other way: the first call in backticks
-        from termgym.factory.swesynth.quality import repro_code
+        from termgym.tasks.swesynth.repro import repro_code
 
         code = repro_code(statement)
         if code is not None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from termgym.factory.swesynth.failures import Failure, find_test_function, read_failure, split_test_id
 from termgym.tasks.swesynth import pyparse
+from termgym.tasks.swesynth.repro import repro_code
 from termgym.tasks.swesynth.tree import list_source_files
 
 #: The checks, in the order the audit prints them.
@@ -61,32 +62,6 @@ def named_api(statement: str) -> str | None:
         if call or ("." in name and name.split(".")[0] not in _BUILTINS):
             return name
     return next((name for name, _ in spans if name not in _BUILTINS), None)
-
-
-def _session_code(block: str) -> str | None:
-    lines = block.splitlines()
-    if not any(line.startswith(">>>") for line in lines):
-        return None
-    code = [line[4:] if line.startswith((">>> ", "... ")) else line[3:]
-            for line in lines if line.startswith((">>>", "..."))]
-    return "\n".join(code)
-
-
-def repro_code(statement: str) -> str | None:
-    """The code a reader would run: the first ``python`` block (an interpreter session without its
-    prompts and output), else the first backticked span that is a call. ``None``: there is none."""
-    for block in re.findall(r"```(?:python|py)?\n(.*?)```", statement, re.S):
-        code = _session_code(block) or block
-        if code.strip():
-            return code.strip() + "\n"
-    for span in re.findall(r"`([^`\n]+)`", statement):
-        try:
-            tree = pyparse.parse(span)
-        except SyntaxError:
-            continue
-        if any(isinstance(n, ast.Call) for n in ast.walk(tree)) and not re.fullmatch(r"[\w.]+\(\)", span):
-            return span + "\n"
-    return None
 
 
 def free_names(code: str) -> set[str]:
@@ -180,14 +155,27 @@ def read_test_module(test: str, repo: Path) -> TestModule:
         if file == repo / path:
             func = find_test_function(tree, classes, name)
             # expecting an exception for every parameter: a raising check at the top of the body,
-            # not one inside a branch taken for some parameters only
+            # not one inside a branch taken for some parameters only, and no value checked beside it
+            # (an ``assert`` or a unittest ``self.assertEqual``: simplejson's test_bytes_key checks both)
             out.expects_raise = func is not None and any(_RAISES.search(ast.unparse(s)) for s in func.body
                                                          if isinstance(s, (ast.With, ast.Expr))) \
-                and not any(isinstance(s, ast.Assert) for s in func.body)
+                and not any(_checks_a_value(s) for s in func.body)
         out.project_modules |= {m.lstrip("=") for m in out.imports.values()}
         # ``from shop import cart``: ``cart`` may be a module whose functions a repro calls unprefixed
         out.project_modules |= {f"{m}.{name}" for name, m in out.imports.items() if not m.startswith((".", "="))}
     return out
+
+
+def _checks_a_value(statement: ast.stmt) -> bool:
+    """An ``assert`` or a unittest assertion of a value (``self.assertEqual(...)``; not
+    ``assertRaises``/``assertWarns``), at the top of a test's body."""
+    if isinstance(statement, ast.Assert):
+        return True
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        name = call.func.attr
+        return name.startswith("assert") and not name.startswith(("assertRaises", "assertWarns"))
+    return False
 
 
 _EXPORTS: dict[tuple[Path, str], frozenset[str]] = {}
@@ -474,7 +462,7 @@ def check_messages(record, messages: Mapping[str, str], repo: Path) -> list[Fail
 
 
 __all__ = ["CHECKS", "check_messages", "repro_check", "report_quality", "free_names", "import_lines", "imports_of", "named_api", "project_packages",
-           "read_test_module", "repro_code", "resolve", "run_repro", "shows_difference", "static_checks"]
+           "read_test_module", "resolve", "run_repro", "shows_difference", "static_checks"]
 
 
 # -- at generation ------------------------------------------------------------------------------------

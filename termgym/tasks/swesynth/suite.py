@@ -57,6 +57,12 @@ BEHAVIOUR_POLICIES = ("required", "any")
 REPORT_FAILS = "an example of its report does not show what the report says when run"
 
 
+def serves_distinct(suite_dir: str | Path | None) -> bool:
+    """Whether the suite in ``suite_dir`` leaves near-duplicates out by default (``distinct=None``):
+    the default real-project suite does (:data:`SUITE_DIR`); a suite of your own does when asked."""
+    return suite_dir is not None and Path(suite_dir).resolve() == SUITE_DIR.resolve()
+
+
 class UnsafeGradingWarning(UserWarning):
     """A suite is served whose grades its tests alone decide (no task has a behaviour check)."""
 
@@ -80,6 +86,11 @@ class SweSynthSuite(TaskSuite):
     bundled suites (``source`` ``None`` or a name in :data:`NAMED_SUITES`) and for every suite of your
     own in which any task carries a check that decides alone (``generate`` records one for every
     task it keeps); a suite with none is served as ``"any"`` with an :class:`UnsafeGradingWarning`.
+    ``distinct`` (default: on for the default real-project suite, where ``behaviour="required"``)
+    serves no near-duplicates (:mod:`~termgym.tasks.swesynth.distinct`): at most three tasks per
+    first repro call and per (function, bug type), no ``test_id`` task that is a near-duplicate of a
+    ``train`` task (it moves to ``train``), no project above 5 % of the served tasks; ``distinct=False``
+    serves every task the behaviour policy allows. ``unserved`` counts what each rule left out.
     ``load(task_id)`` still loads any task of the suite by id.
     """
 
@@ -87,7 +98,8 @@ class SweSynthSuite(TaskSuite):
                  bug_types: Sequence[str] | None = None, repos: Sequence[str] | None = None,
                  cache_dir: str | Path | None = None, grade_timeout: float | None = None,
                  name: str | None = None, difficulty: str | Sequence[str] | None = None,
-                 grade_tests: str = "selected", behaviour: str | None = None) -> None:
+                 grade_tests: str = "selected", behaviour: str | None = None,
+                 distinct: bool | None = None) -> None:
         from termgym.tasks.swesynth.selection import GRADE_TESTS
 
         if grade_tests not in GRADE_TESTS:
@@ -108,7 +120,9 @@ class SweSynthSuite(TaskSuite):
         self._base = None
         self.generation: dict[str, Any] = {}
         self.unchecked = 0  # tasks left out of the splits for want of a behaviour check that decides alone
-        self.unserved: dict[str, int] = {}  # why, per reason (behaviour="required")
+        self.unserved: dict[str, int] = {}  # why, per reason (behaviour="required", distinct)
+        self.moved_to_train: list[str] = []  # test_id near-duplicates of train tasks (distinct)
+        self.duplicates = 0  # tasks left out as near-duplicates or over the project share (distinct)
         if source is None:
             source = BUNDLED_DIR
         if isinstance(source, str) and source in NAMED_SUITES:
@@ -125,6 +139,12 @@ class SweSynthSuite(TaskSuite):
             self.behaviour = self._default_behaviour()
         if self.behaviour == "required":
             self._keep_checked()
+        if distinct is None:
+            distinct = self.behaviour == "required" and serves_distinct(self._base)
+        #: whether near-duplicates are left out (:mod:`~termgym.tasks.swesynth.distinct`)
+        self.distinct = bool(distinct)
+        if self.distinct:
+            self._keep_distinct()
 
     # loading ---------------------------------------------------------------------------------
 
@@ -286,6 +306,27 @@ class SweSynthSuite(TaskSuite):
                               "that tells the bug apart on an input its tests do not make (record them with "
                               "`termgym swesynth behaviour`, mark older ones with `--heldout`), or pass "
                               "behaviour='any' to serve tasks graded by their tests alone")
+
+    def task_keys(self, task_id: str):
+        """What the near-duplicate rule compares the task by (:func:`~termgym.tasks.swesynth.distinct.task_keys`)."""
+        from termgym.tasks.swesynth.distinct import task_keys
+
+        raw = self._raw.get(task_id)
+        if raw is not None:
+            return task_keys(str(raw.get("repo")), raw.get("bug") or {})
+        record = self.record(task_id)
+        return task_keys(record.repo, {"problem_statement": record.problem_statement, "mutations": record.mutations})
+
+    def _keep_distinct(self) -> None:
+        from termgym.tasks.swesynth.distinct import select
+
+        keys = {tid: self.task_keys(tid) for ids in self._splits.values() for tid in ids}
+        chosen = select(self._splits, keys)
+        for why in chosen.dropped.values():
+            self.unserved[why] = self.unserved.get(why, 0) + 1
+        self.duplicates = len(chosen.dropped)
+        self.moved_to_train = chosen.moved
+        self._splits = chosen.splits
 
     def projects(self) -> dict[str, int]:
         """Task count per project (repo) over every split."""

@@ -1,0 +1,191 @@
+"""Distinct tasks: what makes two SWE-SYNTH tasks near-duplicates, and the served selection without them.
+
+Two tasks of a project are near-duplicates when their reports' repros open with the same call
+(:func:`~termgym.tasks.swesynth.repro.first_call`: toml's ``load('test.toml')`` opened 61 tasks), or
+when they break the same function with the same bug type. A suite that counts such tasks many
+times looks bigger than it is, and a ``test_id`` task that is a near-duplicate of a ``train`` task
+is not held out: a policy trained on the one has seen the other.
+
+:func:`select` is the rule the default suite serves by (``SweSynthSuite(distinct=True)``):
+
+1. a ``test_id`` task that shares a key with any ``train`` task moves to ``train`` (and so on, until
+   no ``test_id`` task shares one);
+2. tasks are taken in an order fixed by their ids' hashes (not by generation order), and a task is
+   kept while each of its keys has fewer than :data:`MAX_PER_KEY` kept tasks;
+3. no project holds more than :data:`MAX_PROJECT_SHARE` of what is kept (applied until it holds,
+   and only where it can: with at least ``1 / share`` projects and a cap of at least
+   :data:`MIN_PROJECT_TASKS`); a project below :data:`MIN_PROJECT_TASKS` has no more distinct
+   tasks to give.
+
+:func:`near_duplicates` measures a set of tasks by the same keys (the suite card's "before" and
+"after"); :func:`held_out_duplicates` counts the ``test_id`` tasks that are near-duplicates of a
+``train`` task (0 after :func:`select`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from termgym.tasks.swesynth.repro import first_call_of, parse_repro, repro_key_of
+
+#: The most served tasks that share one key (a first repro call, or a (function, bug type)).
+MAX_PER_KEY = 3
+#: The largest share of the served tasks one project may hold.
+MAX_PROJECT_SHARE = 0.05
+#: The project cap is not applied below this many tasks a project (and a project with fewer served
+#: tasks has no more distinct ones to give).
+MIN_PROJECT_TASKS = 10
+
+#: Why :func:`select` leaves a task out (``SweSynthSuite.unserved`` counts them by these).
+SAME_CALL = f"a near-duplicate: {MAX_PER_KEY} served tasks of its project already open their repro with its first call"
+SAME_FUNCTION = (f"a near-duplicate: {MAX_PER_KEY} served tasks already break one of its functions with the same "
+                 "bug type")
+PROJECT_SHARE = f"its project already holds {MAX_PROJECT_SHARE:.0%} of the served tasks"
+
+TRAIN, HELD_OUT_IN_DISTRIBUTION = "train", "test_id"
+
+
+@dataclass(frozen=True)
+class TaskKeys:
+    """What a task is compared by: its project, its repro's first call (``None``: no repro) and a
+    ``(path, function, bug type)`` per bug."""
+
+    project: str
+    call: str | None
+    functions: frozenset[tuple[Any, ...]]
+
+    def all(self) -> list[tuple[Any, ...]]:
+        """Every key, each tagged with the project (keys of two projects never meet)."""
+        out: list[tuple[Any, ...]] = [(self.project, "function", *f) for f in sorted(self.functions, key=repr)]
+        if self.call is not None:
+            out.insert(0, (self.project, "call", self.call))
+        return out
+
+
+def task_keys(project: str, bug: Mapping[str, Any]) -> TaskKeys:
+    """The keys of a task from its project and its record's ``bug`` (``problem_statement``,
+    ``mutations``)."""
+    return _keys(project, bug, parse_repro(str(bug.get("problem_statement") or "")))
+
+
+def _keys(project: str, bug: Mapping[str, Any], repro: tuple[str | None, list | None]) -> TaskKeys:
+    functions = frozenset((m.get("path"), m.get("function"), m.get("bug_type")) for m in bug.get("mutations") or ())
+    return TaskKeys(project, first_call_of(*repro), functions)
+
+
+def _order(task_id: str) -> str:
+    return hashlib.sha256(task_id.encode()).hexdigest()
+
+
+@dataclass
+class Selection:
+    """What :func:`select` serves: ``splits`` (ids by split), the ``test_id`` ids ``moved`` to
+    ``train``, and each task left out with its reason (``dropped``)."""
+
+    splits: dict[str, list[str]]
+    moved: list[str] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)
+
+
+def select(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys], *, max_per_key: int = MAX_PER_KEY,
+           max_project_share: float = MAX_PROJECT_SHARE) -> Selection:
+    """The distinct tasks of ``splits`` (module docstring), ``keys`` giving each task's :class:`TaskKeys`."""
+    if max_per_key < 1:
+        raise ValueError(f"max_per_key must be at least 1, not {max_per_key}")
+    if not 0 < max_project_share <= 1:
+        raise ValueError(f"max_project_share must be in (0, 1], not {max_project_share}")
+    split_of = {tid: split for split, ids in splits.items() for tid in ids}
+    train_keys = {k for tid, split in split_of.items() if split == TRAIN for k in keys[tid].all()}
+    moved: list[str] = []
+    while True:  # a task moved to train can make another test_id task its near-duplicate
+        now = sorted(tid for tid, split in split_of.items()
+                     if split == HELD_OUT_IN_DISTRIBUTION and train_keys.intersection(keys[tid].all()))
+        if not now:
+            break
+        for tid in now:
+            split_of[tid] = TRAIN
+            train_keys.update(keys[tid].all())
+        moved += now
+    moved.sort()
+    kept: list[str] = []
+    dropped: dict[str, str] = {}
+    counts: Counter = Counter()
+    for tid in sorted(split_of, key=_order):
+        own = keys[tid]
+        if own.call is not None and counts[(own.project, "call", own.call)] >= max_per_key:
+            dropped[tid] = SAME_CALL
+        elif any(counts[k] >= max_per_key for k in own.all()):
+            dropped[tid] = SAME_FUNCTION
+        else:
+            kept.append(tid)
+            counts.update(own.all())
+    projects = {keys[tid].project for tid in kept}
+    while len(projects) * max_project_share >= 1:
+        cap = int(max_project_share * len(kept))
+        if cap < MIN_PROJECT_TASKS:
+            break
+        seen: Counter = Counter()
+        over = []
+        for tid in kept:  # already in hash order
+            seen[keys[tid].project] += 1
+            if seen[keys[tid].project] > cap:
+                over.append(tid)
+        if not over:
+            break
+        for tid in over:
+            dropped[tid] = PROJECT_SHARE
+        gone = set(over)
+        kept = [tid for tid in kept if tid not in gone]
+    keep = set(kept)
+    out: dict[str, list[str]] = {split: [] for split in splits}
+    out.setdefault(TRAIN, [])
+    for split, ids in splits.items():  # each split in its own order, moved tasks appended to train
+        out[split].extend(tid for tid in ids if tid in keep and split_of[tid] == split)
+    out[TRAIN].extend(tid for tid in moved if tid in keep)
+    return Selection({split: ids for split, ids in out.items() if ids or split in splits}, moved, dropped)
+
+
+def held_out_duplicates(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys]) -> int:
+    """How many ``test_id`` tasks share a key with a ``train`` task of ``splits``."""
+    train_keys = {k for tid in splits.get(TRAIN, ()) for k in keys[tid].all()}
+    return sum(bool(train_keys.intersection(keys[tid].all())) for tid in splits.get(HELD_OUT_IN_DISTRIBUTION, ()))
+
+
+def near_duplicates(tasks: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Near-duplicate counts over ``(project, record data)`` pairs:
+
+    * ``function_bug_type`` — tasks with a bug whose (project, file, function, bug type) another
+      task's bug shares;
+    * ``first_call`` — tasks whose repro opens with the same call as another task of the same
+      project, and ``largest_first_call_group`` — the most tasks sharing one;
+    * ``either`` — tasks that are one or the other (the near-duplicate share's numerator);
+    * ``same_repro`` — tasks whose whole repro (:func:`~termgym.tasks.swesynth.repro.repro_key`) is
+      another task's of the project (a first call is often only the setup, ``root = Node('root')``),
+      and ``largest_same_repro_group``.
+    """
+    keys: list[TaskKeys] = []
+    repros: list[tuple | None] = []
+    for project, data in tasks:
+        bug = data.get("bug") if isinstance(data.get("bug"), dict) else {}
+        repro = parse_repro(str(bug.get("problem_statement") or ""))  # parsed once for both measures
+        keys.append(_keys(project, bug, repro))
+        whole = repro_key_of(*repro)
+        repros.append((project, whole) if whole else None)
+    function_count = Counter((k.project, *f) for k in keys for f in k.functions)
+    call_count = Counter((k.project, k.call) for k in keys if k.call is not None)
+    by_function = [any(function_count[(k.project, *f)] > 1 for f in k.functions) for k in keys]
+    by_call = [k.call is not None and call_count[(k.project, k.call)] > 1 for k in keys]
+    repro_count = Counter(r for r in repros if r is not None)
+    return {"tasks": len(keys), "function_bug_type": sum(by_function), "first_call": sum(by_call),
+            "either": sum(a or b for a, b in zip(by_function, by_call)),
+            "largest_first_call_group": max(call_count.values(), default=0),
+            "same_repro": sum(r is not None and repro_count[r] > 1 for r in repros),
+            "largest_same_repro_group": max(repro_count.values(), default=0)}
+
+
+__all__ = ["MAX_PER_KEY", "MAX_PROJECT_SHARE", "MIN_PROJECT_TASKS", "PROJECT_SHARE", "SAME_CALL", "SAME_FUNCTION",
+           "Selection", "TaskKeys", "held_out_duplicates", "near_duplicates", "select", "task_keys"]

@@ -1,0 +1,165 @@
+"""Distinct tasks (termgym.tasks.swesynth.distinct): what makes two tasks near-duplicates, the rule the
+default suite serves by (at most three per first repro call and per (function, bug type), no
+``test_id`` near-duplicate of a ``train`` task, no project above 5 %), and that rule on the real
+default suite, with the rule switched off as the sabotage that the same checks catch."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from termgym.tasks.swesynth import SUITE_DIR, SweSynthSuite, default_suite
+from termgym.tasks.swesynth.distinct import (
+    MAX_PER_KEY,
+    MAX_PROJECT_SHARE,
+    PROJECT_SHARE,
+    SAME_CALL,
+    SAME_FUNCTION,
+    TaskKeys,
+    held_out_duplicates,
+    near_duplicates,
+    select,
+    task_keys,
+)
+from termgym.tasks.swesynth.repro import first_call
+
+
+def _task(function, bug_type, repro, path="p/a.py"):
+    statement = f"I think `{function}()` is broken.\n\n```python\nfrom p.a import {function}\n{repro}\n```\n"
+    return {"bug": {"problem_statement": statement,
+                    "mutations": [{"path": path, "function": function, "bug_type": bug_type}]}}
+
+
+def test_first_call_skips_imports_and_ignores_spacing():
+    assert first_call("```python\nimport p\nfrom p import f\nf( 1,'x' )\nf(2)\n```") == "f(1, 'x')"
+    assert first_call(">>> nothing to run") is None
+    assert first_call("```python\n>>> from p import f\n>>> f(1)\n2\n```") == "f(1)"
+
+
+def test_near_duplicates_count_shared_function_bug_types_and_first_calls():
+    tasks = [("p", _task("f", "off_by_one", "f(1)")),
+             ("p", _task("f", "off_by_one", "f( 2 )")),          # same function and bug type as the first
+             ("p", _task("g", "swap_operands", "f(1)")),         # same first call as the first
+             ("p", _task("h", "swap_operands", "h(3)")),         # alone
+             ("q", _task("h", "swap_operands", "h(3)"))]         # same as the fourth, but another project
+    dup = near_duplicates(tasks)
+    assert dup == {"tasks": 5, "function_bug_type": 2, "first_call": 2, "either": 3, "largest_first_call_group": 2,
+                   "same_repro": 0, "largest_same_repro_group": 1}  # the imports differ: not the same repro
+    same = near_duplicates([("p", _task("f", "a", "f(1)")), ("p", _task("f", "b", "f( 1 )")),
+                            ("p", _task("f", "c", "f(2)")), ("q", _task("f", "a", "f(1)"))])
+    assert (same["same_repro"], same["largest_same_repro_group"]) == (2, 2)  # spacing ignored, per project
+    # the sabotage: one bug type changed, the pair is no longer shared
+    tasks[1] = ("p", _task("f", "wrong_constant", "f( 2 )"))
+    assert near_duplicates(tasks)["function_bug_type"] == 0
+
+
+def _keys(project, call, *functions):
+    return TaskKeys(project, call, frozenset(("p.py", f, "off-by-one") for f in functions))
+
+
+def violations(splits, keys, share=MAX_PROJECT_SHARE):
+    """Every way ``splits`` breaks the distinct rule: a key held by more than three tasks, a test_id
+    task that is a near-duplicate of a train task, a project above the share (where it applies)."""
+    ids = [t for split in splits.values() for t in split]
+    held = Counter(k for t in ids for k in keys[t].all())
+    out = [f"{k} is held by {n} tasks" for k, n in held.items() if n > MAX_PER_KEY]
+    if held_out_duplicates(splits, keys):
+        out.append(f"{held_out_duplicates(splits, keys)} test_id tasks are near-duplicates of train tasks")
+    per_project = Counter(keys[t].project for t in ids)
+    if len(per_project) * share >= 1:
+        out += [f"{p} holds {n} of {len(ids)}" for p, n in per_project.items() if n > max(10, share * len(ids))]
+    return out
+
+
+def test_at_most_three_tasks_per_first_call_and_per_function_bug_type():
+    keys = {f"c{i}": _keys("p", "load('test.toml')", f"f{i}") for i in range(6)}  # one first call
+    keys.update({f"f{i}": _keys("p", f"g({i})", "g") for i in range(5)})          # one (function, bug type)
+    keys.update({f"q{i}": _keys("q", "load('test.toml')", f"f{i}") for i in range(2)})  # another project
+    splits = {"train": sorted(keys)}
+    chosen = select(splits, keys)
+    kept = chosen.splits["train"]
+    assert sum(t.startswith("c") for t in kept) == 3 and sum(t.startswith("f") for t in kept) == 3
+    assert {"q0", "q1"} <= set(kept)  # keys of two projects never meet
+    assert Counter(chosen.dropped.values()) == {SAME_CALL: 3, SAME_FUNCTION: 2}
+    assert not violations(chosen.splits, keys)
+    # the same choice whatever order the tasks come in (hash order, not generation order)
+    shuffled = {"train": random.Random(3).sample(sorted(keys), len(keys))}
+    assert set(select(shuffled, keys).splits["train"]) == set(kept)
+    # the sabotage: the cap off, the check catches both groups
+    loose = select(splits, keys, max_per_key=100)
+    assert len(loose.splits["train"]) == len(keys) and len(violations(loose.splits, keys)) == 2
+
+
+def test_a_test_id_near_duplicate_of_a_train_task_moves_to_train_and_so_on():
+    keys = {"t": _keys("p", "f(1)", "f"),
+            "a": _keys("p", "f(1)", "g"),      # shares the train task's first call
+            "b": _keys("p", "h(2)", "g"),      # shares only a's function: a near-duplicate once a moves
+            "c": _keys("p", "k(3)", "k")}      # held out, nothing shared
+    chosen = select({"train": ["t"], "test_id": ["a", "b", "c"]}, keys)
+    assert chosen.moved == ["a", "b"] and chosen.splits == {"train": ["t", "a", "b"], "test_id": ["c"]}
+    assert held_out_duplicates(chosen.splits, keys) == 0
+    assert held_out_duplicates({"train": ["t"], "test_id": ["a", "b", "c"]}, keys) == 1  # a, before
+
+
+def test_no_project_above_five_percent_where_the_cap_can_hold():
+    keys = {f"{p}-{i}": _keys(p, f"f({i})", f"f{i}") for p in (f"p{j:02}" for j in range(24)) for i in range(12)}
+    keys.update({f"big-{i}": _keys("big", f"f({i})", f"f{i}") for i in range(200)})
+    chosen = select({"train": sorted(keys)}, keys)
+    per_project = Counter(keys[t].project for t in chosen.splits["train"])
+    total = sum(per_project.values())
+    assert per_project["big"] == int(MAX_PROJECT_SHARE * total) and per_project["p00"] == 12
+    assert per_project["big"] <= MAX_PROJECT_SHARE * total and set(chosen.dropped.values()) == {PROJECT_SHARE}
+    # fewer than 1 / share projects: no cap could hold, none is applied
+    few = {t: k for t, k in keys.items() if k.project in ("big", "p00", "p01")}
+    assert len(select({"train": sorted(few)}, few).splits["train"]) == len(few)
+
+
+def test_bad_caps_are_named():
+    with pytest.raises(ValueError, match="max_per_key must be at least 1, not 0"):
+        select({"train": []}, {}, max_per_key=0)
+    with pytest.raises(ValueError, match=r"max_project_share must be in \(0, 1\], not 1.5"):
+        select({"train": []}, {}, max_project_share=1.5)
+
+
+def test_task_keys_read_the_record():
+    bug = _task("f", "off-by-one", "f( 1 )")["bug"]
+    assert task_keys("p", bug) == TaskKeys("p", "f(1)", frozenset({("p/a.py", "f", "off-by-one")}))
+    assert task_keys("p", {"problem_statement": "no code here"}).call is None
+
+
+@pytest.fixture(scope="module")
+def served():
+    return SweSynthSuite("projects")
+
+
+def _of(suite):
+    splits = {split: list(suite.task_ids(split)) for split in suite.splits()}
+    return splits, {t: suite.task_keys(t) for ids in splits.values() for t in ids}
+
+
+def test_the_default_suite_serves_distinct_tasks(served):
+    assert served.distinct and default_suite().distinct
+    splits, keys = _of(served)
+    assert not violations(splits, keys)
+    assert held_out_duplicates(splits, keys) == 0 and len(splits["test_id"]) > 0
+    for why in (SAME_CALL, SAME_FUNCTION, PROJECT_SHARE):  # each rule left tasks out, counted
+        assert served.unserved[why] > 0, why
+    pool = SweSynthSuite("projects", distinct=False)
+    assert set(served.task_ids("all")) < set(pool.task_ids("all"))
+    assert set(served.moved_to_train) <= set(pool.task_ids("test_id"))
+    assert set(served.moved_to_train) & set(served.task_ids("all")) <= set(served.task_ids("train"))
+    assert set(served.task_ids("test")) <= set(pool.task_ids("test"))  # held out by project, as before
+    # the sabotage: the rule off, the same checks fail on the same suite
+    loose = violations(*_of(pool))
+    assert any("held by" in v for v in loose) and any("test_id" in v for v in loose)
+    assert any("holds" in v for v in loose)
+
+
+def test_suites_of_your_own_and_behaviour_any_keep_every_task(served):
+    toy = SweSynthSuite("toy")
+    assert not toy.distinct and toy.unserved.get(SAME_CALL) is None
+    every = SweSynthSuite(SUITE_DIR, behaviour="any")
+    assert not every.distinct and len(every.task_ids("all")) > len(served.task_ids("all"))
+    assert SweSynthSuite("toy", distinct=True).distinct  # asked for
