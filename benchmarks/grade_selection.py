@@ -20,6 +20,7 @@ and the raw ``python3 -m pytest`` run of the selected tests in a sandbox (``raw`
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import re
@@ -178,6 +179,9 @@ def raw_selected_run(task, tests: list[str] | None) -> float:
         return time.monotonic() - started
 
 
+_SUITES_LOCK = threading.Lock()
+
+
 def sample_tasks(suite, projects: list[str], per_project: int, seed: int) -> list[str]:
     """Up to ``per_project`` tasks of each project, drawn from ``seed``, interleaved across projects."""
     rng = random.Random(seed)
@@ -188,12 +192,19 @@ def sample_tasks(suite, projects: list[str], per_project: int, seed: int) -> lis
     return [ids[i] for i in range(per_project) for ids in drawn if i < len(ids)]
 
 
-def run_task(suite_dir: Path, task_id: str, seed: int, old_plugin: Path | None, cache: Path) -> list[dict]:
+@functools.lru_cache(maxsize=4)
+def _suite(suite_dir: Path, grade_tests: str, cache: Path):
+    """The suite graded one way, loaded once per run (the default suite's records take seconds to read)."""
     from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    return SweSynthSuite(suite_dir, grade_tests=grade_tests, cache_dir=cache, behaviour="any")
+
+
+def run_task(suite_dir: Path, task_id: str, seed: int, old_plugin: Path | None, cache: Path) -> list[dict]:
     from termgym.tasks.swesynth.task import prepare_workspace
 
-    full_suite = SweSynthSuite(suite_dir, grade_tests="full", cache_dir=cache, behaviour="any")
-    sel_suite = SweSynthSuite(suite_dir, grade_tests="selected", cache_dir=cache, behaviour="any")
+    with _SUITES_LOCK:
+        full_suite, sel_suite = _suite(suite_dir, "full", cache), _suite(suite_dir, "selected", cache)
     full_task, sel_task = full_suite.load(task_id), sel_suite.load(task_id)
     rng = random.Random(f"{seed}:{task_id}")
     with tempfile.TemporaryDirectory(prefix="termgym-gradesel-") as tmp:

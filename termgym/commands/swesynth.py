@@ -390,6 +390,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(line)
     if result.records and not args.no_sandbox_check:
         print(served_line(result.records))
+    if stats.coverage_map:
+        print(f"coverage map for fast grades: {stats.coverage_map}")
     if stats.kept < stats.wanted:
         print(f"warning: only {stats.kept} of {stats.wanted} tasks validated; raise --max-attempts or widen "
               "--bug-types", file=sys.stderr)

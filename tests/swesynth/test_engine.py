@@ -385,6 +385,30 @@ def test_env_runs_a_compact_task_oracle_one_nop_zero(compact_suite, tmp_path, mo
     assert oracle == 1.0 and nop == 0.0 and grade["passed"] is False
 
 
+def test_generation_writes_the_coverage_map_and_its_grades_run_the_selection(compact_suite, tmp_path, monkeypatch):
+    """generate writes the project's fast-grade map from its baseline's traced run (no second trace),
+    the same map a fresh traced run writes; a grade of a generated task then runs its selection."""
+    from termgym.factory.swesynth.selection_build import backfill
+    from termgym.tasks.swesynth.selection import load_map
+
+    out, result = compact_suite
+    assert result.stats.coverage_map == str(out / "selection" / "shop.json"), result.stats.coverage_map
+    cmap = load_map(out / "selection" / "shop.json")
+    assert set(cmap.tasks) == {r.task_id for r in result.records} and cmap.tests == result.records[0].all_tests
+    again = tmp_path / "again"
+    shutil.copytree(out, again)
+    (again / "selection" / "shop.json").unlink()
+    backfill(again, ["shop"], log=lambda _line: None)  # traced anew
+    fresh = load_map(again / "selection" / "shop.json")
+    assert (fresh.functions, fresh.always, fresh.tasks) == (cmap.functions, cmap.always, cmap.tasks)
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    suite = SweSynthSuite(out)
+    tid = result.records[0].task_id
+    assert suite.selection_file("shop") == out / "selection" / "shop.json"
+    oracle, nop, grade = oracle_and_nop(suite, tid)
+    assert (oracle, nop) == (1.0, 0.0) and grade["graded_tests"]["mode"] == "selected", grade["graded_tests"]
+
+
 # -- signals, splits, the named-module share ------------------------------------------------------------
 
 

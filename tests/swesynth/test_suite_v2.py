@@ -54,6 +54,28 @@ def test_the_v2_suite_is_real_projects_held_out_by_project(suite):
     assert SweSynthSuite("v2").task_ids("all")  # the default policy serves its checked tasks
 
 
+def test_every_project_of_the_default_suite_has_a_coverage_map_for_fast_grades(suite, lines):
+    """Issue 41.4: grades of the suite people use run the selected tests, not the full required set."""
+    from termgym.factory.swesynth.selection_build import too_long_to_map
+    from termgym.tasks.swesynth.selection import load_map
+
+    by_project: dict[str, list[str]] = {}
+    for tid, data in lines.items():
+        by_project.setdefault(data["repo"], []).append(tid)
+    required = {p: suite.record(ids[0]).all_tests for p, ids in by_project.items()}  # the baselines' tests
+    unmapped = sorted(p for p in by_project if too_long_to_map(required[p]))
+    assert unmapped == ["python_multipart"], unmapped  # a 10 MB parameter in a test id: graded on the full set
+    for project, ids in sorted(by_project.items()):
+        if project in unmapped:
+            assert suite.selection_file(project) is None, project
+            continue
+        path = suite.selection_file(project)
+        assert path is not None, f"{project}: no coverage map (python -m termgym.factory.swesynth.selection_build)"
+        cmap = load_map(path)
+        assert cmap.tests == required[project], project  # the required tests the records name
+        assert not set(ids) - set(cmap.tasks), (project, sorted(set(ids) - set(cmap.tasks))[:3])
+
+
 def test_gym_make_serves_the_v2_suite_by_default():
     import gymnasium as gym
 

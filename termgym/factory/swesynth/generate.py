@@ -109,6 +109,7 @@ class Stats:
     stopped: str = ""
     finished: float | None = None
     errors: list[str] = field(default_factory=list)  # the first few crashed candidates' messages, whole
+    coverage_map: str = ""  # where the project's fast-grade map went (compact storage), or why none
     #: the first whole reason behind each ``rejected`` count whose count key leaves details out
     #: ("no clean bug report" -> "no clean bug report: no failing test shows a concrete call, ...")
     examples: dict[str, str] = field(default_factory=dict)
@@ -604,10 +605,30 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                                                    "dropped": base.dropped, "flaky": base.flaky,
                                                    "trace_seconds": base.trace_seconds,
                                                    "runtime": base.runtime}})
+            stats.coverage_map = _write_coverage_map(out, name, base, required, pristine, source_dirs, test_dirs,
+                                                     backend)
         else:
             _write_suite(out, kept, pristine, name, test_command, command, source_dirs, test_dirs,
                          repo_dir_ref, test_fraction, suite_name, stats, seed)
     return GenerationResult(kept, out, stats)
+
+
+def _write_coverage_map(out: Path, name: str, base: Baseline, required: Sequence[str], tree: Path,
+                        source_dirs: Sequence[str], test_dirs: Sequence[str], backend: str) -> str:
+    """Write the project's fast-grade coverage map (``<out>/selection/<name>.json``, from the
+    baseline's traced run: :func:`~termgym.factory.swesynth.selection_build.map_from_baseline`) with
+    every task's selection, so that grades of the new tasks run only the required tests a patch can
+    change. Returns where it went, or why there is none (the tasks then grade on every required
+    test; the records are written already, so nothing is lost)."""
+    from termgym.factory.swesynth.selection_build import backfill, map_from_baseline
+    from termgym.tasks.swesynth.selection import SelectionError
+
+    try:
+        traced = {name: map_from_baseline(name, base, required, tree, source_dirs, test_dirs)}
+        written = backfill(out, [name], backend=backend, log=lambda _line: None, traced=traced)
+    except (RuntimeError, SelectionError, OSError, ValueError) as exc:
+        return f"none: {exc}"
+    return str(written[name]) if name in written else "none: the project has no task"
 
 
 @dataclass

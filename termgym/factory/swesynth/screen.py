@@ -203,9 +203,13 @@ class Baseline:
     #: Tests that passed the clean runs but not when run again (in reverse order, or under CPU load),
     #: and why: left out of ``tests``.
     flaky: dict[str, str] = field(default_factory=dict)
+    #: Tests that started a process in the traced run (coverage cannot follow code there): a
+    #: coverage map built from this baseline always runs them.
+    spawners: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": SCREEN_VERSION, "key": self.key, "tree_hash": self.tree_hash, "tests": self.tests,
+                "spawners": self.spawners,
                 "coverage": {f: {str(k): v for k, v in m.items()} for f, m in self.coverage.items()},
                 "import_lines": self.import_lines, "seconds": self.seconds, "trace_seconds": self.trace_seconds,
                 "runtime": self.runtime, "dropped": self.dropped, "durations": self.durations,
@@ -218,7 +222,8 @@ class Baseline:
                    import_lines=data["import_lines"], seconds=data["seconds"], trace_seconds=data["trace_seconds"],
                    runtime=data.get("runtime", {}), dropped=data.get("dropped", {}),
                    durations=list(data.get("durations", [])), fixture_seconds=data.get("fixture_seconds", 0.0),
-                   flaky=dict(data.get("flaky", {})))
+                   flaky=dict(data.get("flaky", {})),
+                   spawners=list(data["spawners"]))  # a baseline cached before it was kept is traced again
 
     def test_budgets(self, tests: Sequence[str], *, factor: float = TEST_BUDGET_FACTOR,
                      margin: float = TEST_BUDGET_MARGIN) -> dict[str, float]:
@@ -356,7 +361,8 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
                 per_file.setdefault(line, []).append(i)
     result = Baseline(key=key, tree_hash=digest, tests=tests, coverage=coverage, import_lines=traced.import_lines,
                       seconds=round(seconds, 2), trace_seconds=round(trace_seconds, 2), runtime=runtime,
-                      dropped=dropped, durations=durations, fixture_seconds=fixture_seconds, flaky=flaky)
+                      dropped=dropped, durations=durations, fixture_seconds=fixture_seconds, flaky=flaky,
+                      spawners=sorted(traced.spawners))
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")

@@ -12,18 +12,51 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from termgym.tasks.swesynth.selection import SelectionError, build_map, load_map, task_selection
+from termgym.tasks.swesynth.selection import CoverageMap, SelectionError, build_map, load_map, task_selection
+
+#: A project whose required tests' ids add up to more than this gets no map: its grades run the full
+#: set (python_multipart's ids hold a 10 MB parameter; a map would copy them, and a selected command
+#: naming one could not be run anyway: :data:`~termgym.tasks.swesynth.selection.MAX_COMMAND_BYTES`).
+MAX_MAP_TEST_BYTES = 1_000_000
+
+
+def too_long_to_map(tests: Sequence[str]) -> str:
+    """Why a project with these required tests gets no coverage map (``""``: it gets one)."""
+    size = sum(len(t.encode()) for t in tests)
+    if size > MAX_MAP_TEST_BYTES:
+        return (f"its {len(tests)} required test ids take {size:,} bytes (more than {MAX_MAP_TEST_BYTES:,}): "
+                "its grades run every required test")
+    return ""
+
+
+def map_from_baseline(name: str, base, tests: Sequence[str], tree: Path, source_dirs: Sequence[str],
+                      test_dirs: Sequence[str] = ()) -> CoverageMap:
+    """The coverage map of ``tests`` (a project's required tests, all among the baseline's) from the
+    traced clean run a :class:`~termgym.factory.swesynth.screen.Baseline` already holds: what
+    ``generate`` writes for its new tasks without tracing the suite again."""
+    from termgym.tasks.swesynth.tree import list_source_files
+
+    lines: dict[str, dict[str, list[int]]] = {}
+    for file, per_line in base.coverage.items():
+        for line, indices in per_line.items():
+            for i in indices:
+                lines.setdefault(base.tests[i], {}).setdefault(file, []).append(line)
+    sources = {p: (tree / p).read_text(encoding="utf-8") for p in list_source_files(tree, source_dirs, test_dirs)}
+    return build_map(name, base.tree_hash, list(tests), sources, lines, base.import_lines, base.spawners,
+                     base.tests)
 
 
 def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, force: bool = False,
-             backend: str = "local", log: Callable[[str], None] = print) -> dict[str, Path]:
+             backend: str = "local", log: Callable[[str], None] = print,
+             traced: Mapping[str, CoverageMap] | None = None) -> dict[str, Path]:
     """Write ``<suite>/selection/<project>.json`` for each project of a compact suite (resumable).
 
     One traced run of the project's clean suite per project (:class:`~termgym.factory.swesynth.screen.
-    ScreenWorker` with line tracing, in a sandbox of the task runtime); a project whose map exists
+    ScreenWorker` with line tracing, in a sandbox of the task runtime), unless ``traced`` gives the
+    project's map from a run already made (:func:`map_from_baseline`); a project whose map exists
     for the same tree and required tests is skipped unless ``force``; tasks added since are given
     their selection without a new run."""
     from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker, tree_hash
@@ -47,6 +80,10 @@ def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, fo
         first = suite.record(ids[0])
         tree = first.repo_dir
         tests = list(first.all_tests)
+        why_not = too_long_to_map(tests)
+        if why_not:
+            log(f"{name}: no coverage map: {why_not}")
+            continue
         digest = tree_hash(tree)
         target = suite_dir / "selection" / f"{name}.json"
         cmap = None
@@ -57,6 +94,9 @@ def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, fo
                 cmap = None
             if cmap is not None and (cmap.tree_hash != digest or cmap.tests != tests):
                 cmap = None
+        given = (traced or {}).get(name)
+        if cmap is None and given is not None and given.tree_hash == digest and given.tests == tests:
+            cmap = given
         if cmap is None:
             started = time.monotonic()
             env = ProjectEnv.for_project(info["project"], backend=backend) if info.get("project") else \

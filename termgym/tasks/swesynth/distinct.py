@@ -44,7 +44,7 @@ MIN_PROJECT_TASKS = 10
 SAME_CALL = f"a near-duplicate: {MAX_PER_KEY} served tasks of its project already open their repro with its first call"
 SAME_FUNCTION = (f"a near-duplicate: {MAX_PER_KEY} served tasks already break one of its functions with the same "
                  "bug type")
-PROJECT_SHARE = f"its project already holds {MAX_PROJECT_SHARE:.0%} of the served tasks"
+PROJECT_SHARE = f"its project already holds {100 * MAX_PROJECT_SHARE:.0f} % of the served tasks"
 
 TRAIN, HELD_OUT_IN_DISTRIBUTION = "train", "test_id"
 
