@@ -150,3 +150,17 @@ def test_the_largest_function_count_counts_tasks_not_bugs():
             for key in {(data["repo"], m.get("path"), m.get("function")) for m in data["bug"]["mutations"]}:
                 per_task[key] = per_task.get(key, 0) + 1
     assert measure(SUITE_DIR)["max_tasks_per_function"] == max(per_task.values())
+
+
+def test_every_served_bug_has_its_own_telling_input_and_the_old_rule_would_not(monkeypatch):
+    """The card's 'every bug checked' line: 100 % on the served default; with the per-bug rule off
+    (a check served when any held-out input tells the whole bug apart) the same count falls short."""
+    from termgym.factory.swesynth.card import _served
+    from termgym.tasks.swesynth import behaviour
+
+    served = _served(SUITE_DIR)
+    assert served["bugs"] > served["tasks"] and served["bugs_told_apart"] == served["bugs"]
+    monkeypatch.setattr(behaviour, "servable", lambda check: bool(behaviour.heldout_telling(check))
+                        and (behaviour.heldout_outcomes(check) or 0) >= 2)
+    loose = _served(SUITE_DIR)
+    assert loose["bugs_told_apart"] < loose["bugs"], loose["bugs"]

@@ -177,7 +177,12 @@ def _served(suite_dir: Path) -> dict[str, Any]:
     held-out input tells the function's bug alone apart:
     :func:`~termgym.tasks.swesynth.behaviour.target_coverage`) and the tasks ``served``."""
     from termgym.tasks.swesynth import distinct
-    from termgym.tasks.swesynth.behaviour import target_coverage, unservable_reason
+    from termgym.tasks.swesynth.behaviour import (
+        heldout_telling,
+        target_coverage,
+        uncovered_targets,
+        unservable_reason,
+    )
     from termgym.tasks.swesynth.suite import REPORT_FAILS, SweSynthSuite, serves_distinct
 
     suite = SweSynthSuite(suite_dir, behaviour="any", distinct=False)
@@ -208,6 +213,12 @@ def _served(suite_dir: Path) -> dict[str, Any]:
         unique = {"moved_to_train": len(chosen.moved)}
     kept = [tid for ids in served_splits.values() for tid in ids]
     multi["served"] = sum(tid in multi_function for tid in kept)
+    bugs = told = 0  # over the served tasks: changed functions, and those a held-out input tells apart alone
+    for tid in kept:
+        check = suite.behaviour_check_of(tid)
+        n = max(1, len(check.get("targets") or ()))
+        bugs += n
+        told += (n - len(uncovered_targets(check))) if heldout_telling(check) else 0
     if unique is not None:
         raw = {tid: (suite.repo_of(tid), suite.record(tid).to_json()) for tid in checked}
         per_project = Counter(suite.repo_of(tid) for tid in kept)
@@ -227,6 +238,7 @@ def _served(suite_dir: Path) -> dict[str, Any]:
             splits={split: len(ids) for split, ids in served_splits.items()},
             multi_bug=sum(is_multi_bug(raw[t][1]) for t in kept))
     return {"tasks": len(kept), "checked": len(checked), "not_served": dict(why.most_common()),
+            "bugs": bugs, "bugs_told_apart": told,
             "per_project": dict(sorted(Counter(suite.repo_of(tid) for tid in kept).items())),
             "multi_function": dict(multi), "distinct": unique,
             "reports": _report_measures(suite, kept), "task_ids": kept}
@@ -338,6 +350,11 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
                      f"({100 * served['tasks'] / max(total, 1):.0f} % of the suite)" + ("; the others serve with `behaviour=\"any\"` (tests alone): "
                                            + "; ".join(f"{why} {n}" for why, n in served["not_served"].items())
                                            if served["not_served"] else "") + ".")
+        if served.get("bugs"):
+            lines += ["", f"**Every bug checked**: of the {served['bugs']} bugs of the served tasks (a bug = a "
+                          f"function the bug patch changes), **{served['bugs_told_apart']}** "
+                          f"({100 * served['bugs_told_apart'] / served['bugs']:.0f} %) have their own held-out input "
+                          "on which the clean code and that bug alone answer differently."]
         unique = served.get("distinct")
         if unique:
             lines += ["", *_distinct_lines(served, unique)]
