@@ -10,13 +10,16 @@ import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from termgym.tasks.base import TaskSuite
 from termgym.tasks.swesynth.records import RecordError, TaskRecord, read_records_file, read_task
 from termgym.tasks.swesynth.store import read_compact
 from termgym.tasks.swesynth.task import SweSynthTask
 from termgym_data import SWESYNTH_DIR
+
+if TYPE_CHECKING:
+    from termgym.tasks.swesynth.distinct import TaskKeys
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -307,7 +310,7 @@ class SweSynthSuite(TaskSuite):
                               "`termgym swesynth behaviour`, mark older ones with `--heldout`), or pass "
                               "behaviour='any' to serve tasks graded by their tests alone")
 
-    def task_keys(self, task_id: str):
+    def task_keys(self, task_id: str) -> TaskKeys:
         """What the near-duplicate rule compares the task by (:func:`~termgym.tasks.swesynth.distinct.task_keys`)."""
         from termgym.tasks.swesynth.distinct import task_keys
 
