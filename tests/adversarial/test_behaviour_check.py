@@ -213,9 +213,13 @@ def test_the_replay_sandbox_never_holds_the_answers(task):
             type(box).close(box)
 
 
-def test_a_replay_that_never_returns_is_the_agents_zero(task, buggy_tree, tmp_path):
+def test_a_replay_that_never_returns_is_the_agents_zero(task, buggy_tree, tmp_path, monkeypatch):
     """The oracle's fix plus code that, in the replay, ignores the per-call alarm and sleeps: the
-    whole replay's time limit ends it (about 30 s plus 10 s per input), a 0 and no infra error."""
+    whole replay's time limit ends it (30 s plus the per-call seconds per input: 10 s a call in a
+    grade, 2 s here so that the wait is 50 s, not 130 s), a 0 and no infra error."""
+    from termgym.tasks.swesynth import behaviour
+
+    monkeypatch.setattr(behaviour, "GRADE_CALL_SECONDS", 2.0)
     code = ("import sys as _s\nif _s.argv[1:2] == ['replay']:\n"
             "    import signal as _sig, time as _t\n    _sig.signal(_sig.SIGALRM, _sig.SIG_IGN)\n"
             "    _t.sleep(10 ** 6)\n")

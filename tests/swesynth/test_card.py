@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from termgym.cli import main
 from termgym.factory.swesynth.card import (
     END,
@@ -41,6 +43,12 @@ diff --git a/p/b.py b/p/b.py
 """
 
 
+@pytest.fixture(scope="module")
+def bundled_card():
+    """The default suite's card, measured once for the tests that only read it (seconds each)."""
+    return measure(SUITE_DIR)
+
+
 def test_fix_size_counts_lines_sites_and_files():
     assert fix_size(PATCH) == {"lines": 1 + 2 + 1, "sites": 3, "files": 2}
 
@@ -51,8 +59,8 @@ def test_symptom_reads_the_report():
     assert symptom("I think `f()` is broken.\n\nWhen I call `f(1)`, I get `2`. I expected `3`.") == "wrong value"
 
 
-def test_the_card_reports_the_near_duplicate_share_of_the_bundled_suite():
-    card = measure(SUITE_DIR)
+def test_the_card_reports_the_near_duplicate_share_of_the_bundled_suite(bundled_card):
+    card = bundled_card
     dup = card["near_duplicates"]
     assert dup["tasks"] == card["tasks"] and 0 < dup["either"] <= dup["tasks"]
     assert max(dup["function_bug_type"], dup["first_call"]) <= dup["either"] <= \
@@ -60,8 +68,8 @@ def test_the_card_reports_the_near_duplicate_share_of_the_bundled_suite():
     assert "**Near-duplicates**" in render(card)
 
 
-def test_the_card_of_the_bundled_suite_adds_up():
-    card = measure(SUITE_DIR)
+def test_the_card_of_the_bundled_suite_adds_up(bundled_card):
+    card = bundled_card
     total = card["tasks"]
     assert total == sum(c["tasks"] for c in card["per_project"].values()) == sum(card["splits"].values())
     assert sum(card["symptoms"].values()) == total == sum(card["difficulty"].values())
@@ -72,10 +80,10 @@ def test_the_card_of_the_bundled_suite_adds_up():
     assert text.startswith(START) and text.rstrip().endswith(END) and f"**{total} tasks**" in text
 
 
-def test_writing_the_card_twice_keeps_one_card(tmp_path):
+def test_writing_the_card_twice_keeps_one_card(tmp_path, bundled_card):
     doc = tmp_path / "doc.md"
     doc.write_text("# Title\n\nText.\n")
-    card = measure(SUITE_DIR)
+    card = bundled_card
     write_into(doc, render(card))
     write_into(doc, render(card))
     text = doc.read_text()
@@ -110,8 +118,8 @@ def test_bad_input_is_named(tmp_path, capsys):
     assert "--sample must be at least 1" in capsys.readouterr().err
 
 
-def test_the_card_counts_generation_and_quotes_reports_drawn_by_a_fixed_seed(tmp_path):
-    card = measure(SUITE_DIR)
+def test_the_card_counts_generation_and_quotes_reports_drawn_by_a_fixed_seed(tmp_path, bundled_card):
+    card = bundled_card
     index = json.loads((SUITE_DIR / "suite.json").read_text())
     gen = card["generation"]
     assert gen["projects"] == len(index["generation"]) and gen["kept"] >= card["tasks"] > 0
@@ -140,7 +148,7 @@ def test_the_card_counts_generation_and_quotes_reports_drawn_by_a_fixed_seed(tmp
     assert main(["swesynth", "card", "--quotes", "-1"]) == 2
 
 
-def test_the_largest_function_count_counts_tasks_not_bugs():
+def test_the_largest_function_count_counts_tasks_not_bugs(bundled_card):
     """Two bugs in one function are one task there: the per-function figure the cap is checked
     against counts each task once per function."""
     per_task = {}
@@ -149,16 +157,16 @@ def test_the_largest_function_count_counts_tasks_not_bugs():
             data = json.loads(row)
             for key in {(data["repo"], m.get("path"), m.get("function")) for m in data["bug"]["mutations"]}:
                 per_task[key] = per_task.get(key, 0) + 1
-    assert measure(SUITE_DIR)["max_tasks_per_function"] == max(per_task.values())
+    assert bundled_card["max_tasks_per_function"] == max(per_task.values())
 
 
-def test_every_served_bug_has_its_own_telling_input_and_the_old_rule_would_not(monkeypatch):
+def test_every_served_bug_has_its_own_telling_input_and_the_old_rule_would_not(monkeypatch, bundled_card):
     """The card's 'every bug checked' line: 100 % on the served default; with the per-bug rule off
     (a check served when any held-out input tells the whole bug apart) the same count falls short."""
     from termgym.factory.swesynth.card import _served
     from termgym.tasks.swesynth import behaviour
 
-    served = _served(SUITE_DIR)
+    served = bundled_card["served"]
     assert served["bugs"] > served["tasks"] and served["bugs_told_apart"] == served["bugs"]
     monkeypatch.setattr(behaviour, "servable", lambda check: bool(behaviour.heldout_telling(check))
                         and (behaviour.heldout_outcomes(check) or 0) >= 2)
