@@ -212,6 +212,7 @@ def _served(suite_dir: Path) -> dict[str, Any]:
         why.update(chosen.dropped.values())
         unique = {"moved_to_train": len(chosen.moved)}
     kept = [tid for ids in served_splits.values() for tid in ids]
+    per_project = Counter(suite.repo_of(tid) for tid in kept)
     multi["served"] = sum(tid in multi_function for tid in kept)
     bugs = told = 0  # over the served tasks: changed functions, and those a held-out input tells apart alone
     for tid in kept:
@@ -221,7 +222,6 @@ def _served(suite_dir: Path) -> dict[str, Any]:
         told += (n - len(uncovered_targets(check))) if heldout_telling(check) else 0
     if unique is not None:
         raw = {tid: (suite.repo_of(tid), suite.record(tid).to_json()) for tid in checked}
-        per_project = Counter(suite.repo_of(tid) for tid in kept)
         checked_per_project = Counter(suite.repo_of(tid) for tid in checked)
         unique.update(
             before=distinct.near_duplicates(raw[t] for t in checked),
@@ -239,7 +239,7 @@ def _served(suite_dir: Path) -> dict[str, Any]:
             multi_bug=sum(is_multi_bug(raw[t][1]) for t in kept))
     return {"tasks": len(kept), "checked": len(checked), "not_served": dict(why.most_common()),
             "bugs": bugs, "bugs_told_apart": told,
-            "per_project": dict(sorted(Counter(suite.repo_of(tid) for tid in kept).items())),
+            "per_project": dict(sorted(per_project.items())),
             "multi_function": dict(multi), "distinct": unique,
             "reports": _report_measures(suite, kept), "task_ids": kept}
 
