@@ -139,7 +139,7 @@ def test_tinker_cookbook_rollout_solves_a_harbor_task_over_terminus(tokenizer_di
     from termgym.env import oracle_actions
 
     builder = tinker_train.dataset_builder(tinker_train.CLIConfig(
-        environment_type="local", tokenizer=tokenizer_dir, renderer_name="qwen3", group_size=1))
+        environment_type="local", tokenizer=tokenizer_dir, renderer_name="qwen3", group_size=1, wait="idle"))
     [group] = builder.groups(["log-error-codes"])
     end = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
 
@@ -168,6 +168,8 @@ def test_tinker_cookbook_rollout_solves_a_harbor_task_over_terminus(tokenizer_di
 def test_tinker_bad_settings_are_refused(tokenizer_dir, monkeypatch):
     with pytest.raises(ValueError, match="environment_type='modal'"):
         tinker_train.dataset_builder(tinker_train.CLIConfig(environment_type="modal"))
+    with pytest.raises(ValueError, match="wait must be 'duration' or 'idle', got 'never'"):
+        tinker_train.dataset_builder(tinker_train.CLIConfig(environment_type="local", wait="never"))
     with pytest.raises(ValueError, match="batch_size and group_size must be at least 1"):
         tinker_train.dataset_builder(tinker_train.CLIConfig(environment_type="local", group_size=0))
     monkeypatch.delenv("TINKER_API_KEY", raising=False)

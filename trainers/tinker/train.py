@@ -52,6 +52,7 @@ class CLIConfig:
     wandb_name: str | None = None
     # termgym additions
     protocol: str = "terminus"  # Terminus-2's JSON protocol, as seed 002's agent speaks
+    wait: str = "duration"  # Terminus-2 sleeps each command's duration; "idle" ends a wait once the shell is back
     split: str | None = None  # None: all tasks (docker) or the local-eligible ones (local)
     renderer_name: str | None = None  # None: the cookbook's recommendation for model_name
     tokenizer: str | None = None  # tokenizer to load instead of model_name's (a local folder works)
@@ -74,10 +75,14 @@ def dataset_builder(cli: CLIConfig):
                          f"{' or '.join(BACKENDS)} (seed 002's modal/daytona/e2b/runloop are not available)")
     if cli.batch_size < 1 or cli.group_size < 1:
         raise ValueError(f"batch_size and group_size must be at least 1, got {cli.batch_size} and {cli.group_size}")
+    if cli.wait not in ("duration", "idle"):
+        raise ValueError(f"wait must be 'duration' or 'idle', got {cli.wait!r}")
     if cli.max_turns is not None and cli.max_turns < 1:
         raise ValueError(f"max_turns must be at least 1 or None, got {cli.max_turns}")
     backend = BACKENDS[cli.environment_type]
     env_kwargs: dict[str, Any] = {"backend": backend, "protocol": cli.protocol, "time_limit": cli.time_limit}
+    if cli.protocol == "terminus" and cli.wait != "duration":
+        env_kwargs["protocol_options"] = {"wait": cli.wait}
     if cli.tasks_dir is not None:
         env_kwargs["tasks_dir"] = cli.tasks_dir
     if cli.max_turns is not None:
