@@ -366,3 +366,42 @@ def test_a_private_method_resolves_through_its_mangled_name(tmp_path, monkeypatc
     assert probe._resolve("mangle_demo", "_Tree.__Inner.__deep")(None) == "deep"
     assert probe._mangled("___", "__x") == "__x"  # a class named only underscores mangles nothing
 
+
+
+class _HoldsALock:
+    def __init__(self):
+        import threading
+        self.lock = threading.Lock()
+
+    def size(self, n):
+        return n + 1
+
+
+def _takes_a_test_object(value):
+    return value
+
+
+def test_the_recorder_says_why_it_kept_no_call(tmp_path):
+    """A call whose ``self`` does not pickle, or whose arguments need a test module, is counted by
+    why; the recording's "no replayable call" names those reasons (the lever for what to replay next)."""
+    import sys
+
+    rel = "tests/swesynth/test_behaviour.py"
+    recorder = probe._Recorder({"targets": [[rel, "_HoldsALock.size"], [rel, "_takes_a_test_object"]],
+                                "allowed_modules": ["termgym"], "max_per_target": 8, "max_bytes": 4000,
+                                "out": str(tmp_path / "calls.json"), "dropped_out": str(tmp_path / "dropped.json")})
+    sys.settrace(recorder.on_call)
+    try:
+        _HoldsALock().size(1)
+        _HoldsALock().size(2)
+        _takes_a_test_object(HoldsAValidator(3))
+    finally:
+        sys.settrace(None)
+    recorder.write()
+    dropped = json.loads((tmp_path / "dropped.json").read_text())
+    assert json.loads((tmp_path / "calls.json").read_text()) == []
+    [(test_reason, once), (lock_reason, twice)] = sorted(dropped.items())
+    assert lock_reason.startswith("self (") and "_HoldsALock) does not pickle: cannot pickle '_thread.lock'" in lock_reason
+    assert twice == 2
+    assert test_reason == ("its arguments need tests.swesynth.test_behaviour.HoldsAValidator, outside the "
+                           "standard library and the project") and once == 1

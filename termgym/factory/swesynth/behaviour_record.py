@@ -230,7 +230,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
             "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
             "max_per_target": MAX_PER_TARGET, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
-            "digests_out": "/tmp/.tgb-rec/test_calls.json"}))
+            "digests_out": "/tmp/.tgb-rec/test_calls.json", "dropped_out": "/tmp/.tgb-rec/dropped.json"}))
         parts = task.test_env_parts()
         pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
         tests = select_command(record.test_command, record.repo_dir, record.target_tests)
@@ -246,7 +246,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             raise NoCheck(f"the recorder wrote no calls (pytest output ends: {log.strip()[-300:]!r})") from None
         if not calls:
             raise NoCheck("no call into the changed functions had replayable arguments (picklable without "
-                          f"test modules, at most {MAX_INPUT_BYTES} bytes)")
+                          f"test modules, at most {MAX_INPUT_BYTES} bytes){_dropped_calls(box)}")
         box.write_file("/tmp/.tgb-rec/perturb.json", json.dumps({"calls": calls, "sys_path": sys_path,
                                                                   "per_call": PERTURB_PER_CALL}))
         _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
@@ -349,6 +349,19 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         except RuntimeError:  # left unmeasured: `termgym swesynth behaviour --per-bug` tries again
             pass
     return check
+
+
+def _dropped_calls(box) -> str:
+    """``: 12 calls: self (tinydb.table.Table) does not pickle: ...; ...``: why the recorder kept no
+    call, most frequent reason first (empty when the recorder left no account)."""
+    try:
+        dropped = json.loads(box.read_file("/tmp/.tgb-rec/dropped.json"))
+    except (FileNotFoundError, ValueError):
+        return ""
+    if not dropped:
+        return "; the tests made no call into them"
+    top = sorted(dropped.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    return ": " + "; ".join(f"{n} call{'s' if n != 1 else ''}: {why}" for why, n in top)
 
 
 def without_clock_inputs(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -519,7 +532,7 @@ def mark_heldout(record, check: dict[str, Any], *, backend: str = "local",
                 box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
                     "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
                     "max_per_target": 0, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
-                    "digests_out": "/tmp/.tgb-rec/test_calls.json"}))
+                    "digests_out": "/tmp/.tgb-rec/test_calls.json", "dropped_out": "/tmp/.tgb-rec/dropped.json"}))
                 parts = task.test_env_parts()
                 pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
                 tests = select_command(record.test_command, record.repo_dir, record.target_tests)

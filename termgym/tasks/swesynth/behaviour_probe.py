@@ -265,6 +265,8 @@ class _Recorder:
         self.counts = {}
         self.seen = set()
         self.generator_frames = set()
+        self.dropped = {}
+        self.dropped_out = config.get("dropped_out")
         self.active = False
 
     def match(self, code):
@@ -296,11 +298,29 @@ class _Recorder:
         self.active = True
         try:
             self.record(hit, code, frame.f_locals, wanted)
-        except Exception:
-            pass
+        except Exception as exc:
+            if wanted:
+                self.drop(self.unpicklable(code, frame.f_locals, exc))
         finally:
             self.active = False
         return None
+
+    def drop(self, reason):
+        """Count a wanted call that could not be kept, by why (what the recording says when none is)."""
+        if len(self.dropped) < 50 or reason in self.dropped:
+            self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    @staticmethod
+    def unpicklable(code, local_vars, exc):
+        """Which argument of a call did not pickle, its class and the error: ``self (pkg.Table): ...``."""
+        for name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+            if name not in local_vars:
+                continue
+            try:
+                pickle.dumps(local_vars[name], protocol=4)
+            except Exception as inner:
+                return f"{name} ({_class_name(type(local_vars[name]))}) does not pickle: {str(inner)[:120]}"
+        return f"its arguments do not pickle: {_class_name(type(exc))}: {str(exc)[:120]}"
 
     def record(self, hit, code, local_vars, wanted=True):
         n_pos = code.co_argcount
@@ -319,10 +339,17 @@ class _Recorder:
             if seen not in self.digested:
                 self.digested.add(seen)
                 self.digests.add(call_digest(hit[1], data))
-        if not wanted or len(data) > self.max_bytes:
+        if not wanted:
+            return
+        if len(data) > self.max_bytes:
+            self.drop(f"its pickled arguments are larger than {self.max_bytes} bytes")
             return
         key = hashlib.sha256(repr(hit).encode() + data).hexdigest()
-        if key in self.seen or not _loads_with(data, self.allowed):
+        if key in self.seen:
+            return
+        outside = _outside_module(data, self.allowed)
+        if outside:
+            self.drop(f"its arguments need {outside}, outside the standard library and the project")
             return
         self.seen.add(key)
         self.counts[hit] = self.counts.get(hit, 0) + 1
@@ -334,6 +361,9 @@ class _Recorder:
         if self.digests_out is not None:
             with open(self.digests_out, "w") as fh:
                 json.dump(sorted(self.digests), fh)
+        if self.dropped_out is not None:
+            with open(self.dropped_out, "w") as fh:
+                json.dump(self.dropped, fh)
 
 
 def call_digest(qualname, data):
@@ -393,13 +423,17 @@ def loads(data, allowed=None):
     return _Loader(data, allowed).load()
 
 
-def _loads_with(data, allowed):
-    """Whether ``data`` unpickles with only the standard library and the project's packages."""
+def _outside_module(data, allowed):
+    """None when ``data`` unpickles with only the standard library and the project's packages, else
+    what stopped it (``conftest.Thing``, or the error)."""
     try:
         loads(data, set(allowed))
-    except Exception:
-        return False
-    return True
+    except pickle.UnpicklingError as exc:
+        text = str(exc)
+        return text[:-len(" is not replayable")] if text.endswith(" is not replayable") else text[:120]
+    except Exception as exc:
+        return f"what fails to load ({_class_name(type(exc))}: {str(exc)[:100]})"
+    return None
 
 
 _RECORDER = None
