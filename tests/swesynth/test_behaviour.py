@@ -405,3 +405,41 @@ def test_the_recorder_says_why_it_kept_no_call(tmp_path):
     assert twice == 2
     assert test_reason == ("its arguments need tests.swesynth.test_behaviour.HoldsAValidator, outside the "
                            "standard library and the project") and once == 1
+
+
+def test_regex_matches_and_memoryviews_are_recorded_as_the_calls_that_make_them_again():
+    """The standard pickler refuses both; the recorder's pickles rebuild them from standard-library
+    calls only (what the replay's loader allows), without changing pickling for the code under test."""
+    import pickle
+    import re
+
+    match = re.compile(r"(?P<word>\w+)-(\d+)").search("say hello-42 twice", 2)
+    call = {"pos": [match, memoryview(b"frame")], "kw": {}, "var": [], "varkw": {}}
+    with pytest.raises(TypeError):
+        pickle.dumps(match)  # the process's own pickling is untouched
+    again = probe.loads(probe.dumps(call), allowed=set())
+    rebuilt, view = again["pos"]
+    assert (rebuilt.group(0), rebuilt.group("word"), rebuilt.span(), rebuilt.re.pattern) == (
+        "hello-42", "hello", (4, 12), match.re.pattern)
+    assert type(view) is memoryview and view.tobytes() == b"frame" and view.readonly
+    # a replay that receives them answers the same as a call with the originals
+    assert probe.canonical(rebuilt.groups()) == probe.canonical(match.groups())
+
+
+def test_the_packages_a_projects_code_imports_are_replayable(tmp_path):
+    """Objects of a third-party package the project's own code imports (wsproto's h11) are allowed in
+    recorded calls; the standard library, the project itself and what only the tests import are not."""
+    from types import SimpleNamespace
+
+    from termgym.factory.swesynth.behaviour_record import imported_packages
+
+    pkg = tmp_path / "wire"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import json\nimport h11\nfrom . import frames\nfrom wire.frames import X\n")
+    (pkg / "frames.py").write_text("from ply.lex import lex\nimport os.path, attr\nX = 1\n")
+    (pkg / "broken.py").write_text("def (:\n")  # unparsable files are skipped
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_wire.py").write_text("import pytest\nimport hypothesis\n")
+    record = SimpleNamespace(repo_dir=str(tmp_path), project=None)
+    assert imported_packages(record, ["wire"]) == ["attr", "h11", "ply"]
+    assert imported_packages(SimpleNamespace(repo_dir=None, project=None), ["wire"]) == []

@@ -166,6 +166,31 @@ def _packages(record, source_dirs: Sequence[str]) -> list[str]:
     return sorted(n for n in names if n)
 
 
+def imported_packages(record, source_dirs: Sequence[str]) -> list[str]:
+    """Third-party top-level packages the project's own code imports (wsproto's ``h11``, jsonpath-ng's
+    ``ply``): objects of theirs in a recorded call are replayable like the project's, since its test
+    environment installs what its code imports. Neither the standard library nor the project itself."""
+    import sys
+
+    if record.repo_dir is None:
+        return []
+    own = set(_packages(record, source_dirs))
+    names: set[str] = set()
+    for directory in source_dirs:
+        top = Path(record.repo_dir) / directory
+        for path in ([top] if top.suffix == ".py" else sorted(top.rglob("*.py"))):
+            try:
+                tree = ast.parse(path.read_bytes())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names.add(node.module.split(".")[0])
+    return sorted(n for n in names if n not in own and n not in sys.stdlib_module_names and n != "__future__")
+
+
 def _run(box, command: str, timeout: float, what: str):
     result = box.exec(command, timeout=timeout)
     if result.timed_out:
@@ -228,7 +253,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         box.write_file("/tmp/.tgb-rec/tgb_recorder.py", PROBE_SOURCE.read_bytes())
         box.write_file("/tmp/.tgb-rec/probe.py", PROBE_SOURCE.read_bytes())
         box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
-            "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
+            "targets": [list(t) for t in targets],
+            "allowed_modules": [*_packages(record, task.source_dirs), *imported_packages(record, task.source_dirs)],
             "max_per_target": MAX_PER_TARGET, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
             "digests_out": "/tmp/.tgb-rec/test_calls.json", "dropped_out": "/tmp/.tgb-rec/dropped.json"}))
         parts = task.test_env_parts()

@@ -20,14 +20,18 @@ plus their instance ``__dict__`` and ``__slots__``, depth- and size-limited.
 """
 
 import base64
+import copyreg
 import datetime
 import decimal
 import hashlib
+import io
 import json
 import math
+import operator
 import os
 import pickle
 import random
+import re
 import signal
 import sys
 import time
@@ -246,6 +250,33 @@ def outcome_of(form):
     return None
 
 
+# -- pickling what the standard pickler refuses ------------------------------------------------------
+
+def _match_again(m):
+    """A regex match as the call that finds it again: its pattern matched at its start, up to its
+    end bound (same span and groups; what the function under test receives)."""
+    return operator.methodcaller("match", m.string, m.start(), m.endpos), (m.re,)
+
+
+def _memoryview_again(m):
+    """A memoryview as a read-only view of a copy of its bytes."""
+    return memoryview, (m.tobytes(),)
+
+
+#: Standard types that do not pickle and are rebuilt from standard-library calls when they do.
+_REBUILT = {type(re.match("", "")): _match_again, memoryview: _memoryview_again}
+
+
+def dumps(value):
+    """``pickle.dumps`` (protocol 4) that also takes regex matches and memoryviews (:data:`_REBUILT`),
+    without touching the process's global ``copyreg`` table (the tests under the recorder keep theirs)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=4)
+    pickler.dispatch_table = {**copyreg.dispatch_table, **_REBUILT}
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
 # -- recording (a pytest plugin) --------------------------------------------------------------------
 
 class _Recorder:
@@ -317,7 +348,7 @@ class _Recorder:
             if name not in local_vars:
                 continue
             try:
-                pickle.dumps(local_vars[name], protocol=4)
+                dumps(local_vars[name])
             except Exception as inner:
                 return f"{name} ({_class_name(type(local_vars[name]))}) does not pickle: {str(inner)[:120]}"
         return f"its arguments do not pickle: {_class_name(type(exc))}: {str(exc)[:120]}"
@@ -331,7 +362,7 @@ class _Recorder:
         call["var"] = list(local_vars[names[index]]) if code.co_flags & 0x04 else []
         index += 1 if code.co_flags & 0x04 else 0
         call["varkw"] = dict(local_vars[names[index]]) if code.co_flags & 0x08 else {}
-        data = pickle.dumps(call, protocol=4)
+        data = dumps(call)
         # A test call far larger than any stored input (perturbed ones are at most about twice their
         # recorded call) cannot be one of them; a repeated call is digested once.
         if self.digests_out is not None and len(self.digests) < MAX_TEST_DIGESTS and len(data) <= 4 * self.max_bytes:
@@ -551,7 +582,7 @@ def _object_state(value):
 
 
 def _encoded(args):
-    return base64.b64encode(pickle.dumps(args, protocol=4)).decode()
+    return base64.b64encode(dumps(args)).decode()
 
 
 def perturb(calls, per_call):
@@ -592,7 +623,7 @@ def perturb(calls, per_call):
         chosen = [("arg", v) for v in interleaved[:per_call - attr_take]]
         chosen += [("attr", v) for v in attrs[:per_call - len(chosen)]]
         for what, variant in chosen:
-            changed = loads(pickle.dumps(args, protocol=4))
+            changed = loads(dumps(args))
             if what == "arg":
                 kind, key, new = variant
                 changed[kind][key] = new
