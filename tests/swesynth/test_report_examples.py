@@ -173,6 +173,31 @@ def test_runs_state_the_outcome_and_a_run_without_difference_is_refused():
     assert long.expected is None and long.expected_type == "dict"
 
 
+def test_a_message_the_example_prints_is_quoted_even_when_it_names_the_patch():
+    """The buggy tree's exception message names what the bug patch touches (``lowr``): a reader
+    sees it by running the example, so a report whose example ran quotes it; a report written
+    without runs may not (the no-leak rule), and then names the exception alone."""
+    from termgym.factory.swesynth.report import ExampleRuns, compose_report
+
+    patch = ("--- a/src/impl.py\n+++ b/src/impl.py\n@@ -1,1 +1,1 @@\n"
+             "-        return self.kind.lower()\n+        return self.kind.lowr()\n")
+    message = "'str' object has no attribute 'lowr'"
+
+    def failure():
+        return Failure(test="tests/test_accounts.py::test_side", call="Account('2000', 'x').normal_side",
+                       behaviour="Account.normal_side", relation="==", expected="'credit'",
+                       error=("AttributeError", message), imports=["from ledgerly.accounts import Account"])
+
+    def run(code):
+        return {"raised": None, "value": "'credit'", "type": "str"}, {"raised": "AttributeError", "message": message}
+
+    ran = compose_report([failure()], patch=patch, target_tests=["tests/test_accounts.py::test_side"],
+                         seed="t", runs=ExampleRuns(run))
+    assert f"\u201c{message}\u201d" in ran and "AttributeError" in ran
+    unrun = compose_report([failure()], patch=patch, target_tests=["tests/test_accounts.py::test_side"], seed="t")
+    assert "AttributeError" in unrun and "lowr" not in unrun  # the sabotage: no run, no quote
+
+
 # -- in the sandbox ---------------------------------------------------------------------------------------
 
 
