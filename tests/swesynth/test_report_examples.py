@@ -171,6 +171,10 @@ def test_runs_state_the_outcome_and_a_run_without_difference_is_refused():
     assert complete_from_runs(long, {"raised": None, "value": "{" + "'k': 1, " * 40 + "}", "type": "dict"},
                               {"raised": "TypeError", "message": "bad"})
     assert long.expected is None and long.expected_type == "dict"
+    lines = Failure(test="t", call="p('x')", behaviour="p()", relation="returns", error=("ParseError", ""))
+    assert complete_from_runs(lines, {"raised": None, "value": "1", "type": "int"},
+                              {"raised": "ParseError", "message": "Parsing failed with 2 errors.\nFirst at line 1."})
+    assert lines.error == ("ParseError", "Parsing failed with 2 errors.")  # a traceback's last line shows the first
 
 
 def test_a_message_the_example_prints_is_quoted_even_when_it_names_the_patch():

@@ -617,6 +617,17 @@ def test_each_rule_refuses_its_kind_of_bad_report(text, rule):
         text, target_tests=TARGETS, patch=PATCH, visible={"slugify"})
 
 
+def test_a_quoted_exception_message_is_program_output_not_boilerplate_or_a_line_number():
+    """``unsupported operand type(s)`` in a quoted message is what the program printed; the same
+    ``(s)`` in the reporter's own words is still refused."""
+    quoted = GOOD + "\nWith a number it raises `TypeError` with the message \u201cunsupported operand type(s) for +\u201d.\n"
+    assert "boilerplate" not in _rules(quoted, patch=PATCH, visible={"slugify"})
+    assert "boilerplate" in _rules(GOOD + "\nThe separator(s) are wrong.\n", patch=PATCH, visible={"slugify"})
+    parser = GOOD + "\nFor `''` it raises `ValueError` with the message \u201cExpecting value: line 1 column 1\u201d.\n"
+    assert _rules(parser, patch=PATCH, visible={"slugify"}) == set()  # a line of the input, not of the source
+    assert "leak" in _rules(GOOD + "\nIt goes wrong at line 1.\n", patch=PATCH, visible={"slugify"})
+
+
 def test_checker_problems_name_their_rule():
     problems = check_report(GOOD + "\nIt breaks with `start0-1-expected0`.\n", target_tests=TARGETS)
     assert problems == ["param-id: shows the pytest parameter id 'start0-1-expected0'"]

@@ -90,6 +90,10 @@ def _contains(tokens: list[str], seq: list[str]) -> bool:
     return any(tokens[i:i + n] == seq for i in range(len(tokens) - n + 1))
 
 
+#: An exception's message as the writer quotes it (``with the message “...”``).
+_QUOTED_MESSAGE = re.compile("message \u201c[^\u201c\u201d\n]*\u201d")
+
+
 def find_leaks(report: str, patch: str, visible: Iterable[str] = ()) -> list[str]:
     """Everything in ``report`` that breaks the no-leak rule for ``patch`` (empty: clean).
     ``visible``: identifiers the failing tests use, which a user may name."""
@@ -107,7 +111,8 @@ def find_leaks(report: str, patch: str, visible: Iterable[str] = ()) -> list[str
             leaks.append(f"names {name!r} from the patch")
     if re.search(r"\b[\w/.-]+\.py\b", report):
         leaks.append("names a Python file")
-    if re.search(r"\blines?\s+\d+\b", report, re.I):
+    # a parser's quoted message ("line 1 column 3") numbers lines of its input, not of the source
+    if re.search(r"\blines?\s+\d+\b", _QUOTED_MESSAGE.sub("", report), re.I):
         leaks.append("gives a line number")
     if re.search(r"^(diff --git|@@ |\+\+\+ |--- a/)", report, re.M):
         leaks.append("contains diff syntax")
@@ -234,7 +239,8 @@ def check_report(text: str, *, target_tests: Sequence[str] = (), patch: str | No
         problems.append(f"param-id: shows what looks like a pytest parameter id {m.group(0)!r}")
     if re.search(r"\b[\w./-]*\btests?/[\w./-]+|\b(?:test_\w+|\w+_test|conftest)\.py\b", text):
         problems.append("test-path: names a test file or folder")
-    m = _BOILERPLATE.search(_SPAN.sub("", _FENCE.sub("", text)))  # values in code may say anything
+    # values in code, and an exception's quoted message (program output), may say anything
+    m = _BOILERPLATE.search(_QUOTED_MESSAGE.sub("", _SPAN.sub("", _FENCE.sub("", text))))
     if m:
         problems.append(f"boilerplate: talks about the test run ({m.group(0)!r}) instead of the behaviour")
     m = _TRACEBACK.search(text)
