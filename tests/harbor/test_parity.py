@@ -20,7 +20,7 @@ import termgym  # noqa: F401
 from termgym.protocols.terminus import TerminusParseError, parse_reply
 from termgym.tasks.harbor import SAMPLES_DIR, load_task
 from termgym.tasks.harbor.trial import run_trial
-from tests.harbor.parity import harbor_judge, harbor_python
+from tests.harbor.parity import HarborJudge, harbor_python
 
 ROWS: list[dict] = []
 
@@ -32,6 +32,14 @@ def harbor_py():
     if os.environ.get("TERMGYM_PARITY_TABLE") and ROWS:
         with open(os.environ["TERMGYM_PARITY_TABLE"], "w") as fh:
             json.dump(ROWS, fh, indent=1)
+
+
+@pytest.fixture(scope="module")
+def harbor_judge(harbor_py):
+    """Harbor's own judge, one process for the module (Harbor imports once, not once per case)."""
+    judge = HarborJudge(harbor_py)
+    yield judge
+    judge.close()
 
 
 def _writes(*lines: str) -> str:
@@ -78,18 +86,18 @@ DOCKER_REWARD_CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(REWARD_CASES))
-def test_reward_rules_match_harbor(name, make_task, local_backend, harbor_py):
-    _reward_case(name, REWARD_CASES[name], make_task, local_backend, harbor_py)
+def test_reward_rules_match_harbor(name, make_task, local_backend, harbor_judge):
+    _reward_case(name, REWARD_CASES[name], make_task, local_backend, harbor_judge)
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("name", sorted(DOCKER_REWARD_CASES))
-def test_user_cases_match_harbor(name, make_task, harbor_py):
-    result = _reward_case(name, DOCKER_REWARD_CASES[name], make_task, "docker", harbor_py)
+def test_user_cases_match_harbor(name, make_task, harbor_judge):
+    result = _reward_case(name, DOCKER_REWARD_CASES[name], make_task, "docker", harbor_judge)
     assert result.score == 1.0  # Harbor runs the verifier / the oracle as that user
 
 
-def _reward_case(name, case, make_task, backend, harbor_py):
+def _reward_case(name, case, make_task, backend, harbor_judge):
     toml_extra, test_sh = case
     solve = "#!/bin/bash\ntouch /tmp/by-agent\n"
     task = load_task(make_task(name, toml='schema_version = "1.1"\n' + toml_extra, test_sh=test_sh, solve_sh=solve))
@@ -97,7 +105,7 @@ def _reward_case(name, case, make_task, backend, harbor_py):
     assert result.error is None, result.error
     grade = result.grade
     ours = _termgym_verdict(grade)
-    theirs = harbor_judge(harbor_py, [{"kind": "reward", "files": grade.get("reward_files", {}),
+    theirs = harbor_judge([{"kind": "reward", "files": grade.get("reward_files", {}),
                                        "verifier_timed_out": grade.get("timed_out", False)}])[0]
     ROWS.append({"case": name, "harbor": theirs, "termgym": {**ours, "score": result.score}})
     assert ours["valid"] == theirs["valid"], (grade, theirs)
@@ -114,7 +122,7 @@ LOCAL_SAMPLES = sorted(tid for tid in os.listdir(SAMPLES_DIR) if load_task(SAMPL
 DOCKER_SAMPLES = sorted(tid for tid in os.listdir(SAMPLES_DIR) if tid not in LOCAL_SAMPLES)
 
 
-def _sample_parity(task_id: str, backend: str, harbor_py: str) -> None:
+def _sample_parity(task_id: str, backend: str, harbor_judge) -> None:
     task = load_task(SAMPLES_DIR / task_id)
     for agent, want in (("oracle", 1.0), ("nop", 0.0)):
         result = run_trial(task, agent, backend=backend)
@@ -125,7 +133,7 @@ def _sample_parity(task_id: str, backend: str, harbor_py: str) -> None:
                          "termgym": {"score": result.score}})
             assert result.score == want
             continue
-        theirs = harbor_judge(harbor_py, [{"kind": "reward", "files": grade.get("reward_files", {}),
+        theirs = harbor_judge([{"kind": "reward", "files": grade.get("reward_files", {}),
                                            "verifier_timed_out": grade.get("timed_out", False)}])[0]
         ROWS.append({"case": f"sample {task_id} ({agent})", "harbor": theirs,
                      "termgym": {**_termgym_verdict(grade), "score": result.score}})
@@ -134,14 +142,14 @@ def _sample_parity(task_id: str, backend: str, harbor_py: str) -> None:
 
 
 @pytest.mark.parametrize("task_id", LOCAL_SAMPLES)
-def test_local_samples_match_harbor(task_id, local_backend, harbor_py):
-    _sample_parity(task_id, local_backend, harbor_py)
+def test_local_samples_match_harbor(task_id, local_backend, harbor_judge):
+    _sample_parity(task_id, local_backend, harbor_judge)
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("task_id", DOCKER_SAMPLES)
-def test_docker_samples_match_harbor(task_id, harbor_py):
-    _sample_parity(task_id, "docker", harbor_py)
+def test_docker_samples_match_harbor(task_id, harbor_judge):
+    _sample_parity(task_id, "docker", harbor_judge)
 
 
 REPLIES = {
@@ -164,9 +172,9 @@ REPLIES = {
 }
 
 
-def test_terminus_reply_parsing_matches_harbor(harbor_py):
+def test_terminus_reply_parsing_matches_harbor(harbor_judge):
     names = sorted(REPLIES)
-    theirs = harbor_judge(harbor_py, [{"kind": "reply", "text": REPLIES[n]} for n in names])
+    theirs = harbor_judge([{"kind": "reply", "text": REPLIES[n]} for n in names])
     for name, harbor in zip(names, theirs):
         try:
             reply = parse_reply(REPLIES[name])
@@ -256,7 +264,7 @@ TB_CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(TB_CASES))
-def test_terminal_bench_1_grading_matches_its_parser(name, tasks_root, write_file, local_backend, harbor_py):
+def test_terminal_bench_1_grading_matches_its_parser(name, tasks_root, write_file, local_backend, harbor_judge):
     tests, run_tests, timeout = TB_CASES[name]
     task_dir = tasks_root / name
     write_file(task_dir / "task.yaml", f"instruction: Do nothing.\nmax_test_timeout_sec: {timeout}\n")
@@ -267,7 +275,7 @@ def test_terminal_bench_1_grading_matches_its_parser(name, tasks_root, write_fil
     result = run_trial(load_task(task_dir), "nop", backend=local_backend)
     assert result.error is None, result.error
     grade = result.grade
-    theirs = harbor_judge(harbor_py, [{"kind": "tb1", "output": grade["output"], "timed_out": grade["timed_out"]}])[0]
+    theirs = harbor_judge([{"kind": "tb1", "output": grade["output"], "timed_out": grade["timed_out"]}])[0]
     ROWS.append({"case": f"TB1 {name}", "harbor": {"tb1_resolved": theirs["resolved"]},
                  "termgym": {"score": result.score}})
     assert grade["passed"] == theirs["resolved"] and result.score == float(theirs["resolved"])

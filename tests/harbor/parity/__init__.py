@@ -1,7 +1,8 @@
 """Parity with Harbor 0.26: termgym's verdicts next to those of Harbor's own code.
 
 :func:`harbor_python` finds (or creates, via ``scripts/setup-harbor.sh``) the separate venv with
-Harbor; :func:`harbor_judge` sends cases to ``harbor_judge.py`` running there.
+Harbor; :func:`harbor_judge` sends cases to ``harbor_judge.py`` running there, and
+:class:`HarborJudge` keeps one running for many calls (importing Harbor takes seconds).
 """
 
 from __future__ import annotations
@@ -31,3 +32,31 @@ def harbor_judge(python: str, cases: list[dict]) -> list[dict]:
     if done.returncode != 0:
         raise RuntimeError(f"Harbor's judge failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout)
+
+
+class HarborJudge:
+    """``harbor_judge.py --serve`` kept running: ``judge(cases)`` gives the verdicts, as
+    :func:`harbor_judge` does, without importing Harbor again for each call."""
+
+    def __init__(self, python: str) -> None:
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        self.proc = subprocess.Popen([python, str(JUDGE), "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env)
+
+    def __call__(self, cases: list[dict]) -> list[dict]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(cases) + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("HARBOR-JUDGE "):
+                return json.loads(line[len("HARBOR-JUDGE "):])
+        raise RuntimeError(f"Harbor's judge ended: {self.proc.stderr.read().strip()[-2000:] if self.proc.stderr else ''}")
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

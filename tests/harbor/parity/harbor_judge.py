@@ -1,6 +1,7 @@
 """Run inside the Harbor venv: judge cases with Harbor's own code and print the verdicts as JSON.
 
-Reads a JSON list of cases on stdin; each is one of
+Reads a JSON list of cases on stdin (with ``--serve``: one list per line, answered line by line, so
+Harbor is imported once for a whole test module); each is one of
 
 * ``{"kind": "reward", "files": {"reward.json": "...", "reward.txt": "..."}, "verifier_timed_out": bool}``:
   the files the verifier left, judged by Harbor's ``Verifier`` reward parsers, and the trial's
@@ -14,6 +15,7 @@ This file imports Harbor; termgym never does (it is not part of the package).
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import tempfile
@@ -62,8 +64,10 @@ def judge_reply(case: dict) -> dict:
     }
 
 
+@functools.lru_cache(maxsize=1)
 def _tb1_parser():
-    """Terminal-Bench 1's PytestParser, imported without running its package's heavy __init__."""
+    """Terminal-Bench 1's PytestParser, imported without running its package's heavy __init__ (once:
+    the stub packages it leaves in ``sys.modules`` cannot be located again)."""
     import importlib
     import importlib.util
     import types
@@ -91,11 +95,20 @@ def judge_tb1(case: dict) -> dict:
     return {"resolved": resolved, "tests": {k: v.value for k, v in results.items()}}
 
 
+JUDGES = {"reward": judge_reward, "reply": judge_reply, "tb1": judge_tb1}
+#: ``--serve``: the prefix of each verdict line (anything else on stdout is not a verdict).
+MARKER = "HARBOR-JUDGE "
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--serve"]:  # one JSON list of cases per line in, one line of verdicts out
+        for line in sys.stdin:
+            if line.strip():
+                sys.stdout.write(MARKER + json.dumps([JUDGES[c["kind"]](c) for c in json.loads(line)]) + "\n")
+                sys.stdout.flush()
+        return
     cases = json.load(sys.stdin)
-    judges = {"reward": judge_reward, "reply": judge_reply, "tb1": judge_tb1}
-    out = [judges[c["kind"]](c) for c in cases]
-    json.dump(out, sys.stdout)
+    json.dump([JUDGES[c["kind"]](c) for c in cases], sys.stdout)
 
 
 if __name__ == "__main__":
