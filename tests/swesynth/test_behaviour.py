@@ -443,3 +443,40 @@ def test_the_packages_a_projects_code_imports_are_replayable(tmp_path):
     record = SimpleNamespace(repo_dir=str(tmp_path), project=None)
     assert imported_packages(record, ["wire"]) == ["attr", "h11", "ply"]
     assert imported_packages(SimpleNamespace(repo_dir=None, project=None), ["wire"]) == []
+
+
+def _make_sentinel(name):
+    class Sentinel:
+        def __repr__(self):
+            return name
+    return Sentinel()
+
+
+#: A sentinel as glom and boltons make them: the one instance of a class defined inside a function.
+MISSING_VALUE = _make_sentinel("MISSING_VALUE")
+
+
+def test_a_module_level_sentinel_of_a_local_class_is_recorded_as_the_name_that_holds_it():
+    """``make_sentinel.<locals>.Sentinel`` does not pickle; held by a module attribute it is recorded
+    as that attribute (the same object when replayed). One no module holds still does not pickle."""
+    import pickle
+    import sys
+
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(MISSING_VALUE)
+    module = sys.modules[__name__]
+    # a test module is not where a replay can import it from: bound in a project module, it works
+    import types
+    fake = types.ModuleType("sentinels_of_a_project")
+    fake.MISSING_VALUE = MISSING_VALUE
+    sys.modules[fake.__name__] = fake
+    try:
+        data = probe.dumps({"pos": [MISSING_VALUE, 1], "kw": {}, "var": [], "varkw": {}})
+        assert probe.loads(data, allowed={"sentinels_of_a_project"})["pos"][0] is MISSING_VALUE
+    finally:
+        del sys.modules[fake.__name__]
+        probe._GLOBAL_NAMES.clear()
+    assert module.MISSING_VALUE is MISSING_VALUE
+    with pytest.raises((pickle.PicklingError, AttributeError)):  # only a test module holds it
+        probe.dumps(MISSING_VALUE)
+    probe._GLOBAL_NAMES.clear()

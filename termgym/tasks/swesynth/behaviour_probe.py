@@ -24,6 +24,7 @@ import copyreg
 import datetime
 import decimal
 import hashlib
+import importlib
 import io
 import json
 import math
@@ -267,17 +268,69 @@ def _memoryview_again(m):
 _REBUILT = {type(re.match("", "")): _match_again, memoryview: _memoryview_again}
 
 
+_GLOBAL_NAMES = {}
+
+
+def _global_name(obj):
+    """``(module, name)`` where a module (not a test's) binds ``obj`` at its top level, else None;
+    remembered per class (a sentinel factory makes one class per sentinel)."""
+    key = type(obj)
+    if key in _GLOBAL_NAMES:
+        found = _GLOBAL_NAMES[key]
+        if found is not None and getattr(found[0], found[1], None) is obj:
+            return found
+        if found is None:
+            return None
+    found = None
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", None)
+        if type(name) is not str or any(p.startswith("test") or p == "conftest" for p in name.split(".")):
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is not dict:
+            continue
+        for attr, value in list(namespace.items()):
+            if value is obj:
+                found = (module, attr)
+                break
+        if found is not None:
+            break
+    _GLOBAL_NAMES[key] = found
+    return found
+
+
+class _Pickler(pickle.Pickler):
+    """The standard pickler, plus: a module pickles as its import, and an instance of a class
+    defined inside a function (a sentinel from a factory: ``make_sentinel.<locals>.Sentinel``) as
+    the module attribute that holds it, when a module holds it."""
+
+    def reducer_override(self, obj):
+        if type(obj) is types.ModuleType:
+            return importlib.import_module, (obj.__name__,)
+        if "<locals>" in _TYPE_QUALNAME.__get__(type(obj), type) and type(obj) is not types.FunctionType:
+            found = _global_name(obj)
+            if found is not None:
+                return operator.attrgetter(found[1]), (found[0],)
+        return NotImplemented
+
+
 def dumps(value):
-    """``pickle.dumps`` (protocol 4) that also takes regex matches and memoryviews (:data:`_REBUILT`),
-    without touching the process's global ``copyreg`` table (the tests under the recorder keep theirs)."""
+    """``pickle.dumps`` (protocol 4) that also takes regex matches and memoryviews (:data:`_REBUILT`)
+    and module-level singletons of local classes (:class:`_Pickler`), without touching the
+    process's global ``copyreg`` table (the tests under the recorder keep theirs)."""
     buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=4)
+    pickler = _Pickler(buffer, protocol=4)
     pickler.dispatch_table = {**copyreg.dispatch_table, **_REBUILT}
     pickler.dump(value)
     return buffer.getvalue()
 
 
 # -- recording (a pytest plugin) --------------------------------------------------------------------
+
+def _no_address(exc):
+    """An error's text without memory addresses (``<function f at 0x7f..>``), so alike reasons count as one."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", str(exc))[:120]
+
 
 class _Recorder:
     def __init__(self, config):
@@ -350,8 +403,8 @@ class _Recorder:
             try:
                 dumps(local_vars[name])
             except Exception as inner:
-                return f"{name} ({_class_name(type(local_vars[name]))}) does not pickle: {str(inner)[:120]}"
-        return f"its arguments do not pickle: {_class_name(type(exc))}: {str(exc)[:120]}"
+                return f"{name} ({_class_name(type(local_vars[name]))}) does not pickle: {_no_address(inner)}"
+        return f"its arguments do not pickle: {_class_name(type(exc))}: {_no_address(exc)}"
 
     def record(self, hit, code, local_vars, wanted=True):
         n_pos = code.co_argcount
