@@ -91,16 +91,31 @@ def wait_exited(pids: Iterable[int], timeout: float = 2.0) -> None:
             delay = min(delay * 2, 0.002)
 
 
-def remove_cgroup(cg: Path) -> None:
+#: How long :func:`remove_cgroup` keeps trying: a SIGKILLed process leaves its cgroup within
+#: milliseconds on an idle host, but a loaded one (200 episodes closing at once beside a training
+#: run) took over a second, and a cgroup given up on then stays behind.
+REMOVE_SECONDS = 15.0
+
+
+def remove_cgroup(cg: Path, timeout: float = REMOVE_SECONDS) -> None:
     """Kill what runs in cgroup ``cg`` and remove it (retrying while its last processes exit)."""
-    for _ in range(50):
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
         try:
             procs = (cg / "cgroup.procs").read_text().split()
+        except FileNotFoundError:  # gone already, or never a cgroup: rmdir says which
+            procs = []
         except OSError:
             return
         send_kill(int(pid) for pid in procs if pid.isdigit())
         try:
             cg.rmdir()
             return
+        except FileNotFoundError:
+            return
         except OSError:
-            time.sleep(0.02)
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
