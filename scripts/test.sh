@@ -3,7 +3,7 @@
 # engine is running: run `bash scripts/setup.sh --all` first. Runs in the environment setup made.
 #
 # With no arguments it runs everything in two lanes at once (TERMGYM_TEST_LANES=1: one after the
-# other): lane A holds the trainer, Ray, install, integration, benchmark and eval tests (veRL and Ray
+# other): lane A holds the benchmark, eval, install, integration, Ray and trainer tests (veRL and Ray
 # launches, fresh-machine and wheel installs: long single-process stretches), lane B the rest. On a
 # 2-core box the two lanes overlap each other's start-ups and waits (a CI run: see docs/benchmarks.md).
 # With arguments it is plain pytest over them.
@@ -21,7 +21,10 @@ harbor_py=$(bash scripts/setup-harbor.sh)
 echo "==> tests of Harbor's agents on termgym, under $harbor_py"
 PYTHONPATH=$PWD "$harbor_py" -m pytest -q -p no:cacheprovider tests/agents_external/test_harbor_agents.py
 # tests/benchmarks runs `python -m benchmarks --quick`, so the benchmarks cannot rot.
-LANE_A=(tests/trainers tests/remote tests/install tests/integrations tests/benchmarks tests/evaluate)
+# In the order a one-lane run takes them (alphabetical): the veRL runs in tests/trainers leave this
+# process's environment set for their jobs, and Ray clusters started after them in the same process
+# lost their actors (a CI run).
+LANE_A=(tests/benchmarks tests/evaluate tests/install tests/integrations tests/remote tests/trainers)
 LANE_B=(tests)
 for dir in "${LANE_A[@]}"; do LANE_B+=(--ignore "$dir"); done
 if [ "${TERMGYM_TEST_LANES:-2}" = 1 ]; then
