@@ -435,7 +435,8 @@ def test_the_packages_a_projects_code_imports_are_replayable(tmp_path):
 
     pkg = tmp_path / "wire"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("import json\nimport h11\nfrom . import frames\nfrom wire.frames import X\n")
+    (pkg / "__init__.py").write_text("import json\nimport h11\nfrom . import frames\nfrom wire.frames import X\n"
+                                     "try:\n    import test.support\nexcept ImportError:\n    pass\n")
     (pkg / "frames.py").write_text("from ply.lex import lex\nimport os.path, attr\nX = 1\n")
     (pkg / "broken.py").write_text("def (:\n")  # unparsable files are skipped
     (tmp_path / "tests").mkdir()

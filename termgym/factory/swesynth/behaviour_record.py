@@ -169,7 +169,8 @@ def _packages(record, source_dirs: Sequence[str]) -> list[str]:
 def imported_packages(record, source_dirs: Sequence[str]) -> list[str]:
     """Third-party top-level packages the project's own code imports (wsproto's ``h11``, jsonpath-ng's
     ``ply``): objects of theirs in a recorded call are replayable like the project's, since its test
-    environment installs what its code imports. Neither the standard library nor the project itself."""
+    environment installs what its code imports. Neither the standard library, the project itself nor a
+    name that reads as a test package (``test``, ``tests``, ``testing``)."""
     import sys
 
     if record.repo_dir is None:
@@ -188,7 +189,9 @@ def imported_packages(record, source_dirs: Sequence[str]) -> list[str]:
                     names.update(alias.name.split(".")[0] for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     names.add(node.module.split(".")[0])
-    return sorted(n for n in names if n not in own and n not in sys.stdlib_module_names and n != "__future__")
+    # never a test module: a name like ``test``/``tests`` is where a project keeps its tests
+    return sorted(n for n in names if n not in own and n not in sys.stdlib_module_names and n != "__future__"
+                  and not n.startswith("test") and n != "conftest")
 
 
 def _run(box, command: str, timeout: float, what: str):
