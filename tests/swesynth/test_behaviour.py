@@ -481,3 +481,11 @@ def test_a_module_level_sentinel_of_a_local_class_is_recorded_as_the_name_that_h
     with pytest.raises((pickle.PicklingError, AttributeError)):  # only a test module holds it
         probe.dumps(MISSING_VALUE)
     probe._GLOBAL_NAMES.clear()
+
+
+def test_a_match_of_the_regex_package_is_recorded_like_an_re_match():
+    """parsimonious's nodes hold ``regex`` matches: they pickle as the call that finds them again."""
+    regex = pytest.importorskip("regex")
+    match = regex.compile(r"(\w+)-(\d+)").search("x ab-12 y")
+    again = probe.loads(probe.dumps({"pos": [match]}), allowed={"regex"})["pos"][0]
+    assert type(again) is type(match) and (again.span(), again.groups()) == ((2, 7), ("ab", "12"))

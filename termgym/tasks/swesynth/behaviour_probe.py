@@ -300,13 +300,16 @@ def _global_name(obj):
 
 
 class _Pickler(pickle.Pickler):
-    """The standard pickler, plus: a module pickles as its import, and an instance of a class
+    """The standard pickler, plus: a module pickles as its import, a match of the ``regex`` package as
+    its ``re`` one does (:func:`_match_again`), and an instance of a class
     defined inside a function (a sentinel from a factory: ``make_sentinel.<locals>.Sentinel``) as
     the module attribute that holds it, when a module holds it."""
 
     def reducer_override(self, obj):
         if type(obj) is types.ModuleType:
             return importlib.import_module, (obj.__name__,)
+        if _class_name(type(obj)) == "_regex.Match":  # the third-party ``regex`` module's match (parsimonious)
+            return _match_again(obj)
         if "<locals>" in _TYPE_QUALNAME.__get__(type(obj), type) and type(obj) is not types.FunctionType:
             found = _global_name(obj)
             if found is not None:
