@@ -386,7 +386,7 @@ ExampleRunner = Callable[[str], "tuple[dict[str, Any] | None, dict[str, Any] | N
 
 def _quotable(value: str | None) -> bool:
     """A repr a report can quote as a value: short, complete, parseable, no address."""
-    if not value or len(value) > 100 or "\n" in value or "object at 0x" in value or "..." in value or "\u2026" in value:
+    if not value or len(value) > 100 or "\n" in value or " at 0x" in value or "..." in value or "\u2026" in value:
         return False  # a repr over lines (a pretty-printed mapping) is no value for backticks either
     try:
         pyparse.parse(value, mode="eval")
@@ -399,7 +399,7 @@ def _message(text: str | None) -> str:
     """An exception message a report can quote (``""``: none, or one it cannot): a message of several
     lines is quoted by its first (what a traceback's last line shows of it)."""
     text = (text or "").strip().split("\n", 1)[0].strip()
-    if not text or len(text) > 120 or "\n" in text or re.search(r"[`\u201c\u201d]|object at 0x|\.\.\.|\u2026", text):
+    if not text or len(text) > 120 or "\n" in text or re.search(r"[`\u201c\u201d]| at 0x[0-9a-fA-F]|\.\.\.|\u2026", text):
         return ""
     return text
 
