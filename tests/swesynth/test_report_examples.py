@@ -175,6 +175,10 @@ def test_runs_state_the_outcome_and_a_run_without_difference_is_refused():
     assert complete_from_runs(lines, {"raised": None, "value": "1", "type": "int"},
                               {"raised": "ParseError", "message": "Parsing failed with 2 errors.\nFirst at line 1."})
     assert lines.error == ("ParseError", "Parsing failed with 2 errors.")  # a traceback's last line shows the first
+    address = Failure(test="t", call="d()", behaviour="d()", relation="returns", error=("KeyError", ""))
+    assert complete_from_runs(address, {"raised": None, "value": "1", "type": "int"},
+                              {"raised": "KeyError", "message": "<function Cache.pop at 0x7f4b0a646480>"})
+    assert address.error == ("KeyError", "")  # an address differs from run to run: not quoted
 
 
 def test_a_message_the_example_prints_is_quoted_even_when_it_names_the_patch():
