@@ -181,7 +181,7 @@ def imported_packages(record, source_dirs: Sequence[str]) -> list[str]:
         top = Path(record.repo_dir) / directory
         for path in ([top] if top.suffix == ".py" else sorted(top.rglob("*.py"))):
             try:
-                tree = ast.parse(path.read_bytes())
+                tree = pyparse.parse(path.read_text(encoding="utf-8", errors="replace"))
             except (OSError, SyntaxError, ValueError):
                 continue
             for node in ast.walk(tree):
