@@ -561,7 +561,7 @@ def mark_heldout(record, check: dict[str, Any], *, backend: str = "local",
                 box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
                     "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
                     "max_per_target": 0, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
-                    "digests_out": "/tmp/.tgb-rec/test_calls.json", "dropped_out": "/tmp/.tgb-rec/dropped.json"}))
+                    "digests_out": "/tmp/.tgb-rec/test_calls.json"}))
                 parts = task.test_env_parts()
                 pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
                 tests = select_command(record.test_command, record.repo_dir, record.target_tests)

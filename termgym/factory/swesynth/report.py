@@ -399,7 +399,7 @@ def _message(text: str | None) -> str:
     """An exception message a report can quote (``""``: none, or one it cannot): a message of several
     lines is quoted by its first (what a traceback's last line shows of it)."""
     text = (text or "").strip().split("\n", 1)[0].strip()
-    if not text or len(text) > 120 or "\n" in text or re.search(r"[`\u201c\u201d]| at 0x[0-9a-fA-F]|\.\.\.|\u2026", text):
+    if not text or len(text) > 120 or re.search(r"[`\u201c\u201d]| at 0x[0-9a-fA-F]|\.\.\.|\u2026", text):
         return ""
     return text
 

@@ -20,7 +20,6 @@ plus their instance ``__dict__`` and ``__slots__``, depth- and size-limited.
 """
 
 import base64
-import copyreg
 import datetime
 import decimal
 import hashlib
@@ -264,7 +263,7 @@ def _memoryview_again(m):
     return memoryview, (m.tobytes(),)
 
 
-#: Standard types that do not pickle and are rebuilt from standard-library calls when they do.
+#: Standard types that do not pickle, rebuilt from standard-library calls (:class:`_Pickler`).
 _REBUILT = {type(re.match("", "")): _match_again, memoryview: _memoryview_again}
 
 
@@ -308,6 +307,9 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         if type(obj) is types.ModuleType:
             return importlib.import_module, (obj.__name__,)
+        rebuild = _REBUILT.get(type(obj))
+        if rebuild is not None:
+            return rebuild(obj)
         if _class_name(type(obj)) == "_regex.Match":  # the third-party ``regex`` module's match (parsimonious)
             return _match_again(obj)
         if "<locals>" in _TYPE_QUALNAME.__get__(type(obj), type) and type(obj) is not types.FunctionType:
@@ -322,9 +324,7 @@ def dumps(value):
     and module-level singletons of local classes (:class:`_Pickler`), without touching the
     process's global ``copyreg`` table (the tests under the recorder keep theirs)."""
     buffer = io.BytesIO()
-    pickler = _Pickler(buffer, protocol=4)
-    pickler.dispatch_table = {**copyreg.dispatch_table, **_REBUILT}
-    pickler.dump(value)
+    _Pickler(buffer, protocol=4).dump(value)
     return buffer.getvalue()
 
 
@@ -434,9 +434,9 @@ class _Recorder:
         key = hashlib.sha256(repr(hit).encode() + data).hexdigest()
         if key in self.seen:
             return
-        outside = _outside_module(data, self.allowed)
-        if outside:
-            self.drop(f"its arguments need {outside}, outside the standard library and the project")
+        why = _unreplayable(data, self.allowed)
+        if why:
+            self.drop(why)
             return
         self.seen.add(key)
         self.counts[hit] = self.counts.get(hit, 0) + 1
@@ -510,16 +510,18 @@ def loads(data, allowed=None):
     return _Loader(data, allowed).load()
 
 
-def _outside_module(data, allowed):
+def _unreplayable(data, allowed):
     """None when ``data`` unpickles with only the standard library and the project's packages, else
-    what stopped it (``conftest.Thing``, or the error)."""
+    why not (a module outside them, or the error loading it again)."""
     try:
         loads(data, set(allowed))
     except pickle.UnpicklingError as exc:
         text = str(exc)
-        return text[:-len(" is not replayable")] if text.endswith(" is not replayable") else text[:120]
+        if text.endswith(" is not replayable"):
+            return f"its arguments need {text[:-len(' is not replayable')]}, outside the standard library and the project"
+        return f"its arguments do not load again: {text[:120]}"
     except Exception as exc:
-        return f"what fails to load ({_class_name(type(exc))}: {str(exc)[:100]})"
+        return f"its arguments do not load again: {_class_name(type(exc))}: {_no_address(exc)}"
     return None
 
 

@@ -1,8 +1,8 @@
 """Parity with Harbor 0.26: termgym's verdicts next to those of Harbor's own code.
 
 :func:`harbor_python` finds (or creates, via ``scripts/setup-harbor.sh``) the separate venv with
-Harbor; :func:`harbor_judge` sends cases to ``harbor_judge.py`` running there, and
-:class:`HarborJudge` keeps one running for many calls (importing Harbor takes seconds).
+Harbor; :class:`HarborJudge` keeps ``harbor_judge.py --serve`` running there and sends it cases
+(importing Harbor takes seconds, so once per test module).
 """
 
 from __future__ import annotations
@@ -25,18 +25,9 @@ def harbor_python() -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def harbor_judge(python: str, cases: list[dict]) -> list[dict]:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    done = subprocess.run([python, str(JUDGE)], input=json.dumps(cases), capture_output=True, text=True,
-                          timeout=300, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"Harbor's judge failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout)
-
-
 class HarborJudge:
-    """``harbor_judge.py --serve`` kept running: ``judge(cases)`` gives the verdicts, as
-    :func:`harbor_judge` does, without importing Harbor again for each call."""
+    """``harbor_judge.py --serve`` kept running: ``judge(cases)`` gives the verdicts without
+    importing Harbor again for each call."""
 
     def __init__(self, python: str) -> None:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
