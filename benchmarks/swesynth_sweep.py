@@ -10,6 +10,7 @@ no change (must not). Results go to a JSON file, one entry per task, and a summa
     python -m benchmarks.swesynth_sweep --suite DIR -j 2 --project toolz --limit 20 --backend docker
     python -m benchmarks.swesynth_sweep --offset 20 -j 2       # the tasks after each project's first 20
     python -m benchmarks.swesynth_sweep --resume -j 2          # go on with a sweep that was stopped
+    python -m benchmarks.swesynth_sweep --served -j 2 --out served.json  # what gym.make serves by default
 
 Each graded task is also appended to ``OUT.progress.jsonl`` as it finishes, so a sweep stopped part
 way (hours, across sessions) loses nothing: ``--resume`` keeps the tasks that behaved in ``OUT`` or
@@ -102,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="local")
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--project", action="append", default=None, help="only these projects")
+    parser.add_argument("--served", action="store_true",
+                        help="only the tasks gym.make serves by default (behaviour='required'), not every task")
     parser.add_argument("--limit", type=int, default=None, help="at most this many tasks per project")
     parser.add_argument("--offset", type=int, default=0,
                         help="skip the first this many tasks of each project (continue an earlier --limit run)")
@@ -114,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite = SweSynthSuite(args.suite if args.suite else SUITE_DIR, behaviour="any")
+    served = (set(SweSynthSuite(args.suite if args.suite else SUITE_DIR, behaviour="required").task_ids("all"))
+              if args.served else None)
     out = Path(args.out)
     # a task that misbehaved (or whose grading broke), or whose record or check changed since, is graded again
     kept = {tid: e for tid, e in earlier_results(out).items() if e.get("ok")} if args.resume else {}
@@ -122,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     seen: dict[str, int] = {}
     for tid in suite.task_ids("all"):
         repo = suite.record(tid).repo
-        if args.project and repo not in args.project:
+        if (args.project and repo not in args.project) or (served is not None and tid not in served):
             continue
         seen[repo] = seen.get(repo, 0) + 1
         if seen[repo] <= args.offset:

@@ -127,6 +127,8 @@ def register(subparsers) -> None:
     beh.add_argument("--limit", type=int, default=None, help="record at most this many tasks this run")
     beh.add_argument("--redo", action="store_true", help="record again tasks that already have a line")
     beh.add_argument("--retry", action="store_true", help="record again tasks whose earlier line has no check")
+    beh.add_argument("--reason", default=None, metavar="TEXT",
+                     help="with --retry: only tasks whose recorded reason contains TEXT ('does not pickle')")
     beh.add_argument("--verify", action="store_true",
                      help="replay every stored check in a fresh sandbox; record again those that do not reproduce")
     beh.add_argument("--heldout", action="store_true",
@@ -634,6 +636,10 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print(f"termgym swesynth behaviour: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return 1
+    if args.reason is not None and not args.retry:
+        print("termgym swesynth behaviour: --reason chooses among the tasks --retry records again; "
+              "give --retry too", file=sys.stderr)
+        return 1
 
     def progress(task_id: str, outcome: str) -> None:
         if not args.quiet:
@@ -642,6 +648,7 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
     stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
                      redo=args.redo, retry=args.retry, verify=args.verify, heldout=args.heldout,
                      retry_unserved=args.retry_unserved, clock=args.drop_clock, per_bug=args.per_bug,
+                     reason=args.reason,
                      progress=progress)
     print(json.dumps(stats, indent=1))
     return 0

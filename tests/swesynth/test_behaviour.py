@@ -369,9 +369,9 @@ def test_a_private_method_resolves_through_its_mangled_name(tmp_path, monkeypatc
 
 
 class _HoldsALock:
-    def __init__(self):
-        import threading
-        self.lock = threading.Lock()
+    # made with a factory that does not pickle either, so it cannot be made again from its arguments
+    def __init__(self, make=lambda: __import__("threading").Lock()):
+        self.lock = make()
 
     def size(self, n):
         return n + 1
@@ -405,6 +405,61 @@ def test_the_recorder_says_why_it_kept_no_call(tmp_path):
     assert twice == 2
     assert test_reason == ("its arguments need tests.swesynth.test_behaviour.HoldsAValidator, outside the "
                            "standard library and the project") and once == 1
+
+
+class _Splitter:
+    """Holds a local function (does not pickle); made again from its constructor's arguments it splits alike."""
+
+    def __init__(self, sep, *, limit=-1):
+        self.rule = lambda text: text.split(sep, limit)
+        self.sep = sep
+
+    def parse(self, text):
+        return self.rule(text)
+
+
+class _CommaSplitter(_Splitter):
+    def __init__(self):
+        super().__init__(",", limit=1)
+
+
+def test_a_self_that_does_not_pickle_is_recorded_as_the_constructor_call_that_made_it(tmp_path):
+    """A method whose ``self`` holds a local function: the recorder keeps the outermost ``__init__``'s
+    arguments and pickles ``self`` as that call (the subclass's, not the ``super()`` one); the replay
+    makes a fresh object that answers alike, perturbed variants pickle the same way, and the state
+    the test gave the object stays among the tests' digests."""
+    import base64
+    import pickle
+    import sys
+
+    rel = "tests/swesynth/test_behaviour.py"
+    recorder = probe._Recorder({"targets": [[rel, "_Splitter.parse"]], "allowed_modules": ["termgym", "tests"],
+                                "max_per_target": 8, "max_bytes": 4000, "out": str(tmp_path / "calls.json"),
+                                "digests_out": str(tmp_path / "digests.json")})
+    sys.settrace(recorder.on_call)
+    try:
+        assert _Splitter(";").parse("a;b;c") == ["a", "b", "c"]
+        assert _CommaSplitter().parse("x,y,z") == ["x", "y,z"]
+        late = _Splitter("-")
+        late.sep = "changed after the constructor"
+        late.parse("p-q")
+    finally:
+        sys.settrace(None)
+        probe._BUILT.clear()
+    recorder.write()
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(_Splitter(";"))  # the process's own pickling is untouched
+    calls = json.loads((tmp_path / "calls.json").read_text())
+    assert len(calls) == 3
+    made = [probe.loads(base64.b64decode(c["args"]), allowed={"tests"}) for c in calls]
+    assert [type(m["pos"][0]) for m in made] == [_Splitter, _CommaSplitter, _Splitter]
+    assert [m["pos"][0].parse(m["pos"][1]) for m in made] == [["a", "b", "c"], ["x", "y,z"], ["p", "q"]]
+    # the tests' object with its later attribute is digested as it was, beside the fresh one
+    assert len(json.loads((tmp_path / "digests.json").read_text())) == 4
+    variants = probe.perturb(calls[:1], 9)
+    probe._BUILT.clear()
+    texts = {probe.loads(base64.b64decode(v["args"]), allowed={"tests"})["pos"][1] for v in variants}
+    assert "a;b;c" in texts and len(texts) > 2
 
 
 def test_regex_matches_and_memoryviews_are_recorded_as_the_calls_that_make_them_again():

@@ -84,3 +84,38 @@ def test_the_heldout_backfill_marks_older_checks_and_resumes(tmp_path, capsys):
     assert main(["swesynth", "behaviour", "--suite", str(root / "tasks"), "--heldout", "--quiet"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["checked"] == 0 and again["skipped"] == 2, again
+
+
+def test_retry_with_a_reason_records_again_only_the_tasks_that_reason_left_without_a_check(tmp_path, capsys):
+    """`--retry --reason TEXT`: after the recorder learnt to pickle what it could not (a ``self`` made
+    again from its constructor call), only the tasks whose recorded reason says so are recorded again."""
+    import json
+    import shutil
+
+    from termgym.cli import main
+    from termgym.tasks.swesynth import default_suite
+
+    toy = default_suite("toy")
+    ids = sorted(toy.task_ids("all"))[:2]
+    root = tmp_path / "suite"
+    (root / "tasks").mkdir(parents=True)
+    reasons = {ids[0]: "no call into the changed functions had replayable arguments: 3 calls: self (x.Y) does not pickle",
+               ids[1]: "no recorded or perturbed input is answered differently by the buggy code"}
+    for task_id in ids:
+        folder = toy._folders[task_id]
+        shutil.copytree(folder, root / "tasks" / task_id)
+        repo_dir = json.loads((folder / "task.json").read_text())["repo_dir"]
+        link = root / "tasks" / task_id / repo_dir
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to((folder / repo_dir).resolve())
+        (root / "tasks" / task_id / "behaviour.json").write_text(
+            json.dumps({"task_id": task_id, "behaviour": None, "reason": reasons[task_id]}))
+    assert main(["swesynth", "behaviour", "--suite", str(root / "tasks"), "--reason", "does not pickle"]) == 1
+    assert "give --retry too" in capsys.readouterr().err
+    assert main(["swesynth", "behaviour", "--suite", str(root / "tasks"), "--retry", "--reason", "does not pickle",
+                 "--quiet"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["skipped"] == 1 and stats["checked"] == 1, stats
+    assert json.loads((root / "tasks" / ids[0] / "behaviour.json").read_text())["behaviour"]
+    assert json.loads((root / "tasks" / ids[1] / "behaviour.json").read_text())["behaviour"] is None

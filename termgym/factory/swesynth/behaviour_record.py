@@ -746,14 +746,15 @@ def compact_sidecar(path: Path) -> int:
 def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
              limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
              verify: bool = False, heldout: bool = False, retry_unserved: bool = False,
-             clock: bool = False, per_bug: bool = False,
+             clock: bool = False, per_bug: bool = False, reason: str | None = None,
              progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
 
     A compact suite gets ``behaviour/<repo>.jsonl`` (one line per task, appended as each finishes);
     a suite of task folders gets ``behaviour.json`` per folder. Returns counts: ``checked``,
     ``no_check`` by reason, ``skipped`` (already done), ``seconds``. ``retry`` records again the
-    tasks whose earlier line has no check (after the recorder improved); ``redo`` every task.
+    tasks whose earlier line has no check (after the recorder improved), with ``reason`` only those
+    whose recorded reason contains that text (``"does not pickle"``); ``redo`` every task.
     ``heldout`` answers every stored check that has no ``"heldout"`` marks again and marks them
     (:func:`mark_heldout`; a task whose marking fails keeps its check and is tried on the next run);
     ``retry_unserved`` records again the tasks whose marked check has no held-out input that tells
@@ -780,10 +781,14 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
         if compact:
             for repo in suite.projects():
                 done |= {tid for tid, line in read_sidecar(sidecar_path(suite_dir, repo)).items()
-                         if not retry or line.get("behaviour")}
+                         if not retry or line.get("behaviour") or (reason and reason not in line.get("reason", ""))}
         else:
-            done = {tid for tid in ids if (suite._folders[tid] / "behaviour.json").is_file()
-                    and (not retry or json.loads((suite._folders[tid] / "behaviour.json").read_text()).get("behaviour"))}
+            for tid in ids:
+                path = suite._folders[tid] / "behaviour.json"
+                if path.is_file():
+                    line = json.loads(path.read_text())
+                    if not retry or line.get("behaviour") or (reason and reason not in line.get("reason", "")):
+                        done.add(tid)
     # Round-robin over projects, so a run cut short leaves every project partly covered.
     by_repo: dict[str, list[str]] = {}
     for tid in ids:

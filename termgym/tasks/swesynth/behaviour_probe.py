@@ -22,6 +22,7 @@ plus their instance ``__dict__`` and ``__slots__``, depth- and size-limited.
 import base64
 import datetime
 import decimal
+import functools
 import hashlib
 import importlib
 import io
@@ -36,6 +37,7 @@ import signal
 import sys
 import time
 import types
+import weakref
 
 try:
     from pathlib import PurePath as _PurePath
@@ -298,13 +300,58 @@ def _global_name(obj):
     return found
 
 
+#: Objects that may pickle as the constructor call that made them (:func:`remember_built`):
+#: ``id(obj) -> (reference, (partial(cls, *args, **kwargs), ()))``.
+_BUILT = {}
+MAX_BUILT = 20000
+
+
+def remember_built(obj, cls, args):
+    """Let ``obj`` pickle, when nothing else pickles it, as ``cls`` called again with ``args``
+    (a copy of what its ``__init__`` received: ``{"pos", "var", "kw", "varkw"}``, ``self`` left out).
+
+    A method whose ``self`` holds what does not pickle (a parser's tables of local functions, a
+    connection's state machine) is then replayed on a fresh object made the same way: an input like
+    any other, which the clean code must answer the same way twice to count.
+    """
+    if len(_BUILT) >= MAX_BUILT:
+        for key in [k for k, (ref, _) in _BUILT.items() if _alive(ref) is None]:
+            del _BUILT[key]
+        if len(_BUILT) >= MAX_BUILT:
+            return
+    try:
+        ref = weakref.ref(obj)
+    except TypeError:  # no weak references (``__slots__`` without ``__weakref__``): held, within MAX_BUILT
+        ref = (obj,)
+    made = functools.partial(cls, *args["pos"], *args["var"], **args["kw"], **args["varkw"])
+    _BUILT[id(obj)] = (ref, (made, ()))
+
+
+def _alive(ref):
+    return ref[0] if type(ref) is tuple else ref()
+
+
+def _built(obj):
+    entry = _BUILT.get(id(obj))
+    if entry is not None and _alive(entry[0]) is obj:
+        return entry[1]
+    return None
+
+
 class _Pickler(pickle.Pickler):
     """The standard pickler, plus: a module pickles as its import, a match of the ``regex`` package as
     its ``re`` one does (:func:`_match_again`), and an instance of a class
     defined inside a function (a sentinel from a factory: ``make_sentinel.<locals>.Sentinel``) as
-    the module attribute that holds it, when a module holds it."""
+    the module attribute that holds it, when a module holds it. With ``rebuild``, an object
+    :func:`remember_built` knows pickles as the constructor call that made it."""
+
+    rebuild = False
 
     def reducer_override(self, obj):
+        if self.rebuild:
+            made = _built(obj)
+            if made is not None:
+                return made
         if type(obj) is types.ModuleType:
             return importlib.import_module, (obj.__name__,)
         rebuild = _REBUILT.get(type(obj))
@@ -322,9 +369,18 @@ class _Pickler(pickle.Pickler):
 def dumps(value):
     """``pickle.dumps`` (protocol 4) that also takes regex matches and memoryviews (:data:`_REBUILT`)
     and module-level singletons of local classes (:class:`_Pickler`), without touching the
-    process's global ``copyreg`` table (the tests under the recorder keep theirs)."""
+    process's global ``copyreg`` table (the tests under the recorder keep theirs). What does not
+    pickle so is tried again with the objects :func:`remember_built` knows as their constructor calls."""
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=4).dump(value)
+    try:
+        _Pickler(buffer, protocol=4).dump(value)
+    except Exception:
+        if not _BUILT:
+            raise
+        buffer = io.BytesIO()
+        pickler = _Pickler(buffer, protocol=4)
+        pickler.rebuild = True
+        pickler.dump(value)
     return buffer.getvalue()
 
 
@@ -355,6 +411,12 @@ class _Recorder:
         self.dropped = {}
         self.dropped_out = config.get("dropped_out")
         self.active = False
+        # The classes whose methods the bug changes (``(file, class qualname)``): their objects'
+        # constructor calls are kept (:meth:`on_init`) so a ``self`` that does not pickle is made again.
+        self.classes = {(rel, qual.rsplit(".", 1)[0]) for rel, qual in self.targets
+                        if "." in qual and "<locals>" not in qual}
+        self.class_wanted = {}
+        self.inits = {}
 
     def match(self, code):
         hit = self.codes.get(code)
@@ -373,6 +435,14 @@ class _Recorder:
             return None
         hit = self.match(frame.f_code)
         if not hit:
+            if self.classes and frame.f_code.co_name == "__init__":
+                self.active = True
+                try:
+                    self.on_init(frame)
+                except Exception:
+                    pass
+                finally:
+                    self.active = False
             return None
         wanted = self.counts.get(hit, 0) < self.max_per_target
         if not wanted and (self.digests_out is None or len(self.digests) >= MAX_TEST_DIGESTS):
@@ -392,6 +462,49 @@ class _Recorder:
             self.active = False
         return None
 
+    def wanted_class(self, cls):
+        """Whether ``cls`` is, or derives from, a class whose methods the bug changes."""
+        wanted = self.class_wanted.get(cls)
+        if wanted is None:
+            wanted = False
+            for klass in _mro(cls):
+                module = sys.modules.get(_TYPE_MODULE.__get__(klass, type))
+                filename = getattr(module, "__file__", None)
+                if type(filename) is not str:
+                    continue
+                filename = filename.replace(os.sep, "/")
+                qual = _TYPE_QUALNAME.__get__(klass, type)
+                if any(q == qual and (filename.endswith("/" + rel) or filename == rel) for rel, q in self.classes):
+                    wanted = True
+                    break
+            self.class_wanted[cls] = wanted
+        return wanted
+
+    def on_init(self, frame):
+        """The outermost ``__init__`` of an object of a wanted class: keep a copy of its arguments
+        (:func:`remember_built`), if they pickle with only the standard library and the project."""
+        code = frame.f_code
+        if not code.co_argcount:
+            return
+        local_vars = frame.f_locals
+        obj = local_vars.get(code.co_varnames[0])
+        cls = type(obj)
+        if not self.wanted_class(cls):
+            return
+        init = None
+        for klass in _mro(cls):
+            init = _TYPE_DICT.__get__(klass, type).get("__init__")
+            if init is not None:
+                break
+        if getattr(init, "__code__", None) is not code:  # a base's __init__ called by super()
+            return
+        call = self.arguments(code, local_vars)
+        call["pos"] = call["pos"][1:]
+        data = dumps(call)
+        if len(data) > self.max_bytes or _unreplayable(data, self.allowed):
+            return
+        remember_built(obj, cls, loads(data))
+
     def drop(self, reason):
         """Count a wanted call that could not be kept, by why (what the recording says when none is)."""
         if len(self.dropped) < 50 or reason in self.dropped:
@@ -409,7 +522,9 @@ class _Recorder:
                 return f"{name} ({_class_name(type(local_vars[name]))}) does not pickle: {_no_address(inner)}"
         return f"its arguments do not pickle: {_class_name(type(exc))}: {_no_address(exc)}"
 
-    def record(self, hit, code, local_vars, wanted=True):
+    @staticmethod
+    def arguments(code, local_vars):
+        """A call's arguments from its frame at entry: ``{"pos", "kw", "var", "varkw"}``."""
         n_pos = code.co_argcount
         names = code.co_varnames
         call = {"pos": [local_vars[n] for n in names[:n_pos]],
@@ -418,6 +533,10 @@ class _Recorder:
         call["var"] = list(local_vars[names[index]]) if code.co_flags & 0x04 else []
         index += 1 if code.co_flags & 0x04 else 0
         call["varkw"] = dict(local_vars[names[index]]) if code.co_flags & 0x08 else {}
+        return call
+
+    def record(self, hit, code, local_vars, wanted=True):
+        call = self.arguments(code, local_vars)
         data = dumps(call)
         # A test call far larger than any stored input (perturbed ones are at most about twice their
         # recorded call) cannot be one of them; a repeated call is digested once.
@@ -426,6 +545,12 @@ class _Recorder:
             if seen not in self.digested:
                 self.digested.add(seen)
                 self.digests.add(call_digest(hit[1], data))
+                if _BUILT:  # an object pickled as its constructor call: the state the test gave it counts too
+                    try:
+                        self.digests.add(_digest(json.dumps([hit[1], canonical(call)], sort_keys=True,
+                                                            separators=(",", ":"))))
+                    except Exception:
+                        pass
         if not wanted:
             return
         if len(data) > self.max_bytes:
@@ -503,6 +628,20 @@ class _Loader(pickle._Unpickler):
                 object.__setattr__(inst, key, value)
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    def load_reduce(self):
+        made, args = self.stack[-2], self.stack[-1]
+        super().load_reduce()
+        if type(made) is functools.partial and not args and isinstance(made.func, type):
+            # an object pickled as its constructor call (:func:`remember_built`) pickles so again
+            # (a perturbed variant of the call holding it)
+            try:
+                remember_built(self.stack[-1], made.func,
+                               {"pos": list(made.args), "var": [], "kw": dict(made.keywords), "varkw": {}})
+            except Exception:
+                pass
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
 
 
 def loads(data, allowed=None):
