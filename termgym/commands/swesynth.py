@@ -284,6 +284,14 @@ def register(subparsers) -> None:
                            "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
     hist.set_defaults(func=cmd_history)
 
+    merge = sub.add_parser("merge", help="merge a compact suite (history's or generate's --out) into another, the "
+                                         "bundled default included: same projects run the same way, new ones whole")
+    merge.add_argument("source", help="the compact suite whose tasks are added")
+    merge.add_argument("--into", required=True, help="the compact suite that receives them (a directory, or v2 "
+                                                     "for the bundled default)")
+    merge.add_argument("--dry-run", action="store_true", help="check everything and say what would move; write nothing")
+    merge.set_defaults(func=cmd_merge)
+
 
 def use_projects_dirs(dirs: list[str]) -> str | None:
     """Add ``dirs`` (project sets beyond the bundled one) to ``$TERMGYM_SWESYNTH_PROJECTS`` for this
@@ -801,6 +809,30 @@ def cmd_projects(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['name']:12} {r['version']:9} {r['license']:13} {r['domain']:24} lines {r['lines'] or '?':>6}  "
               f"tests {r['tests'] or '?':>5}  {'provisioned' if r['provisioned'] else 'NOT provisioned'}")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from termgym.factory.swesynth.merge import MergeError, merge_suites
+    from termgym.tasks.swesynth.suite import NAMED_SUITES
+
+    into = NAMED_SUITES.get(args.into, args.into)
+    try:
+        result = merge_suites(args.source, into, dry_run=args.dry_run)
+    except MergeError as exc:
+        print(f"termgym swesynth merge: {exc}", file=sys.stderr)
+        return 1
+    total = sum(result.added.values())
+    print(f"{'would merge' if args.dry_run else 'merged'} {total} task(s) from {args.source} into {into}: "
+          + ", ".join(f"{repo} {n}" for repo, n in sorted(result.added.items())))
+    if result.same:
+        print("already there, identical: " + ", ".join(f"{repo} {n}" for repo, n in sorted(result.same.items())))
+    if result.new_projects:
+        print("new projects: " + ", ".join(result.new_projects))
+    if result.splits:
+        print("splits: " + ", ".join(f"{k} {v}" for k, v in sorted(result.splits.items())))
+    for repo, why in sorted(result.selection_missing.items()):
+        print(f"{repo}: no test selections merged: {why}")
     return 0
 
 

@@ -1,0 +1,220 @@
+"""Merging one compact suite into another: tasks mined elsewhere (release history, a new batch of
+``generate``) join an existing suite, the default one included, without touching its other tasks.
+
+``termgym swesynth merge SRC --into DST``. For each project of ``SRC``:
+
+* a project ``DST`` lacks comes over whole: its ``suite.json`` entry, baseline, records, behaviour
+  sidecar, coverage map and generation/history statistics;
+* a project ``DST`` has must be the same project run the same way: the same test command, source
+  and test folders, workdir and tree (a bundled project's name, or the same path), and the same
+  baseline (the required tests every task's grade runs), else the merge stops and says which of
+  them differs and where; its tasks are appended to ``DST``'s records and sidecar, and their test
+  selections to ``DST``'s coverage map when both maps were traced from the same tree and tests;
+* a task id ``DST`` already holds is skipped when the record is the same, and refused otherwise;
+* every merged task goes to the split ``DST`` decides for it: ``test`` for a project ``DST`` holds out
+  (:func:`~termgym.factory.swesynth.bundle.project_held_out`), else ``test_id`` for the hashed
+  share :data:`~termgym.factory.swesynth.bundle.TEST_ID_FRACTION` of ids and ``train`` for the rest;
+* per-project ``history`` statistics are kept under the project (a list when ``DST`` had some).
+
+Nothing is written until every project of ``SRC`` has been checked; ``dry_run`` only checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termgym.jsonl import json_lines
+from termgym.tasks.swesynth.store import locked_index, split_for
+
+#: What a project's ``suite.json`` entry must agree on for its tasks to be merged.
+SAME_SETTINGS = ("test_command", "source_dirs", "test_dirs", "workdir", "project", "path")
+
+
+class MergeError(Exception):
+    """The suites cannot be merged; the message names the project, the file and what differs."""
+
+
+@dataclass
+class MergeResult:
+    added: dict[str, int] = field(default_factory=dict)  # tasks appended, per project
+    same: dict[str, int] = field(default_factory=dict)  # tasks DST held already, identical
+    new_projects: list[str] = field(default_factory=list)
+    selection_missing: dict[str, str] = field(default_factory=dict)  # project -> why no selections merged
+    splits: dict[str, int] = field(default_factory=dict)  # merged tasks per split
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"added": self.added, "same": self.same, "new_projects": self.new_projects,
+                "selection_missing": self.selection_missing, "splits": self.splits}
+
+
+def _index(suite: Path) -> dict[str, Any]:
+    path = suite / "suite.json"
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MergeError(f"{path}: no suite.json (merge reads compact suites, as generate and history write them)") from None
+    except json.JSONDecodeError as exc:
+        raise MergeError(f"{path}: not JSON: {exc}") from None
+    if index.get("storage") != "compact":
+        raise MergeError(f"{path}: not a compact suite (storage {index.get('storage')!r}); merge needs records/*.jsonl")
+    return index
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    out = []
+    if not path.is_file():
+        return out
+    for n, data, problem in json_lines(path):
+        if problem is not None or not isinstance(data, dict) or not isinstance(data.get("task_id"), str):
+            raise MergeError(f"{path}:{n}: a line needs a 'task_id' ({problem or 'malformed'})")
+        out.append(data)
+    return out
+
+
+def _baseline(suite: Path, info: dict[str, Any], repo: str) -> list[str]:
+    path = suite / info.get("baseline", f"baselines/{repo}.json")
+    try:
+        return list(json.loads(path.read_text(encoding="utf-8"))["tests"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise MergeError(f"{path}: the baseline of {repo} does not read: {exc}") from None
+
+
+def _differs(ours: list[str], theirs: list[str]) -> str:
+    only_ours = [t for t in ours if t not in set(theirs)]
+    only_theirs = [t for t in theirs if t not in set(ours)]
+    if not only_ours and not only_theirs:
+        return "the same tests in another order"
+    parts = []
+    if only_theirs:
+        parts.append(f"{len(only_theirs)} only in the source (first: {only_theirs[0]})")
+    if only_ours:
+        parts.append(f"{len(only_ours)} only in the destination (first: {only_ours[0]})")
+    return "; ".join(parts)
+
+
+def _write_lines(path: Path, lines: list[dict[str, Any]], **dumps: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(json.dumps(line, separators=(",", ":"), **dumps) + "\n")
+    os.replace(tmp, path)
+
+
+def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False) -> MergeResult:
+    """Merge the compact suite ``src`` into ``dst`` (see the module's doc); returns what moved."""
+    from termgym.factory.swesynth.bundle import TEST_ID_FRACTION, project_held_out
+
+    src, dst = Path(src), Path(dst)
+    if src.resolve() == dst.resolve():
+        raise MergeError(f"{src}: a suite cannot be merged into itself")
+    theirs, ours = _index(src), _index(dst)
+    result = MergeResult()
+    plan = []
+    for repo, info in sorted((theirs.get("repos") or {}).items()):
+        if "records" not in info:
+            raise MergeError(f"{src / 'suite.json'}: project {repo} has no records file")
+        lines = _lines(src / info["records"])
+        checks = {line["task_id"]: line for line in _lines(src / "behaviour" / f"{repo}.jsonl")}
+        mine = (ours.get("repos") or {}).get(repo)
+        if mine is None:
+            plan.append((repo, info, lines, checks, None, []))
+            continue
+        for key in SAME_SETTINGS:
+            if info.get(key) != mine.get(key):
+                raise MergeError(f"project {repo}: {key} differs: {info.get(key)!r} in {src / 'suite.json'}, "
+                                 f"{mine.get(key)!r} in {dst / 'suite.json'}")
+        base_theirs, base_ours = _baseline(src, info, repo), _baseline(dst, mine, repo)
+        if base_theirs != base_ours:
+            raise MergeError(f"project {repo}: the baselines differ ({_differs(base_ours, base_theirs)}): "
+                             f"{src / info.get('baseline', f'baselines/{repo}.json')} against "
+                             f"{dst / mine.get('baseline', f'baselines/{repo}.json')}; generate the tasks "
+                             "again with the destination's project settings")
+        existing = {line["task_id"]: line for line in _lines(dst / mine["records"])}
+        fresh = []
+        for line in lines:
+            held = existing.get(line["task_id"])
+            if held is None:
+                fresh.append(line)
+            elif held == line:
+                result.same[repo] = result.same.get(repo, 0) + 1
+            else:
+                raise MergeError(f"task {line['task_id']}: {dst / mine['records']} holds another record "
+                                 f"under that id than {src / info['records']}")
+        plan.append((repo, info, fresh, checks, mine, list(existing.values())))
+    if dry_run:
+        for repo, _info, lines, _checks, mine, _old in plan:
+            result.added[repo] = len(lines)
+            if mine is None:
+                result.new_projects.append(repo)
+        return result
+
+    for repo, info, lines, checks, mine, old in plan:
+        held_out = project_held_out(dst, repo)
+        records_rel = (mine or info)["records"]
+        _write_lines(dst / records_rel, old + lines)
+        new_ids = [line["task_id"] for line in lines]
+        sidecar = dst / "behaviour" / f"{repo}.jsonl"
+        kept = [line for line in _lines(sidecar)]
+        added_checks = [checks[tid] for tid in new_ids if tid in checks]
+        if added_checks:
+            _write_lines(sidecar, kept + added_checks, sort_keys=True)
+        if mine is None:
+            base_rel = info.get("baseline", f"baselines/{repo}.json")
+            (dst / base_rel).parent.mkdir(parents=True, exist_ok=True)
+            (dst / base_rel).write_text((src / base_rel).read_text(encoding="utf-8"), encoding="utf-8")
+            result.new_projects.append(repo)
+        why = _merge_selection(src, dst, repo, new_ids)
+        if why:
+            result.selection_missing[repo] = why
+        with locked_index(dst) as index:
+            if mine is None:
+                index.setdefault("repos", {})[repo] = info
+                if repo in (theirs.get("generation") or {}):
+                    index.setdefault("generation", {})[repo] = theirs["generation"][repo]
+            splits = {k: list(v) for k, v in (index.get("splits") or {}).items()}
+            for tid in new_ids:
+                split = "test" if held_out else split_for(tid, TEST_ID_FRACTION, "test_id")
+                splits.setdefault(split, []).append(tid)
+                result.splits[split] = result.splits.get(split, 0) + 1
+            index["splits"] = {k: sorted(v) for k, v in splits.items()}
+            history = (theirs.get("history") or {}).get(repo)
+            if history is not None:
+                held = (index.setdefault("history", {})).get(repo)
+                index["history"][repo] = ([*held] if isinstance(held, list) else [held] if held else []) + [history]
+            if held_out and repo not in (index.get("held_out_projects") or []):
+                index["held_out_projects"] = sorted({*(index.get("held_out_projects") or []), repo})
+        result.added[repo] = len(lines)
+    return result
+
+
+def _merge_selection(src: Path, dst: Path, repo: str, task_ids: list[str]) -> str | None:
+    """Add the tasks' test selections to ``dst``'s coverage map of ``repo``; why not, or None."""
+    theirs_path, ours_path = src / "selection" / f"{repo}.json", dst / "selection" / f"{repo}.json"
+    if not task_ids:
+        return None
+    if not theirs_path.is_file():
+        return "the source has no coverage map for it (its tasks grade on every required test)"
+    theirs = json.loads(theirs_path.read_text(encoding="utf-8"))
+    if not ours_path.is_file():
+        ours_path.parent.mkdir(parents=True, exist_ok=True)
+        ours_path.write_text(theirs_path.read_text(encoding="utf-8"), encoding="utf-8")
+        return None
+    ours = json.loads(ours_path.read_text(encoding="utf-8"))
+    for key in ("version", "tree_hash", "tests", "always", "functions"):
+        if theirs.get(key) != ours.get(key):
+            return f"the two coverage maps differ in {key!r} (its new tasks grade on every required test)"
+    tasks = dict(ours.get("tasks") or {})
+    tasks.update({tid: sel for tid, sel in (theirs.get("tasks") or {}).items() if tid in set(task_ids)})
+    ours["tasks"] = dict(sorted(tasks.items()))
+    tmp = ours_path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(ours, separators=(",", ":")) + "\n", encoding="utf-8")
+    os.replace(tmp, ours_path)
+    return None
+
+
+__all__ = ["MergeError", "MergeResult", "SAME_SETTINGS", "merge_suites"]

@@ -1,0 +1,112 @@
+"""`termgym swesynth merge`: tasks mined elsewhere (release history, another generate run) join a
+compact suite without touching its other tasks; a project run another way is refused, naming what differs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from termgym.cli import main
+from termgym.factory.swesynth.merge import MergeError, merge_suites
+from termgym.tasks.swesynth.suite import SUITE_V2_DIR, SweSynthSuite
+
+PROJECT = "addict"
+
+
+def _part(root: Path, lines: list[dict], checks: list[dict], extra_index: dict | None = None) -> Path:
+    """A compact suite of ``PROJECT`` holding only ``lines`` (the v2 suite's own records)."""
+    index = json.loads((SUITE_V2_DIR / "suite.json").read_text())
+    info = index["repos"][PROJECT]
+    (root / "records").mkdir(parents=True)
+    (root / "behaviour").mkdir()
+    (root / "baselines").mkdir()
+    (root / "selection").mkdir()
+    (root / info["records"]).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (root / "behaviour" / f"{PROJECT}.jsonl").write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in checks))
+    shutil.copy(SUITE_V2_DIR / info["baseline"], root / info["baseline"])
+    selection = json.loads((SUITE_V2_DIR / "selection" / f"{PROJECT}.json").read_text())
+    ids = {line["task_id"] for line in lines}
+    selection["tasks"] = {tid: sel for tid, sel in selection["tasks"].items() if tid in ids}
+    (root / "selection" / f"{PROJECT}.json").write_text(json.dumps(selection))
+    splits = {"train": sorted(ids), "test": []}
+    (root / "suite.json").write_text(json.dumps({"name": root.name, "version": index["version"], "storage": "compact",
+                                                 "repos": {PROJECT: info}, "splits": splits, **(extra_index or {})}))
+    return root
+
+
+@pytest.fixture
+def halves(tmp_path):
+    records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    checks = [json.loads(line) for line in (SUITE_V2_DIR / "behaviour" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    half = len(records) // 2
+    first, second = {r["task_id"] for r in records[:half]}, {r["task_id"] for r in records[half:]}
+    dst = _part(tmp_path / "dst", records[:half], [c for c in checks if c["task_id"] in first])
+    src = _part(tmp_path / "src", records[half:], [c for c in checks if c["task_id"] in second],
+                {"history": {PROJECT: {"to_version": "2.4.0", "kept": len(second)}}})
+    return src, dst, records
+
+
+def test_the_tasks_of_one_suite_join_another_with_their_checks_selections_and_splits(halves):
+    src, dst, records = halves
+    before = set(SweSynthSuite(dst, behaviour="any", distinct=False).task_ids("all"))
+    assert merge_suites(src, dst, dry_run=True).added == {PROJECT: len(records) - len(before)}
+    assert set(SweSynthSuite(dst, behaviour="any", distinct=False).task_ids("all")) == before  # nothing written
+    result = merge_suites(src, dst)
+    assert result.added == {PROJECT: len(records) - len(before)} and not result.selection_missing
+    merged = SweSynthSuite(dst, behaviour="any", distinct=False)
+    assert set(merged.task_ids("all")) == {r["task_id"] for r in records}
+    new = [r["task_id"] for r in records if r["task_id"] not in before]
+    assert all(merged.record(tid).behaviour for tid in new if tid in {
+        json.loads(line)["task_id"] for line in (src / "behaviour" / f"{PROJECT}.jsonl").read_text().splitlines()})
+    selection = json.loads((dst / "selection" / f"{PROJECT}.json").read_text())["tasks"]
+    theirs = json.loads((src / "selection" / f"{PROJECT}.json").read_text())["tasks"]
+    assert all(selection[tid] == theirs[tid] for tid in new if tid in theirs)
+    index = json.loads((dst / "suite.json").read_text())
+    assert sum(result.splits.values()) == len(new) and set(result.splits) <= {"train", "test_id"}
+    assert index["history"][PROJECT] == [{"to_version": "2.4.0", "kept": len(new)}]
+    again = merge_suites(src, dst)  # a second merge finds every task there already
+    assert again.added == {PROJECT: 0} and again.same == {PROJECT: len(new)}
+
+
+def test_a_project_run_another_way_is_refused_and_nothing_is_written(halves):
+    src, dst, _records = halves
+    baseline = src / "baselines" / f"{PROJECT}.json"
+    tests = json.loads(baseline.read_text())
+    tests["tests"][0] = "tests/test_addict.py::a_test_only_the_source_has"
+    baseline.write_text(json.dumps(tests))
+    records_before = (dst / "records" / f"{PROJECT}.jsonl").read_text()
+    with pytest.raises(MergeError, match=r"project addict: the baselines differ \(1 only in the source "
+                                         r"\(first: tests/test_addict.py::a_test_only_the_source_has\)"):
+        merge_suites(src, dst)
+    assert (dst / "records" / f"{PROJECT}.jsonl").read_text() == records_before
+    index = json.loads((src / "suite.json").read_text())
+    index["repos"][PROJECT]["test_command"] += " -x"
+    (src / "suite.json").write_text(json.dumps(index))
+    with pytest.raises(MergeError, match="project addict: test_command differs"):
+        merge_suites(src, dst)
+
+
+def test_an_id_the_destination_holds_with_another_record_is_refused(halves):
+    src, dst, _records = halves
+    path = src / "records" / f"{PROJECT}.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    clash = json.loads((dst / "records" / f"{PROJECT}.jsonl").read_text().splitlines()[0])
+    lines.append({**clash, "problem_statement": "another report"})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(MergeError, match=f"task {clash['task_id']}: .* holds another record under that id"):
+        merge_suites(src, dst)
+    with pytest.raises(MergeError, match="cannot be merged into itself"):
+        merge_suites(dst, dst)
+
+
+def test_the_command_line_says_what_moved_and_what_was_wrong(halves, tmp_path, capsys):
+    src, dst, _records = halves
+    assert main(["swesynth", "merge", str(src), "--into", str(dst), "--dry-run"]) == 0
+    assert f"would merge {len(json.loads((src / 'suite.json').read_text())['splits']['train'])} task(s)" in \
+        capsys.readouterr().out
+    (tmp_path / "empty").mkdir()
+    assert main(["swesynth", "merge", str(tmp_path / "empty"), "--into", str(dst)]) == 1
+    assert "no suite.json" in capsys.readouterr().err
