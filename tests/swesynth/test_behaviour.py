@@ -462,6 +462,46 @@ def test_a_self_that_does_not_pickle_is_recorded_as_the_constructor_call_that_ma
     assert "a;b;c" in texts and len(texts) > 2
 
 
+def test_what_a_project_module_holds_is_recorded_as_where_it_lives():
+    """glom's default scope: a module-level ``ChainMap`` whose first map holds a registry of local
+    functions, chained into every call's scope. The scope pickles with that map as the lookup that
+    finds it (``_DEFAULT_SCOPE.maps[0]``); so do a module-level dict's values and list's items."""
+    import collections
+    import pickle
+    import sys
+    import types
+
+    def local_handler():
+        return "handled"
+
+    registry = types.SimpleNamespace(handlers=[local_handler])
+    fake = types.ModuleType("scopes_of_a_project")
+    fake._DEFAULT_SCOPE = collections.ChainMap({"registry": registry})
+    fake.HANDLERS = {"default": types.SimpleNamespace(run=local_handler)}
+    fake.CHAIN = [types.SimpleNamespace(run=local_handler)]
+    sys.modules[fake.__name__] = fake
+    probe.HELD_PACKAGES[0] = None  # any package's (a recorder narrows it to the replayable ones)
+    probe._HELD.update(modules=-1, index={})  # built again once modules come and go, as here
+    try:
+        scope = fake._DEFAULT_SCOPE.new_child({"target": [1, 2]})
+        call = {"pos": [scope, fake.HANDLERS["default"], fake.CHAIN[0]], "kw": {}, "var": [], "varkw": {}}
+        with pytest.raises((pickle.PicklingError, AttributeError)):
+            pickle.dumps(call)
+        data = probe.dumps(call)
+        assert probe.LAST_DUMP_REBUILT[0] is True
+        again = probe.loads(data, allowed={"scopes_of_a_project"})["pos"]
+        assert again[0].maps[0] == {"target": [1, 2]} and again[0].maps[0] is not scope.maps[0]
+        assert again[0].maps[1] is fake._DEFAULT_SCOPE.maps[0] and again[0]["registry"] is registry
+        assert again[1] is fake.HANDLERS["default"] and again[2] is fake.CHAIN[0]
+        probe.dumps({"plain": [1, "x"]})
+        assert probe.LAST_DUMP_REBUILT[0] is False
+    finally:
+        del sys.modules[fake.__name__]
+        probe._HELD.update(modules=-1, index={})
+    with pytest.raises((pickle.PicklingError, AttributeError)):  # no module holds it now
+        probe.dumps(registry)
+
+
 def test_regex_matches_and_memoryviews_are_recorded_as_the_calls_that_make_them_again():
     """The standard pickler refuses both; the recorder's pickles rebuild them from standard-library
     calls only (what the replay's loader allows), without changing pickling for the code under test."""

@@ -338,6 +338,72 @@ def _built(obj):
     return None
 
 
+class _Lookup:
+    """Pickles as ``getattr`` of a dotted ``path`` on a module (the module as its import)."""
+
+    def __init__(self, module, path):
+        self.module, self.path = module, path
+
+    def __reduce__(self):
+        return operator.attrgetter(self.path), (self.module,)
+
+
+#: ``id(value) -> (value, reduce value)`` for what project modules hold (:func:`_held_by_module`),
+#: with the ``len(sys.modules)`` it was built at.
+_HELD = {"modules": -1, "index": {}}
+#: Top-level package names whose modules' values may be pickled as where they live (None: any that
+#: is not the standard library's or a test's); the recorder sets it to the replayable packages.
+HELD_PACKAGES = [None]
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, type, types.FunctionType,
+          types.BuiltinFunctionType, types.ModuleType)
+
+
+def _module_holders():
+    for name, module in list(sys.modules.items()):
+        top = name.split(".")[0] if type(name) is str else ""
+        if not top or top in sys.stdlib_module_names or top in ("builtins", "__main__", "__mp_main__", "conftest") or \
+                any(p.startswith("test") or p == "conftest" for p in name.split(".")):
+            continue
+        if HELD_PACKAGES[0] is not None and top not in HELD_PACKAGES[0]:
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:
+            yield module, namespace
+
+
+def _held_by_module(obj):
+    """How to find ``obj`` again where a project module keeps it, or None: a module attribute, one of
+    a module-level ``ChainMap``'s maps, a value of a module-level dict (under a plain key) or an item
+    of a module-level list or tuple. glom's default scope holds a registry of local functions that
+    every call's scope chains to; it pickles as ``glom.core._DEFAULT_SCOPE.maps[0]``."""
+    import collections
+    if len(sys.modules) != _HELD["modules"]:
+        index = {}
+        for module, namespace in _module_holders():
+            for attr, value in list(namespace.items()):
+                if type(attr) is not str or attr.startswith("__") or isinstance(value, _ATOMS):
+                    continue
+                index.setdefault(id(value), (value, (operator.attrgetter(attr), (module,))))
+                if type(value) is collections.ChainMap:
+                    children = [(i, m) for i, m in enumerate(value.maps)]
+                    holder = _Lookup(module, attr + ".maps")
+                elif type(value) in (list, tuple):
+                    children = list(enumerate(value[:200]))
+                    holder = _Lookup(module, attr)
+                elif type(value) is dict:
+                    children = [(k, v) for k, v in list(value.items())[:200]
+                                if type(k) in (str, int, bytes, bool, type)]
+                    holder = _Lookup(module, attr)
+                else:
+                    continue
+                for key, child in children:
+                    if not isinstance(child, _ATOMS):
+                        index.setdefault(id(child), (child, (operator.itemgetter(key), (holder,))))
+        _HELD["index"], _HELD["modules"] = index, len(sys.modules)
+    entry = _HELD["index"].get(id(obj))
+    return entry[1] if entry is not None and entry[0] is obj else None
+
+
 class _Pickler(pickle.Pickler):
     """The standard pickler, plus: a module pickles as its import, a match of the ``regex`` package as
     its ``re`` one does (:func:`_match_again`), and an instance of a class
@@ -350,6 +416,8 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         if self.rebuild:
             made = _built(obj)
+            if made is None and not isinstance(obj, _ATOMS) and type(obj) is not _Lookup:
+                made = _held_by_module(obj)
             if made is not None:
                 return made
         if type(obj) is types.ModuleType:
@@ -366,22 +434,37 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
+class _RebuildPickler(pickle._Pickler):
+    """:class:`_Pickler`'s second try, on the pure-Python pickler: the C one never asks
+    ``reducer_override`` about exact dicts and lists, and a module-level dict (glom's default scope
+    map) is what has to pickle as where it lives."""
+
+    rebuild = True
+    reducer_override = _Pickler.reducer_override
+
+
 def dumps(value):
     """``pickle.dumps`` (protocol 4) that also takes regex matches and memoryviews (:data:`_REBUILT`)
     and module-level singletons of local classes (:class:`_Pickler`), without touching the
     process's global ``copyreg`` table (the tests under the recorder keep theirs). What does not
     pickle so is tried again with the objects :func:`remember_built` knows as their constructor calls."""
     buffer = io.BytesIO()
+    LAST_DUMP_REBUILT[0] = False
     try:
         _Pickler(buffer, protocol=4).dump(value)
-    except Exception:
-        if not _BUILT:
-            raise
+    except Exception as first:
         buffer = io.BytesIO()
-        pickler = _Pickler(buffer, protocol=4)
-        pickler.rebuild = True
-        pickler.dump(value)
+        try:
+            _RebuildPickler(buffer, protocol=4).dump(value)
+        except Exception:
+            raise first from None  # what the plain pickle said is the reason worth reading
+        LAST_DUMP_REBUILT[0] = True
     return buffer.getvalue()
+
+
+#: Whether the last :func:`dumps` pickled objects as the calls that make or find them again (their
+#: state then comes from the replaying process, not from the recorded one).
+LAST_DUMP_REBUILT = [False]
 
 
 # -- recording (a pytest plugin) --------------------------------------------------------------------
@@ -416,7 +499,7 @@ class _Recorder:
         self.classes = {(rel, qual.rsplit(".", 1)[0]) for rel, qual in self.targets
                         if "." in qual and "<locals>" not in qual}
         self.class_wanted = {}
-        self.inits = {}
+        HELD_PACKAGES[0] = frozenset(self.allowed)
 
     def match(self, code):
         hit = self.codes.get(code)
@@ -545,7 +628,7 @@ class _Recorder:
             if seen not in self.digested:
                 self.digested.add(seen)
                 self.digests.add(call_digest(hit[1], data))
-                if _BUILT:  # an object pickled as its constructor call: the state the test gave it counts too
+                if LAST_DUMP_REBUILT[0]:  # objects pickled as how to make them: the state the test gave them counts too
                     try:
                         self.digests.add(_digest(json.dumps([hit[1], canonical(call)], sort_keys=True,
                                                             separators=(",", ":"))))
