@@ -290,6 +290,9 @@ def register(subparsers) -> None:
     merge.add_argument("--into", required=True, help="the compact suite that receives them (a directory, or v2 "
                                                      "for the bundled default)")
     merge.add_argument("--dry-run", action="store_true", help="check everything and say what would move; write nothing")
+    merge.add_argument("--max-per-function", type=int, default=None, metavar="N",
+                       help="leave out a task that would make a function broken by more than N tasks (default: "
+                            "the bundled suite's cap, 10; 0 turns it off)")
     merge.set_defaults(func=cmd_merge)
 
 
@@ -818,7 +821,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     into = NAMED_SUITES.get(args.into, args.into)
     try:
-        result = merge_suites(args.source, into, dry_run=args.dry_run)
+        result = merge_suites(args.source, into, dry_run=args.dry_run, max_per_function=args.max_per_function)
     except MergeError as exc:
         print(f"termgym swesynth merge: {exc}", file=sys.stderr)
         return 1
@@ -831,6 +834,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         print("new projects: " + ", ".join(result.new_projects))
     if result.splits:
         print("splits: " + ", ".join(f"{k} {v}" for k, v in sorted(result.splits.items())))
+    if result.over_cap:
+        print("left out, a function would be broken by more tasks than the cap: "
+              + ", ".join(f"{repo} {n}" for repo, n in sorted(result.over_cap.items())))
     for repo, why in sorted(result.selection_missing.items()):
         print(f"{repo}: no test selections merged: {why}")
     return 0

@@ -50,7 +50,11 @@ def halves(tmp_path):
 
 
 def test_the_tasks_of_one_suite_join_another_with_their_checks_selections_and_splits(halves):
+    from termgym.factory.swesynth.bundle import named_share
+
     src, dst, records = halves
+    index = json.loads((dst / "suite.json").read_text())
+    (dst / "suite.json").write_text(json.dumps({**index, "named_share": named_share(dst)}))
     before = set(SweSynthSuite(dst, behaviour="any", distinct=False).task_ids("all"))
     assert merge_suites(src, dst, dry_run=True).added == {PROJECT: len(records) - len(before)}
     assert set(SweSynthSuite(dst, behaviour="any", distinct=False).task_ids("all")) == before  # nothing written
@@ -67,6 +71,7 @@ def test_the_tasks_of_one_suite_join_another_with_their_checks_selections_and_sp
     index = json.loads((dst / "suite.json").read_text())
     assert sum(result.splits.values()) == len(new) and set(result.splits) <= {"train", "test_id"}
     assert index["history"][PROJECT] == [{"to_version": "2.4.0", "kept": len(new)}]
+    assert index["named_share"] == named_share(dst) and index["named_share"]["tasks"] == len(records)
     again = merge_suites(src, dst)  # a second merge finds every task there already
     assert again.added == {PROJECT: 0} and again.same == {PROJECT: len(new)}
 
@@ -110,3 +115,28 @@ def test_the_command_line_says_what_moved_and_what_was_wrong(halves, tmp_path, c
     (tmp_path / "empty").mkdir()
     assert main(["swesynth", "merge", str(tmp_path / "empty"), "--into", str(dst)]) == 1
     assert "no suite.json" in capsys.readouterr().err
+
+
+def test_no_function_passes_the_cap_and_the_merged_generation_is_counted(tmp_path):
+    """A merge keeps the destination's per-function cap (the bundled suite's: 10): with a cap of 1 no
+    merged task breaks a function another task already breaks, and what was left out is counted;
+    the card's generation totals count what was merged."""
+    from termgym.factory.swesynth.card import _generation
+    from termgym.factory.swesynth.merge import _functions
+
+    records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    dst = _part(tmp_path / "dst", records[:2], [])
+    src = _part(tmp_path / "src", records[2:], [], {"generation": {PROJECT: {
+        "seed": 5, "version": 1, "kept": 99, "attempted": 120, "elapsed_seconds": 60.0}}})
+    index = json.loads((src / "suite.json").read_text())
+    before = [json.loads(line) for line in (dst / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    taken = set().union(*map(_functions, before))
+    result = merge_suites(src, dst, max_per_function=1)
+    after = [json.loads(line) for line in (dst / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    merged = after[len(before):]
+    assert result.over_cap[PROJECT] > 0 and len(merged) == result.added[PROJECT] > 0
+    assert not any(_functions(line) & taken for line in merged)
+    assert len(set().union(*map(_functions, merged))) == sum(len(_functions(line)) for line in merged)
+    assert len(merged) + result.over_cap[PROJECT] == len(index["splits"]["train"])
+    totals = _generation(json.loads((dst / "suite.json").read_text()))
+    assert totals["kept"] == len(merged) and totals["seeds"] == [5]

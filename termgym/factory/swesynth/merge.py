@@ -14,7 +14,13 @@
 * every merged task goes to the split ``DST`` decides for it: ``test`` for a project ``DST`` holds out
   (:func:`~termgym.factory.swesynth.bundle.project_held_out`), else ``test_id`` for the hashed
   share :data:`~termgym.factory.swesynth.bundle.TEST_ID_FRACTION` of ids and ``train`` for the rest;
-* per-project ``history`` statistics are kept under the project (a list when ``DST`` had some).
+* no function ends up broken by more than ``max_per_function`` tasks (default: the bundled
+  suite's cap, :data:`~termgym.factory.swesynth.bundle.MAX_TASKS_PER_FUNCTION`): a task that would
+  pass it is left out and counted (``over_cap``);
+* the destination's ``named_share`` (tasks whose test file names the changed module) is counted again;
+* per-project ``history`` statistics are kept under the project (a list when ``DST`` had some), and
+  the source's generation statistics of a project ``DST`` already had under ``merged_generation``
+  (its ``kept`` set to the tasks merged), so the card's generation totals count the merged tasks.
 
 Nothing is written until every project of ``SRC`` has been checked; ``dry_run`` only checks.
 """
@@ -45,10 +51,16 @@ class MergeResult:
     new_projects: list[str] = field(default_factory=list)
     selection_missing: dict[str, str] = field(default_factory=dict)  # project -> why no selections merged
     splits: dict[str, int] = field(default_factory=dict)  # merged tasks per split
+    over_cap: dict[str, int] = field(default_factory=dict)  # left out: a function would pass the cap
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "same": self.same, "new_projects": self.new_projects,
-                "selection_missing": self.selection_missing, "splits": self.splits}
+                "selection_missing": self.selection_missing, "splits": self.splits, "over_cap": self.over_cap}
+
+
+def _functions(line: dict[str, Any]) -> set[tuple[str, str]]:
+    bug = line.get("bug") if isinstance(line.get("bug"), dict) else {}
+    return {(str(m.get("path")), str(m.get("function"))) for m in bug.get("mutations") or [] if isinstance(m, dict)}
 
 
 def _index(suite: Path) -> dict[str, Any]:
@@ -105,10 +117,12 @@ def _write_lines(path: Path, lines: list[dict[str, Any]], **dumps: Any) -> None:
     os.replace(tmp, path)
 
 
-def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False) -> MergeResult:
+def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
+                 max_per_function: int | None = None) -> MergeResult:
     """Merge the compact suite ``src`` into ``dst`` (see the module's doc); returns what moved."""
-    from termgym.factory.swesynth.bundle import TEST_ID_FRACTION, project_held_out
+    from termgym.factory.swesynth.bundle import MAX_TASKS_PER_FUNCTION, TEST_ID_FRACTION, project_held_out
 
+    cap = MAX_TASKS_PER_FUNCTION if max_per_function is None else max_per_function
     src, dst = Path(src), Path(dst)
     if src.resolve() == dst.resolve():
         raise MergeError(f"{src}: a suite cannot be merged into itself")
@@ -135,10 +149,20 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False) -> 
                              f"{dst / mine.get('baseline', f'baselines/{repo}.json')}; generate the tasks "
                              "again with the destination's project settings")
         existing = {line["task_id"]: line for line in _lines(dst / mine["records"])}
+        per_function: dict[tuple[str, str], int] = {}
+        for line in existing.values():
+            for key in _functions(line):
+                per_function[key] = per_function.get(key, 0) + 1
         fresh = []
         for line in lines:
             held = existing.get(line["task_id"])
             if held is None:
+                keys = _functions(line)
+                if cap and any(per_function.get(key, 0) >= cap for key in keys):
+                    result.over_cap[repo] = result.over_cap.get(repo, 0) + 1
+                    continue
+                for key in keys:
+                    per_function[key] = per_function.get(key, 0) + 1
                 fresh.append(line)
             elif held == line:
                 result.same[repo] = result.same.get(repo, 0) + 1
@@ -172,10 +196,14 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False) -> 
         if why:
             result.selection_missing[repo] = why
         with locked_index(dst) as index:
+            generation = (theirs.get("generation") or {}).get(repo)
             if mine is None:
                 index.setdefault("repos", {})[repo] = info
-                if repo in (theirs.get("generation") or {}):
-                    index.setdefault("generation", {})[repo] = theirs["generation"][repo]
+                if generation is not None:
+                    index.setdefault("generation", {})[repo] = generation
+            elif generation is not None and lines:
+                index.setdefault("merged_generation", {}).setdefault(repo, []).append(
+                    {**generation, "kept": len(lines), "merged_from": theirs.get("name") or src.name})
             splits = {k: list(v) for k, v in (index.get("splits") or {}).items()}
             for tid in new_ids:
                 split = "test" if held_out else split_for(tid, TEST_ID_FRACTION, "test_id")
@@ -189,6 +217,12 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False) -> 
             if held_out and repo not in (index.get("held_out_projects") or []):
                 index["held_out_projects"] = sorted({*(index.get("held_out_projects") or []), repo})
         result.added[repo] = len(lines)
+    if "named_share" in ours:  # the share of tasks whose test file names the module, over every task
+        from termgym.factory.swesynth.bundle import named_share
+
+        share = named_share(dst)
+        with locked_index(dst) as index:
+            index["named_share"] = share
     return result
 
 
