@@ -777,18 +777,19 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     compact = suite._raw != {}
     ids = list(suite.task_ids("all"))
     done: set[str] = set()
+
+    def settled(line: dict[str, Any]) -> bool:  # a recorded line this run leaves as it is
+        return not retry or bool(line.get("behaviour")) or bool(reason and reason not in line.get("reason", ""))
+
     if not redo:
         if compact:
             for repo in suite.projects():
-                done |= {tid for tid, line in read_sidecar(sidecar_path(suite_dir, repo)).items()
-                         if not retry or line.get("behaviour") or (reason and reason not in line.get("reason", ""))}
+                done |= {tid for tid, line in read_sidecar(sidecar_path(suite_dir, repo)).items() if settled(line)}
         else:
             for tid in ids:
                 path = suite._folders[tid] / "behaviour.json"
-                if path.is_file():
-                    line = json.loads(path.read_text())
-                    if not retry or line.get("behaviour") or (reason and reason not in line.get("reason", "")):
-                        done.add(tid)
+                if path.is_file() and settled(json.loads(path.read_text())):
+                    done.add(tid)
     # Round-robin over projects, so a run cut short leaves every project partly covered.
     by_repo: dict[str, list[str]] = {}
     for tid in ids:

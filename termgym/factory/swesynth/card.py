@@ -271,15 +271,16 @@ def _generation(index: dict[str, Any]) -> dict[str, Any]:
     generator versions and seeds used."""
     runs = index.get("generation") or {}
     merged = [g for gs in (index.get("merged_generation") or {}).values() for g in gs]  # termgym swesynth merge
+    every = [*runs.values(), *merged]
     total = {"projects": len(runs), "attempted": 0, "runs": 0, "tests_run": 0, "kept": 0, "seconds": 0.0}
-    for g in [*runs.values(), *merged]:
+    for g in every:
         for key in ("attempted", "runs", "tests_run", "kept"):
             total[key] += int(g.get(key, 0))
         total["seconds"] += float(g.get("elapsed_seconds", 0.0))
     total["seconds"] = round(total["seconds"], 1)
     total["tasks_per_project_minute"] = round(60 * total["kept"] / total["seconds"], 2) if total["seconds"] else 0.0
-    total["versions"] = sorted({g.get("version") for g in [*runs.values(), *merged] if g.get("version") is not None})
-    total["seeds"] = sorted({g.get("seed") for g in [*runs.values(), *merged] if g.get("seed") is not None})
+    total["versions"] = sorted({g.get("version") for g in every if g.get("version") is not None})
+    total["seeds"] = sorted({g.get("seed") for g in every if g.get("seed") is not None})
     total["failed_projects"] = sorted(index.get("failed") or {})
     return total
 

@@ -183,10 +183,9 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
         _write_lines(dst / records_rel, old + lines)
         new_ids = [line["task_id"] for line in lines]
         sidecar = dst / "behaviour" / f"{repo}.jsonl"
-        kept = [line for line in _lines(sidecar)]
         added_checks = [checks[tid] for tid in new_ids if tid in checks]
         if added_checks:
-            _write_lines(sidecar, kept + added_checks, sort_keys=True)
+            _write_lines(sidecar, _lines(sidecar) + added_checks, sort_keys=True)
         if mine is None:
             base_rel = info.get("baseline", f"baselines/{repo}.json")
             (dst / base_rel).parent.mkdir(parents=True, exist_ok=True)

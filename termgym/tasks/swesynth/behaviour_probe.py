@@ -269,37 +269,6 @@ def _memoryview_again(m):
 _REBUILT = {type(re.match("", "")): _match_again, memoryview: _memoryview_again}
 
 
-_GLOBAL_NAMES = {}
-
-
-def _global_name(obj):
-    """``(module, name)`` where a module (not a test's) binds ``obj`` at its top level, else None;
-    remembered per class (a sentinel factory makes one class per sentinel)."""
-    key = type(obj)
-    if key in _GLOBAL_NAMES:
-        found = _GLOBAL_NAMES[key]
-        if found is not None and getattr(found[0], found[1], None) is obj:
-            return found
-        if found is None:
-            return None
-    found = None
-    for module in list(sys.modules.values()):
-        name = getattr(module, "__name__", None)
-        if type(name) is not str or any(p.startswith("test") or p == "conftest" for p in name.split(".")):
-            continue
-        namespace = getattr(module, "__dict__", None)
-        if type(namespace) is not dict:
-            continue
-        for attr, value in list(namespace.items()):
-            if value is obj:
-                found = (module, attr)
-                break
-        if found is not None:
-            break
-    _GLOBAL_NAMES[key] = found
-    return found
-
-
 #: Objects that may pickle as the constructor call that made them (:func:`remember_built`):
 #: ``id(obj) -> (reference, (partial(cls, *args, **kwargs), ()))``.
 _BUILT = {}
@@ -409,7 +378,8 @@ class _Pickler(pickle.Pickler):
     its ``re`` one does (:func:`_match_again`), and an instance of a class
     defined inside a function (a sentinel from a factory: ``make_sentinel.<locals>.Sentinel``) as
     the module attribute that holds it, when a module holds it. With ``rebuild``, an object
-    :func:`remember_built` knows pickles as the constructor call that made it."""
+    :func:`remember_built` knows pickles as the constructor call that made it, and any other that
+    a project module keeps as where it keeps it (:func:`_held_by_module`)."""
 
     rebuild = False
 
@@ -428,9 +398,9 @@ class _Pickler(pickle.Pickler):
         if _class_name(type(obj)) == "_regex.Match":  # the third-party ``regex`` module's match (parsimonious)
             return _match_again(obj)
         if "<locals>" in _TYPE_QUALNAME.__get__(type(obj), type) and type(obj) is not types.FunctionType:
-            found = _global_name(obj)
-            if found is not None:
-                return operator.attrgetter(found[1]), (found[0],)
+            held = _held_by_module(obj)  # a sentinel: the module attribute that holds it
+            if held is not None:
+                return held
         return NotImplemented
 
 
@@ -447,7 +417,8 @@ def dumps(value):
     """``pickle.dumps`` (protocol 4) that also takes regex matches and memoryviews (:data:`_REBUILT`)
     and module-level singletons of local classes (:class:`_Pickler`), without touching the
     process's global ``copyreg`` table (the tests under the recorder keep theirs). What does not
-    pickle so is tried again with the objects :func:`remember_built` knows as their constructor calls."""
+    pickle so is tried again (:class:`_RebuildPickler`) with the objects :func:`remember_built`
+    knows as their constructor calls and what project modules keep as where they keep it."""
     buffer = io.BytesIO()
     LAST_DUMP_REBUILT[0] = False
     try:
