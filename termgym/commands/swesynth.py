@@ -875,6 +875,8 @@ def cmd_history(args: argparse.Namespace) -> int:
           f"({', '.join(result.mining.releases)}): {result.candidates} candidates, {stats.attempted} judged, "
           f"{stats.runs} ran tests, {stats.elapsed:.0f} s")
     print("kinds: " + (", ".join(f"{k} {v}" for k, v in sorted(result.kinds.items())) or "none"))
+    if result.mining.unfetchable:
+        print("releases skipped (could not be fetched): " + ", ".join(result.mining.unfetchable))
     if result.mining.skipped:
         print("not proposed: " + json.dumps(dict(result.mining.skipped)))
     for line in stats.rejection_lines():

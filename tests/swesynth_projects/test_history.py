@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from termgym.factory.swesynth.history import (
     defined_names,
     earlier_releases,
     fetch_release,
+    fetch_releases,
     function_reverts,
     how_test_changed,
     module_functions,
@@ -314,6 +316,29 @@ def test_release_lists_and_the_offline_cache(tmp_path, monkeypatch):
         earlier_releases("demo", "0.8.7", offline=True)
     with pytest.raises(HistoryError, match=r"demo==1\.0\.9 is not in the cache"):
         fetch_release("demo", "1.0.9", offline=True)
+
+
+def test_a_release_that_cannot_be_fetched_is_skipped_for_the_next_older_one(tmp_path, monkeypatch):
+    # more-itertools 8.12.0 has no sdist pip can get; mining used to stop there
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "swesynth" / "history" / "demo"
+    folder.mkdir(parents=True)
+    (folder / "versions.json").write_text(json.dumps({"versions": ["0.8.7", "1.0.8", "1.0.9", "1.0.10"]}))
+    for version in ("1.0.9", "0.8.7"):  # in the cache: fetched and unpacked once; 1.0.8 is not
+        (folder / version / "unpacked" / f"demo-{version}").mkdir(parents=True)
+        (folder / version / "tree.json").write_text(json.dumps({"tree": f"unpacked/demo-{version}"}))
+    lines = []
+    fetched, unfetchable = fetch_releases("demo", "1.0.10", 2, offline=True, log=lines.append)
+    assert [r.version for r in fetched] == ["1.0.9", "0.8.7"]
+    assert fetched[1].tree == folder / "0.8.7" / "unpacked" / "demo-0.8.7"
+    assert list(unfetchable) == ["1.0.8"] and "not in the cache" in unfetchable["1.0.8"]
+    assert any("1.0.8: skipped" in line for line in lines)
+    assert [r.version for r in fetch_releases("demo", "1.0.10", 1, offline=True)[0]] == ["1.0.9"]
+    with pytest.raises(HistoryError, match=r"demo==1\.0\.8 is not in the cache"):  # named: not skipped
+        fetch_releases("demo", "1.0.10", versions=["1.0.9", "1.0.8"], offline=True)
+    shutil.rmtree(folder / "0.8.7")  # now nothing before 1.0.9 is in the cache
+    with pytest.raises(HistoryError, match=r"no release of demo before 1\.0\.9 could be fetched: 1\.0\.8: "):
+        fetch_releases("demo", "1.0.9", 3, offline=True)
 
 
 @pytest.mark.parametrize("structure", ["paragraph", "sections", "session", "list"])

@@ -179,6 +179,44 @@ def fetch_release(name: str, version: str, *, offline: bool = False) -> Path:
     return top
 
 
+def fetch_releases(name: str, version: str, count: int = DEFAULT_RELEASES, *, versions: Sequence[str] = (),
+                   offline: bool = False,
+                   log: Callable[[str], None] | None = None) -> tuple[list[Release], dict[str, str]]:
+    """The releases to mine, fetched: exactly ``versions`` when given (any that cannot be fetched
+    is an error: the user named it), else the ``count`` newest final releases before ``version``
+    that can be fetched. A release whose sdist the package index does not give, or that does not
+    unpack (a wheel-only release, a build backend pip cannot run), is skipped and the next older
+    one taken instead; the skipped ones come back with their reasons. Raises
+    :class:`HistoryError` when no release could be fetched."""
+    say = log or (lambda _line: None)
+    if versions:
+        wanted, explicit = list(versions), True
+    else:
+        if count < 1:
+            raise HistoryError(f"--releases must be at least 1, got {count}")
+        wanted, explicit = earlier_releases(name, version, count=10**6, offline=offline), False
+    fetched: list[Release] = []
+    unfetchable: dict[str, str] = {}
+    for candidate in wanted:
+        if not explicit and len(fetched) >= count:
+            break
+        t0 = time.monotonic()
+        try:
+            tree = fetch_release(name, candidate, offline=offline)
+        except HistoryError as exc:
+            if explicit:
+                raise
+            unfetchable[candidate] = str(exc)
+            say(f"{name} {candidate}: skipped, {exc}")
+            continue
+        fetched.append(Release(candidate, tree))
+        say(f"{name} {candidate}: {tree} ({time.monotonic() - t0:.1f} s)")
+    if not fetched:
+        raise HistoryError(f"no release of {name} before {version} could be fetched: "
+                           + "; ".join(f"{v}: {why}" for v, why in unfetchable.items()))
+    return fetched, unfetchable
+
+
 def counterpart(path: str, old_tree: Path) -> Path | None:
     """The file of ``old_tree`` that ``path`` (of the newer tree) was: the same path, or the same
     with ``src/`` added or taken away (a project that moved to or from the src layout)."""
@@ -673,11 +711,13 @@ class MiningStats:
     duplicates: int = 0
     groups: int = 0
     skipped: Counter = field(default_factory=Counter)
+    unfetchable: dict[str, str] = field(default_factory=dict)  # release -> why it was not mined
 
     def to_dict(self) -> dict[str, Any]:
         return {"releases": self.releases, "files_compared": self.files_compared,
                 "files_missing": self.files_missing, "reverts": self.reverts, "duplicates": self.duplicates,
-                "groups": self.groups, "skipped": dict(self.skipped.most_common())}
+                "groups": self.groups, "skipped": dict(self.skipped.most_common()),
+                "unfetchable": dict(self.unfetchable)}
 
 
 class ReleaseHistory:
@@ -820,18 +860,16 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
         project = get_project(name)
     except ProjectError as exc:
         raise HistoryError(f"{exc}; add it first with `termgym swesynth add-project {name}==VERSION`") from None
-    chosen = list(versions) or earlier_releases(project.name, project.version, releases, offline=offline)
-    later = [v for v in chosen if Version(v) >= Version(project.version)]
+    later = [v for v in versions if Version(v) >= Version(project.version)]
     if later:
         raise HistoryError(f"--versions {', '.join(later)}: not earlier than {project.name} {project.version}, "
                            "the project set's release")
-    fetched = []
-    for version in chosen:
-        t0 = time.monotonic()
-        fetched.append(Release(version, fetch_release(project.name, version, offline=offline)))
-        say(f"{project.name} {version}: {fetched[-1].tree} ({time.monotonic() - t0:.1f} s)")
+    fetched, unfetchable = fetch_releases(project.name, project.version, releases, versions=versions,
+                                          offline=offline, log=say)
+    chosen = [r.version for r in fetched]
     tree = project_tree(project)
     source = ReleaseHistory(tree, project.version, fetched, test_dirs=project.test_dirs, groups=groups)
+    source.stats.unfetchable = unfetchable
     # the candidates are counted here, from the files generate reads (it asks again: same list)
     files = {}
     for rel in list_source_files(tree, list(project.source_dirs), list(project.test_dirs)):
@@ -872,5 +910,6 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
 __all__ = ["DEFAULT_RELEASES", "HISTORY_TYPE", "KINDS", "FunctionSource", "HistoryError", "HistoryResult", "Kind",
            "MiningStats", "Release", "ReleaseHistory", "Revert", "ReleaseTests", "call_groups", "class_attributes",
            "classify_kind", "code_dump", "counterpart", "defined_names", "earlier_releases", "fetch_release",
+           "fetch_releases",
            "free_names", "function_reverts", "gone_names", "history_cache", "mine_history", "module_functions",
            "module_names", "release_versions", "removed_constants", "how_test_changed"]
