@@ -226,6 +226,10 @@ def register(subparsers) -> None:
     card.add_argument("--audit", default=None, metavar="FILE", help="an audit result (`audit --json`) to include")
     card.add_argument("--quotes", type=int, default=0, metavar="N", help="quote N reports drawn at random")
     card.add_argument("--quote-seed", type=int, default=26, help="the seed of that draw (default 26)")
+    card.add_argument("--fixes", type=int, default=0, metavar="N",
+                      help="show N served history tasks and N procedural ones drawn at random, each with its "
+                           "report and fix")
+    card.add_argument("--fix-seed", type=int, default=26, help="the seed of that draw (default 26)")
     card.add_argument("--write", default=None, metavar="DOC", help="replace the card section in DOC "
                                                                   "(e.g. docs/swesynth.md) instead of printing it")
     card.set_defaults(func=cmd_card)
@@ -623,10 +627,12 @@ def cmd_card(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"termgym swesynth card: cannot read the audit {args.audit}: {exc}", file=sys.stderr)
             return 2
-    if args.quotes < 0:
-        print(f"termgym swesynth card: --quotes must be 0 or more, got {args.quotes}", file=sys.stderr)
-        return 2
-    section = render(card, audit, quotes=args.quotes, quote_seed=args.quote_seed, doc=args.write)
+    for flag, value in (("--quotes", args.quotes), ("--fixes", args.fixes)):
+        if value < 0:
+            print(f"termgym swesynth card: {flag} must be 0 or more, got {value}", file=sys.stderr)
+            return 2
+    section = render(card, audit, quotes=args.quotes, quote_seed=args.quote_seed, fixes=args.fixes,
+                     fix_seed=args.fix_seed, doc=args.write)
     if args.write:
         write_into(args.write, section)
     else:

@@ -12,9 +12,12 @@ from termgym.cli import main
 from termgym.factory.swesynth.card import (
     END,
     START,
+    _mix_lines,
+    bug_mix,
     fix_size,
     measure,
     render,
+    sample_fixes,
     sample_reports,
     symptom,
     write_into,
@@ -172,3 +175,38 @@ def test_every_served_bug_has_its_own_telling_input_and_the_old_rule_would_not(m
                         and (behaviour.heldout_outcomes(check) or 0) >= 2)
     loose = _served(SUITE_DIR)
     assert loose["bugs_told_apart"] < loose["bugs"], loose["bugs"]
+
+
+def test_the_mix_of_served_bugs_counts_sources_fix_sizes_and_types():
+    records = [
+        {"fix_patch": PATCH, "signals": {"tokens_changed": 4}, "bug": {"bug_types": ["late-check"]}},
+        {"fix_patch": PATCH, "signals": {"tokens_changed": 1}, "bug": {"bug_types": ["wrong-variable"] * 2}},
+        {"fix_patch": PATCH, "signals": {"tokens_changed": 9}, "bug": {"bug_types": ["regression"]},
+         "origin": {"source": "history", "kind": "fix"}},
+    ]
+    mix = bug_mix(records)
+    assert mix["tasks"] == 3 and mix["sources"] == {"procedural": 2, "history": 1} and mix["kinds"] == {"fix": 1}
+    assert mix["tokens"] == [4, 1, 9] and mix["bug_types"]["wrong-variable"] == 1  # once per task
+    text = "\n".join(_mix_lines(mix))
+    assert "**fixes of at most one token: 1 (33 %)**" in text and "changed tokens median 4, p90 9" in text
+
+
+def test_the_card_shows_history_and_procedural_fixes_of_served_tasks_drawn_by_a_seed(bundled_card):
+    card = bundled_card
+    served = set(card["served"]["task_ids"])
+    # the mix is the served tasks', not the suite's (measured over all tasks it would count 5,000 more)
+    assert card["served_mix"]["tasks"] == len(served) == len(card["fixes"])
+    assert sum(card["served_mix"]["sources"].values()) == len(served)
+    drawn = sample_fixes(card, 3, 26)
+    assert drawn == sample_fixes(card, 3, 26) and drawn != sample_fixes(card, 3, 27)
+    assert len(drawn["procedural"]) == 3 and 1 <= len(drawn["history"]) <= 3
+    assert all(card["fixes"][t]["source"] == source for source, ids in drawn.items() for t in ids)
+    assert set(drawn["history"] + drawn["procedural"]) <= served
+    text = render(card, fixes=3, fix_seed=26)
+    assert "**3 history tasks and 3 procedural tasks drawn at random** (seed 26" in text
+    assert "**What the served bugs are like**" in text
+    for tid in drawn["history"] + drawn["procedural"]:
+        fix = card["fixes"][tid]["fix_patch"].splitlines()
+        assert f"`{tid}` (" in text and "\n".join(fix[:4]) in text  # the fix itself, in a diff block
+    assert "history tasks and" not in render(card)
+    assert main(["swesynth", "card", "--fixes", "-1"]) == 2
