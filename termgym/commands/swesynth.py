@@ -288,6 +288,23 @@ def register(subparsers) -> None:
                            "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
     hist.set_defaults(func=cmd_history)
 
+    split = sub.add_parser("split", help="single-bug tasks from a suite's multi-bug tasks that are not served: each "
+                                         "bug alone, validated, reported and checked again as a task of its own")
+    split.add_argument("names", nargs="+", metavar="NAME", help="projects of the suite")
+    split.add_argument("--out", required=True, help="compact suite directory to write (created or extended)")
+    split.add_argument("--suite", default="v2", help="the suite whose tasks are split (default: v2, the bundled default)")
+    split.add_argument("--task", nargs="+", default=None, metavar="ID",
+                       help="split these tasks (default: every multi-bug task the default policy does not serve)")
+    split.add_argument("--served-only", action="store_true",
+                       help="keep only new tasks whose own behaviour check decides a grade")
+    split.add_argument("--seed", type=int, default=0)
+    split.add_argument("--workers", "-j", type=int, default=1, help="parallel test runs")
+    split.add_argument("--time-budget", type=float, default=None, help="seconds per project; keeps what validated")
+    split.add_argument("--no-flaky-check", action="store_true",
+                       help="skip the baseline's flaky check (the project set's suites were checked when added)")
+    split.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
+    split.set_defaults(func=cmd_split)
+
     merge = sub.add_parser("merge", help="merge a compact suite (history's or generate's --out) into another, the "
                                          "bundled default included: same projects run the same way, new ones whole")
     merge.add_argument("source", help="the compact suite whose tasks are added")
@@ -846,6 +863,46 @@ def cmd_merge(args: argparse.Namespace) -> int:
     for repo, why in sorted(result.selection_missing.items()):
         print(f"{repo}: no test selections merged: {why}")
     return 0
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    """``termgym swesynth split NAME...``: single-bug tasks from multi-bug ones
+    (:func:`termgym.factory.swesynth.split.split_project`)."""
+    from termgym.factory.swesynth.split import SplitError, split_project
+    from termgym.tasks.swesynth.projects import ProjectError
+
+    suite = _suite_dir(args.suite)
+    if not (suite / "suite.json").is_file():
+        print(f"termgym swesynth split: {args.suite!r} is neither a compact suite directory nor a suite name",
+              file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print(f"termgym swesynth split: --workers must be at least 1, got {args.workers}", file=sys.stderr)
+        return 2
+    kept = 0
+    failed = []
+    for name in args.names:
+        bar = ProgressBar(label=f"{name} ")
+        try:
+            result, source = split_project(name, args.out, suite=suite, only=args.task, seed=args.seed,
+                                           workers=args.workers, backend=args.backend, time_budget=args.time_budget,
+                                           flaky_check=not args.no_flaky_check, served_only=args.served_only,
+                                           log=lambda line: print(line, file=sys.stderr, flush=True), progress=bar)
+        except (SplitError, ProjectError, ValueError, RuntimeError) as exc:
+            print(f"termgym swesynth split: {name}: {exc}", file=sys.stderr)
+            failed.append(name)
+            continue
+        stats = result.stats
+        kept += stats.kept
+        print(f"{name}: wrote {stats.kept} single-bug task(s) to {result.out} from {len(source.units)} bugs of "
+              f"{len({t for v in source.sources.values() for t in v})} multi-bug tasks ({stats.elapsed:.0f} s)")
+        for line in stats.rejection_lines():
+            print(line)
+        if result.records:
+            print(served_line(result.records))
+    if failed:
+        print(f"not split: {', '.join(failed)}", file=sys.stderr)
+    return 0 if kept and not failed else 1
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -319,7 +319,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         full_runs_ok = import_time == "run" or (import_time == "auto" and base.seconds <= 20.0)
         limit = max_failures(len(required))
         previous = _previous_run(out, name, seed, required) if resume else None
-        procedural = [t for t in types if t in _procedural()]
+        # a source that proposes every candidate itself (split bugs) has procedural types but no scan
+        procedural = [] if getattr(breaker, "proposes_all", False) else [t for t in types if t in _procedural()]
         files, candidates = scan_repository(pristine, sources, procedural)
         if breaker is not None:
             candidates = candidates + breaker.propose(files, [t for t in types if t not in procedural] or types,
