@@ -857,6 +857,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         print("new projects: " + ", ".join(result.new_projects))
     if result.splits:
         print("splits: " + ", ".join(f"{k} {v}" for k, v in sorted(result.splits.items())))
+    if result.same_bug:
+        print("already there, the same bug: " + ", ".join(f"{repo} {n}" for repo, n in sorted(result.same_bug.items())))
     if result.over_cap:
         print("left out, a function would be broken by more tasks than the cap: "
               + ", ".join(f"{repo} {n}" for repo, n in sorted(result.over_cap.items())))

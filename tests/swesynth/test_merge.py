@@ -99,8 +99,11 @@ def test_an_id_the_destination_holds_with_another_record_is_refused(halves):
     path = src / "records" / f"{PROJECT}.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     clash = json.loads((dst / "records" / f"{PROJECT}.jsonl").read_text().splitlines()[0])
-    lines.append({**clash, "problem_statement": "another report"})
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # the same bug made again with another report: the suite has that bug already, nothing moves
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*lines, {**clash, "problem_statement": "again"}]))
+    assert merge_suites(src, dst, dry_run=True).same_bug == {PROJECT: 1}
+    other = {**clash, "bug": {**clash["bug"], "patch": clash["bug"]["patch"] + "\n"}}
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*lines, other]))
     with pytest.raises(MergeError, match=f"task {clash['task_id']}: .* holds another record under that id"):
         merge_suites(src, dst)
     with pytest.raises(MergeError, match="cannot be merged into itself"):
@@ -140,3 +143,28 @@ def test_no_function_passes_the_cap_and_the_merged_generation_is_counted(tmp_pat
     assert len(merged) + result.over_cap[PROJECT] == len(index["splits"]["train"])
     totals = _generation(json.loads((dst / "suite.json").read_text()))
     assert totals["kept"] == len(merged) and totals["seeds"] == [5]
+
+
+def test_a_task_split_out_of_a_multi_bug_task_stands_in_for_it_under_the_cap(tmp_path):
+    """A single-bug task split out of a multi-bug one (``termgym swesynth split``) takes that task's
+    place at the function it breaks: under a cap of 1 it is merged although its source breaks the
+    function already; a second one there is over the cap; the card counts the same way."""
+    from termgym.factory.swesynth.merge import _functions, function_load
+
+    records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    source = next(r for r in records if len(_functions(r)) >= 2)
+    first = source["bug"]["mutations"][0]
+    split = {**source, "task_id": f"{PROJECT}-split000001", "origin": {"split_from": [source["task_id"]]},
+             "bug": {**source["bug"], "mutations": [first], "patch": source["bug"]["patch"] + "\n"}}
+    twin = {**split, "task_id": f"{PROJECT}-split000002", "bug": {**split["bug"], "patch": split["bug"]["patch"] + "\n"}}
+    key = (first["path"], first["function"])
+    assert function_load([source])[key] == 1 and function_load([source, split])[key] == 1
+    assert function_load([source, split, twin])[key] == 2
+    assert function_load([source, {**split, "origin": {}}])[key] == 2  # sabotage: no stand-in, the source counts
+    dst = _part(tmp_path / "dst", [source], [])
+    src = _part(tmp_path / "src", [split, twin], [])
+    result = merge_suites(src, dst, max_per_function=1)
+    assert result.added == {PROJECT: 1} and result.over_cap == {PROJECT: 1}
+    lines = [json.loads(line) for line in (dst / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    assert [line["task_id"] for line in lines] == [source["task_id"], split["task_id"]]
+    assert max(function_load(lines).values()) == 1

@@ -10,13 +10,16 @@
   baseline (the required tests every task's grade runs), else the merge stops and says which of
   them differs and where; its tasks are appended to ``DST``'s records and sidecar, and their test
   selections to ``DST``'s coverage map when both maps were traced from the same tree and tests;
-* a task id ``DST`` already holds is skipped when the record is the same, and refused otherwise;
+* a task id ``DST`` already holds is skipped when the record is the same or carries the same bug
+  patch (the id is the patch's hash: the same bug made again, with another report), and refused
+  otherwise;
 * every merged task goes to the split ``DST`` decides for it: ``test`` for a project ``DST`` holds out
   (:func:`~termgym.factory.swesynth.bundle.project_held_out`), else ``test_id`` for the hashed
   share :data:`~termgym.factory.swesynth.bundle.TEST_ID_FRACTION` of ids and ``train`` for the rest;
 * no function ends up broken by more than ``max_per_function`` tasks (default: the bundled
   suite's cap, :data:`~termgym.factory.swesynth.bundle.MAX_TASKS_PER_FUNCTION`): a task that would
-  pass it is left out and counted (``over_cap``);
+  pass it is left out and counted (``over_cap``); a single-bug task split out of a multi-bug one
+  stands in for it at the functions it breaks (:func:`function_load`);
 * the destination's ``named_share`` (tasks whose test file names the changed module) is counted again;
 * per-project ``history`` statistics are kept under the project (a list when ``DST`` had some), and
   the source's generation statistics of a project ``DST`` already had under ``merged_generation``
@@ -52,15 +55,33 @@ class MergeResult:
     selection_missing: dict[str, str] = field(default_factory=dict)  # project -> why no selections merged
     splits: dict[str, int] = field(default_factory=dict)  # merged tasks per split
     over_cap: dict[str, int] = field(default_factory=dict)  # left out: a function would pass the cap
+    same_bug: dict[str, int] = field(default_factory=dict)  # left out: DST holds the same bug patch already
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "same": self.same, "new_projects": self.new_projects,
-                "selection_missing": self.selection_missing, "splits": self.splits, "over_cap": self.over_cap}
+                "selection_missing": self.selection_missing, "splits": self.splits, "over_cap": self.over_cap,
+                "same_bug": self.same_bug}
 
 
 def _functions(line: dict[str, Any]) -> set[tuple[str, str]]:
     bug = line.get("bug") if isinstance(line.get("bug"), dict) else {}
     return {(str(m.get("path")), str(m.get("function"))) for m in bug.get("mutations") or [] if isinstance(m, dict)}
+
+
+def function_load(lines: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """How many of one project's tasks (record lines) break each ``(path, function)``: a task counts
+    once for each function its bugs change, except that a multi-bug task stops counting for a
+    function once a task split out of it (``origin.split_from``, ``termgym swesynth split``)
+    breaks that function: there the single-bug task stands in for it. What the per-function cap
+    is checked against."""
+    stood_in = {(source, key) for line in lines for source in (line.get("origin") or {}).get("split_from") or ()
+                for key in _functions(line)}
+    load: dict[tuple[str, str], int] = {}
+    for line in lines:
+        for key in _functions(line):
+            if (line["task_id"], key) not in stood_in:
+                load[key] = load.get(key, 0) + 1
+    return load
 
 
 def _index(suite: Path) -> dict[str, Any]:
@@ -149,23 +170,23 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
                              f"{dst / mine.get('baseline', f'baselines/{repo}.json')}; generate the tasks "
                              "again with the destination's project settings")
         existing = {line["task_id"]: line for line in _lines(dst / mine["records"])}
-        per_function: dict[tuple[str, str], int] = {}
-        for line in existing.values():
-            for key in _functions(line):
-                per_function[key] = per_function.get(key, 0) + 1
         fresh = []
         for line in lines:
             held = existing.get(line["task_id"])
             if held is None:
-                keys = _functions(line)
-                if cap and any(per_function.get(key, 0) >= cap for key in keys):
+                before = function_load([*existing.values(), *fresh])
+                after = function_load([*existing.values(), *fresh, line])
+                # over the cap: the load of a function it breaks grows past the cap
+                if cap and any(after.get(key, 0) > before.get(key, 0) and after.get(key, 0) > cap
+                               for key in _functions(line)):
                     result.over_cap[repo] = result.over_cap.get(repo, 0) + 1
                     continue
-                for key in keys:
-                    per_function[key] = per_function.get(key, 0) + 1
                 fresh.append(line)
             elif held == line:
                 result.same[repo] = result.same.get(repo, 0) + 1
+            elif (held.get("bug") or {}).get("patch") == (line.get("bug") or {}).get("patch"):
+                # the same bug made again (another run, another report): the suite has it already
+                result.same_bug[repo] = result.same_bug.get(repo, 0) + 1
             else:
                 raise MergeError(f"task {line['task_id']}: {dst / mine['records']} holds another record "
                                  f"under that id than {src / info['records']}")
