@@ -153,10 +153,63 @@ def _pip(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
+#: The package index the sdists come from when pip is not told another (``$PIP_INDEX_URL``).
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+
+def index_sdist(name: str, version: str, dest: Path, *, index: str | None = None, timeout: float = 60.0) -> Path | None:
+    """Download the ``.tar.gz`` sdist of ``name==version`` straight from the package index's JSON
+    listing (PEP 691) into ``dest``, its SHA-256 checked against the listing; ``None`` when the
+    index cannot be read or lists no such file (then ``pip download`` is tried). Nothing of the
+    sdist runs: ``pip download --no-binary`` builds the metadata, which runs the release's build
+    backend on this machine and fails for old releases whose backend no longer builds."""
+    import hashlib
+    import os
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    base = (index or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX).rstrip("/")
+    request = urllib.request.Request(f"{base}/{normalise_name(name)}/",
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            listing = json.loads(response.read().decode("utf-8"))
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    want = f"{normalise_name(name)}-{normalise_name(version)}"
+    files = listing.get("files") if isinstance(listing, dict) else None
+    for entry in files if isinstance(files, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        filename = str(entry.get("filename", ""))
+        if not filename.endswith(".tar.gz") or normalise_name(filename[: -len(".tar.gz")]) != want:
+            continue
+        url = urllib.parse.urljoin(f"{base}/{normalise_name(name)}/", str(entry.get("url", "")))
+        digest = (entry.get("hashes") or {}).get("sha256")
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                data = response.read()
+        except (OSError, urllib.error.URLError):
+            return None
+        if digest is None or hashlib.sha256(data).hexdigest() != digest:
+            raise AddProjectError(f"{filename} from {url}: its SHA-256 is not the one the index lists "
+                                  f"({digest or 'none listed'})")
+        dest.mkdir(parents=True, exist_ok=True)
+        path = dest / Path(filename).name
+        path.write_bytes(data)
+        return path
+    return None
+
+
 def fetch_sdist(requirement: str, dest: Path) -> Path:
-    """Download the sdist of ``name==version`` from the package index into ``dest``."""
+    """Download the sdist of ``name==version`` from the package index into ``dest``: straight from
+    the index's listing (:func:`index_sdist`), else with ``pip download``."""
     name, version = parse_requirement(requirement, "project")
     dest.mkdir(parents=True, exist_ok=True)
+    direct = index_sdist(name, version, dest)
+    if direct is not None:
+        return direct
     proc = _pip("download", "--no-deps", "--no-binary", ":all:", f"{name}=={version}", "-d", str(dest))
     if proc.returncode != 0:
         raise AddProjectError(f"pip download {name}=={version} failed: {(proc.stdout + proc.stderr).strip()[-600:]}")
