@@ -168,3 +168,20 @@ def test_a_task_split_out_of_a_multi_bug_task_stands_in_for_it_under_the_cap(tmp
     lines = [json.loads(line) for line in (dst / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
     assert [line["task_id"] for line in lines] == [source["task_id"], split["task_id"]]
     assert max(function_load(lines).values()) == 1
+
+
+def test_selections_come_from_the_destinations_map_when_the_maps_differ(halves):
+    """A source traced another way (its map's functions differ) still gives every merged task a
+    test selection: computed from the destination's own map, as a fresh backfill would."""
+    from termgym.tasks.swesynth.selection import load_map, task_selection
+
+    src, dst, records = halves
+    path = src / "selection" / f"{PROJECT}.json"
+    theirs = json.loads(path.read_text())
+    path.write_text(json.dumps({**theirs, "functions": {}, "tasks": {t: "full" for t in theirs["tasks"]}}))
+    result = merge_suites(src, dst)
+    assert not result.selection_missing, result.selection_missing
+    cmap = load_map(dst / "selection" / f"{PROJECT}.json")
+    merged = SweSynthSuite(dst, behaviour="any", distinct=False)
+    assert set(cmap.tasks) == {r["task_id"] for r in records}
+    assert all(cmap.tasks[t] == task_selection(cmap, merged.record(t)) for t in theirs["tasks"])

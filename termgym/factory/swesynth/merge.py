@@ -9,7 +9,8 @@
   and test folders, workdir and tree (a bundled project's name, or the same path), and the same
   baseline (the required tests every task's grade runs), else the merge stops and says which of
   them differs and where; its tasks are appended to ``DST``'s records and sidecar, and their test
-  selections to ``DST``'s coverage map when both maps were traced from the same tree and tests;
+  selections to ``DST``'s coverage map (taken from ``SRC``'s when both maps were traced alike, else
+  computed from ``DST``'s own map);
 * a task id ``DST`` already holds is skipped when the record is the same or carries the same bug
   patch (the id is the patch's hash: the same bug made again, with another report), and refused
   otherwise;
@@ -212,9 +213,6 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
             (dst / base_rel).parent.mkdir(parents=True, exist_ok=True)
             (dst / base_rel).write_text((src / base_rel).read_text(encoding="utf-8"), encoding="utf-8")
             result.new_projects.append(repo)
-        why = _merge_selection(src, dst, repo, new_ids)
-        if why:
-            result.selection_missing[repo] = why
         with locked_index(dst) as index:
             generation = (theirs.get("generation") or {}).get(repo)
             if mine is None:
@@ -236,6 +234,9 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
                 index["history"][repo] = ([*held] if isinstance(held, list) else [held] if held else []) + [history]
             if held_out and repo not in (index.get("held_out_projects") or []):
                 index["held_out_projects"] = sorted({*(index.get("held_out_projects") or []), repo})
+        why = _merge_selection(src, dst, repo, new_ids)  # after the splits: a backfill reads the tasks from them
+        if why:
+            result.selection_missing[repo] = why
         result.added[repo] = len(lines)
     if "named_share" in ours:  # the share of tasks whose test file names the module, over every task
         from termgym.factory.swesynth.bundle import named_share
@@ -261,7 +262,15 @@ def _merge_selection(src: Path, dst: Path, repo: str, task_ids: list[str]) -> st
     ours = json.loads(ours_path.read_text(encoding="utf-8"))
     for key in ("version", "tree_hash", "tests", "always", "functions"):
         if theirs.get(key) != ours.get(key):
-            return f"the two coverage maps differ in {key!r} (its new tasks grade on every required test)"
+            # the destination's own map gives the new tasks their selections (no new run while it is current)
+            from termgym.factory.swesynth.selection_build import backfill
+
+            try:
+                backfill(dst, [repo], log=lambda _line: None)
+            except (OSError, ValueError, RuntimeError) as exc:
+                return (f"the two coverage maps differ in {key!r} and the destination's could not be extended "
+                        f"({exc}; its new tasks grade on every required test)")
+            return None
     tasks = dict(ours.get("tasks") or {})
     tasks.update({tid: sel for tid, sel in (theirs.get("tasks") or {}).items() if tid in set(task_ids)})
     ours["tasks"] = dict(sorted(tasks.items()))
