@@ -128,11 +128,12 @@ def unit_files(record, repo: Path) -> list[dict[str, str]] | None:
     return out
 
 
-def buggy_files(record) -> dict[str, str]:
-    """The files the bug patch changes, as the buggy tree has them."""
+def buggy_files(record, repo: Path | None = None) -> dict[str, str]:
+    """The files the bug patch changes, as the buggy tree has them (the patch applied to the clean
+    tree ``repo``, by default the record's)."""
     from termgym.factory.swesynth.patches import patch_files
 
-    repo = Path(record.repo_dir)
+    repo = Path(record.repo_dir) if repo is None else Path(repo)
     hunks = split_patch(record.bug_patch)
     return {p: apply_hunks((repo / p).read_text(encoding="utf-8"), [h for h in hunks if h[0] == p])
             for p in patch_files(record.bug_patch)}

@@ -118,8 +118,6 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
     sizes: dict[str, list[int]] = {"lines": [], "tokens": [], "sites": [], "files": []}
     cross = multi_site = multi_bug = total = 0
     functions: Counter = Counter()
-    sources: Counter = Counter()
-    kinds: Counter = Counter()
     seen: list[tuple[str, dict[str, Any]]] = []
     for project, data in _records(suite_dir, index):
         seen.append((project, data))
@@ -139,11 +137,6 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
         sizes["tokens"].append(int(signals.get("tokens_changed", 0)))
         cross += bool(signals.get("cross_module"))
         multi_site += size["sites"] >= 2
-        origin = data.get("origin") or {}
-        source = origin.get("source") or "procedural"
-        sources[source] += 1
-        if source == "history":
-            kinds[origin.get("kind") or "?"] += 1
         multi_bug += is_multi_bug(data)
 
     # a task counts once per function it breaks (two bugs in one function are one task there), and a
@@ -162,19 +155,20 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
             projects[name] = {"version": "?", "license": "?", "domain": "?"}
     served = _served(suite_dir)
     served_ids = set(served["task_ids"])
+    served_data = [d for _, d in seen if d["task_id"] in served_ids]
+    every = bug_mix(d for _, d in seen)  # tasks by source and the history kinds, over the suite
     return {"suite": _shown(suite_dir), "tasks": total, "projects": projects,
             "generation": _generation(index), "served": served,
-            "served_mix": bug_mix(d for _, d in seen if d["task_id"] in served_ids),
+            "served_mix": bug_mix(served_data),
             "fixes": {d["task_id"]: {"source": (d.get("origin") or {}).get("source") or "procedural",
                                      "kind": (d.get("origin") or {}).get("kind"),
                                      "bug_types": _bug(d).get("bug_types") or [],
-                                     "fix_patch": d.get("fix_patch", "")}
-                      for _, d in seen if d["task_id"] in served_ids},
+                                     "fix_patch": d.get("fix_patch", "")} for d in served_data},
             "reports": {tid: statement for tid, statement in ((d["task_id"], _bug(d).get("problem_statement", ""))
                                                              for _, d in seen)},
             "per_project": {k: dict(v) for k, v in sorted(per_project.items())}, "splits": dict(splits),
             "difficulty": dict(difficulty), "bug_types": dict(types.most_common()), "symptoms": dict(symptoms),
-            "sources": dict(sources.most_common()), "history_kinds": dict(kinds.most_common()),
+            "sources": every["sources"], "history_kinds": every["kinds"],
             "sizes": sizes, "cross_module": cross, "multi_site": multi_site, "multi_bug": multi_bug,
             "largest_project_share": max((c["tasks"] for c in per_project.values()), default=0) / max(total, 1),
             "max_tasks_per_function": max(functions.values(), default=0),

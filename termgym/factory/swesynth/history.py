@@ -142,16 +142,17 @@ def release_versions(name: str, *, offline: bool = False, must_include: str | No
     return versions
 
 
-def earlier_releases(name: str, version: str, count: int = DEFAULT_RELEASES, *, offline: bool = False) -> list[str]:
-    """The ``count`` final releases just before ``version``, newest first."""
-    if count < 1:
+def earlier_releases(name: str, version: str, count: int | None = DEFAULT_RELEASES, *,
+                     offline: bool = False) -> list[str]:
+    """The ``count`` final releases just before ``version`` (``None``: every one), newest first."""
+    if count is not None and count < 1:
         raise HistoryError(f"--releases must be at least 1, got {count}")
     known = release_versions(name, offline=offline, must_include=version)
     older = [v for v in known if Version(v) < Version(version)]
     if not older:
         raise HistoryError(f"the package index lists no release of {name} before {version} "
                            f"(known: {', '.join(known) or 'none'})")
-    return older[::-1][:count]
+    return older[::-1][:count]  # a slice to None keeps them all
 
 
 def fetch_release(name: str, version: str, *, offline: bool = False) -> Path:
@@ -194,7 +195,7 @@ def fetch_releases(name: str, version: str, count: int = DEFAULT_RELEASES, *, ve
     else:
         if count < 1:
             raise HistoryError(f"--releases must be at least 1, got {count}")
-        wanted, explicit = earlier_releases(name, version, count=10**6, offline=offline), False
+        wanted, explicit = earlier_releases(name, version, None, offline=offline), False
     fetched: list[Release] = []
     unfetchable: dict[str, str] = {}
     for candidate in wanted:

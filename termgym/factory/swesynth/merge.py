@@ -172,17 +172,18 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
                              "again with the destination's project settings")
         existing = {line["task_id"]: line for line in _lines(dst / mine["records"])}
         fresh = []
+        load = function_load(list(existing.values()))  # of what the project holds with what is kept so far
         for line in lines:
             held = existing.get(line["task_id"])
             if held is None:
-                before = function_load([*existing.values(), *fresh])
                 after = function_load([*existing.values(), *fresh, line])
                 # over the cap: the load of a function it breaks grows past the cap
-                if cap and any(after.get(key, 0) > before.get(key, 0) and after.get(key, 0) > cap
+                if cap and any(after.get(key, 0) > load.get(key, 0) and after.get(key, 0) > cap
                                for key in _functions(line)):
                     result.over_cap[repo] = result.over_cap.get(repo, 0) + 1
                     continue
                 fresh.append(line)
+                load = after
             elif held == line:
                 result.same[repo] = result.same.get(repo, 0) + 1
             elif (held.get("bug") or {}).get("patch") == (line.get("bug") or {}).get("patch"):

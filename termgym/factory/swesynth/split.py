@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from termgym.factory.swesynth.audit import apply_hunks, bug_units, split_patch, unit_files
+from termgym.factory.swesynth.audit import bug_units, buggy_files, unit_files
 from termgym.factory.swesynth.bugs.source import Mutation
 from termgym.factory.swesynth.card import is_multi_bug
 
@@ -128,12 +128,9 @@ class SplitBugs:
     def propose(self, files: dict[str, str], bug_types: Sequence[str] = (), *, seed: int = 0) -> list[Mutation]:
         """Every single bug, each checked against ``files`` (the clean texts generate reads): a bug
         whose text no longer matches the tree is left out."""
-        out: list[Mutation] = []
-        for unit in self.units:
-            if all(m.path in files and files[m.path] == (self.tree / m.path).read_text(encoding="utf-8")
-                   for m in unit):
-                out.extend(unit)
-        return out
+        same = {path: path in files and files[path] == (self.tree / path).read_text(encoding="utf-8")
+                for path in {m.path for unit in self.units for m in unit}}
+        return [m for unit in self.units if all(same[x.path] for x in unit) for m in unit]
 
     def origin(self, mutations: Sequence[Mutation], target_tests: Sequence[str]) -> dict[str, Any]:
         """Where a kept task came from: the multi-bug tasks that carried its bug."""
@@ -143,13 +140,15 @@ class SplitBugs:
 def single_bugs_of_one(record, tree: Path) -> tuple[Mutation, ...] | None:
     """The mutations of a single-bug record (its one bug, as :func:`single_bugs` writes a bug);
     ``None`` when its patch does not apply to ``tree``."""
-    hunks = split_patch(record.bug_patch)
+    try:
+        files = buggy_files(record, tree)
+    except (OSError, ValueError):  # a hunk that does not match the tree
+        return None
     out = []
-    for path in sorted({h[0] for h in hunks}):
+    for path in sorted(files):
         try:
-            clean = (tree / path).read_text(encoding="utf-8")
-            start, end, replacement = _span(path, clean, apply_hunks(clean, [h for h in hunks if h[0] == path]))
-        except (OSError, ValueError):  # SplitError too
+            start, end, replacement = _span(path, (tree / path).read_text(encoding="utf-8"), files[path])
+        except (OSError, SplitError):
             return None
         out.append(Mutation(bug_type="", path=path, start=start, end=end, replacement=replacement, line=0,
                             function=None, description=""))
