@@ -185,3 +185,18 @@ def test_selections_come_from_the_destinations_map_when_the_maps_differ(halves):
     merged = SweSynthSuite(dst, behaviour="any", distinct=False)
     assert set(cmap.tasks) == {r["task_id"] for r in records}
     assert all(cmap.tasks[t] == task_selection(cmap, merged.record(t)) for t in theirs["tasks"])
+
+
+def test_two_merged_tasks_breaking_one_function_count_against_each_other(tmp_path):
+    """The cap counts what this merge already took, not only what the destination held: of two new
+    tasks breaking the same function under a cap of 1, one is merged and one is over the cap."""
+    from termgym.factory.swesynth.merge import _functions
+
+    records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    first = records[0]
+    other = next(r for r in records if not _functions(r) & _functions(first))
+    twin = {**first, "task_id": f"{PROJECT}-twin000001", "bug": {**first["bug"], "patch": first["bug"]["patch"] + "\n"}}
+    dst = _part(tmp_path / "dst", [other], [])
+    src = _part(tmp_path / "src", [first, twin], [])
+    result = merge_suites(src, dst, max_per_function=1)
+    assert result.added == {PROJECT: 1} and result.over_cap == {PROJECT: 1}
