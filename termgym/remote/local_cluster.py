@@ -12,7 +12,9 @@ benchmarks that need real nodes (a killed raylet is a lost node):
 Each node is ``ray start --block`` with its own temp dir, on 127.0.0.1, with one HOME of the
 cluster's own (so another Ray user's auth token in ``~/.ray`` does not reach it) and Ray's token
 authentication off (loopback only). :data:`FAST_HEALTH_CHECKS` on the head makes a killed raylet
-count as a dead node within about a second (Ray's default takes ~15 s). On leaving the block every
+count as a dead node within about a second (Ray's default takes ~15 s). A node whose ``ray start``
+exits while starting (a raylet that missed Ray's 30 s registration window under load) is started
+again, up to :data:`START_ATTEMPTS` times. On leaving the block every
 ``ray start --block`` gets SIGTERM (it stops its node), then its whole session SIGKILL.
 """
 
@@ -34,6 +36,9 @@ from pathlib import Path
 #: Head-node system config: a node is declared dead after three missed 300 ms health checks.
 FAST_HEALTH_CHECKS = {"health_check_period_ms": 300, "health_check_timeout_ms": 300,
                       "health_check_failure_threshold": 3}
+
+#: How many times a node's ``ray start`` is tried before the cluster gives up on it.
+START_ATTEMPTS = 3
 
 
 @dataclass
@@ -148,10 +153,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start(name: str, args: Sequence[str], root: Path, env: Mapping[str, str]) -> Node:
-    temp_dir = root / name
+def _start(name: str, args: Sequence[str], root: Path, env: Mapping[str, str], attempt: int = 1) -> Node:
+    temp_dir = root / (name if attempt == 1 else f"{name}.{attempt}")
     temp_dir.mkdir()
-    log = root / f"{name}.log"
+    log = root / f"{temp_dir.name}.log"
     with log.open("w") as handle:
         proc = subprocess.Popen(
             ["ray", "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
@@ -160,14 +165,19 @@ def _start(name: str, args: Sequence[str], root: Path, env: Mapping[str, str]) -
     return Node(name, proc, log, temp_dir)
 
 
-def _wait_started(node: Node, deadline: float) -> None:
+def _started(node: Node, deadline: float) -> bool:
+    """Wait until ``node`` blocks forever (True) or its ``ray start`` exits (False); past ``deadline``, an error."""
     while "will now block forever" not in node.log.read_text():
         if node.proc.poll() is not None:
-            raise RuntimeError(f"{node.name}: ray start exited with {node.proc.returncode}:\n"
-                               f"{node.log.read_text()[-3000:]}")
+            return False
         if time.monotonic() > deadline:
             raise RuntimeError(f"{node.name}: Ray did not start in time:\n{node.log.read_text()[-3000:]}")
         time.sleep(0.3)
+    return True
+
+
+def _exited(node: Node) -> RuntimeError:
+    return RuntimeError(f"{node.name}: ray start exited with {node.proc.returncode}:\n{node.log.read_text()[-3000:]}")
 
 
 def _node_args(cpus: float, gpus: int, resources: Mapping[str, float] | None, object_store_bytes: int) -> list[str]:
@@ -206,23 +216,36 @@ def local_cluster(*, workers: int = 2, worker_resources: Mapping[str, float] | S
     paths = [str(p) for p in pythonpath] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     node_env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
                 "PYTHONPATH": os.pathsep.join(paths), **(env or {})}
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
     nodes: list[Node] = []
     try:
-        # All at once: a worker's `ray start` waits for the head's GCS to come up.
-        head_args = ["--head", f"--port={port}", "--include-dashboard=false",
-                     *_node_args(head_cpus, head_gpus, None, object_store_bytes)]
-        if health_checks:
-            head_args.append(f"--system-config={json.dumps(dict(health_checks))}")
-        nodes.append(_start("head", head_args, root, node_env))
-        for index, resources in enumerate(per_worker, start=1):
-            nodes.append(_start(f"w{index}", [f"--address={address}",
-                                              *_node_args(worker_cpus, 0, resources, object_store_bytes)],
-                                root, node_env))
+        # The head first, up to its GCS, then the workers side by side. `ray start` gives a node's
+        # raylet 30 s to register with the GCS (a constant of Ray's); on a loaded 2-core machine that
+        # can run out, so a node whose `ray start` exits is started again in a fresh temp dir.
         deadline = time.monotonic() + start_timeout
-        for node in nodes:
-            _wait_started(node, deadline)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            port = _free_port()
+            head_args = ["--head", f"--port={port}", "--include-dashboard=false",
+                         *_node_args(head_cpus, head_gpus, None, object_store_bytes)]
+            if health_checks:
+                head_args.append(f"--system-config={json.dumps(dict(health_checks))}")
+            nodes[:1] = [_start("head", head_args, root, node_env, attempt)]
+            if _started(nodes[0], deadline):
+                break
+            nodes[0].stop()
+            if attempt == START_ATTEMPTS:
+                raise _exited(nodes[0])
+        address = f"127.0.0.1:{port}"
+        worker_args = [[f"--address={address}", *_node_args(worker_cpus, 0, resources, object_store_bytes)]
+                       for resources in per_worker]
+        nodes.extend(_start(f"w{index}", args, root, node_env) for index, args in enumerate(worker_args, start=1))
+        for index, args in enumerate(worker_args, start=1):
+            attempt = 1
+            while not _started(nodes[index], deadline):
+                nodes[index].stop()
+                if attempt == START_ATTEMPTS:
+                    raise _exited(nodes[index])
+                attempt += 1
+                nodes[index] = _start(nodes[index].name, args, root, node_env, attempt)
         yield LocalCluster(address, node_env, root, nodes[0], nodes[1:])
     finally:
         for node in nodes:  # stop them side by side, not one after the other
