@@ -212,6 +212,12 @@ def register(subparsers) -> None:
     rep.add_argument("--run-tests", action="store_true",
                      help="where a report cannot be worded again from its own examples, run the task's tests "
                           "(per bug) and write it from their failures")
+    rep.add_argument("--new-openings", action="store_true",
+                     help="instead: the tasks left out only because three served tasks of their project already "
+                          "open their repro with the same call get reports written from their failing tests that "
+                          "open with a call not yet used up (so they can be served)")
+    rep.add_argument("--project", action="append", default=None, metavar="NAME",
+                     help="with --new-openings: only this project (repeatable)")
     rep.add_argument("--time-budget", type=float, default=None, metavar="S", help="start no task after S seconds")
     rep.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     rep.add_argument("--write", action="store_true", help="replace the reports in the suite's records "
@@ -600,6 +606,11 @@ def cmd_reports(args: argparse.Namespace) -> int:
         print(f"termgym swesynth reports: {args.suite!r} is not a compact suite directory or a suite name",
               file=sys.stderr)
         return 2
+    if args.new_openings:
+        return _new_openings(args, folder)
+    if args.project:
+        print("termgym swesynth reports: --project goes with --new-openings", file=sys.stderr)
+        return 2
     suite = SweSynthSuite(folder, behaviour="any" if args.all else "required")
     ids = sorted(suite.task_ids("all"))
     if args.task:
@@ -622,6 +633,32 @@ def cmd_reports(args: argparse.Namespace) -> int:
         print(f"{replace_statements(folder, result['written'], unserved)} records changed in {folder}"
               + (f"; {len(unserved)} tasks marked not served (their report's examples do not show the bug)"
                  if unserved else ""))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def _new_openings(args: argparse.Namespace, folder) -> int:
+    from pathlib import Path
+
+    from termgym.factory.swesynth.report_rewrite import reopen_duplicates, replace_statements
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    for flag, given in (("--all", args.all), ("--task", args.task), ("--sample", args.sample is not None),
+                        ("--run-tests", args.run_tests)):
+        if given:
+            print(f"termgym swesynth reports: {flag} does not go with --new-openings (it picks its own tasks "
+                  "and always runs their tests)", file=sys.stderr)
+            return 2
+    before = len(SweSynthSuite(folder, behaviour="required").task_ids("all"))
+    result = reopen_duplicates(folder, backend=args.backend, projects=args.project, time_budget=args.time_budget,
+                               progress=lambda tid, what: print(f"{tid}: {what}", file=sys.stderr, flush=True))
+    print(f"{len(result['written'])} of {result['candidates']} left-out reports written to open another way, "
+          f"{len(result['failed'])} kept, {len(result['skipped'])} skipped (time budget), in {result['seconds']} s")
+    if args.write:
+        print(f"{replace_statements(folder, result['written'], repros=result['repro'])} records changed in {folder}; "
+              "served by default: "
+              f"{before} -> {len(SweSynthSuite(folder, behaviour='required').task_ids('all'))}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -342,6 +342,67 @@ def test_rewritten_reports_change_only_the_report_and_a_failing_one_is_not_serve
     assert served[1] in SweSynthSuite(suite_dir, behaviour="required").task_ids("all")
 
 
+def test_tasks_left_out_for_a_used_up_opening_get_reports_that_open_another_way_and_are_served(tmp_path):
+    """``termgym swesynth reports --new-openings`` on a bundled project, with one task per opening
+    call (so that there is always something left out): each new report is written from the task's
+    failing tests in the project's sandbox, opens with a call no served task opens with, runs as it
+    says, and makes its task served without pushing any other task out."""
+    import json
+
+    from termgym.factory.swesynth.quality import shows_difference
+    from termgym.factory.swesynth.report import check_report
+    from termgym.factory.swesynth.report_rewrite import reopen_duplicates, replace_statements
+    from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker
+    from termgym.tasks.swesynth.behaviour import task_sys_path
+    from termgym.tasks.swesynth.distinct import SAME_CALL, select
+    from termgym.tasks.swesynth.repro import first_call
+
+    suite_dir = one_project_suite(tmp_path, "webcolors")
+    suite = SweSynthSuite(suite_dir, behaviour="required", distinct=False)
+    if not Path(suite.record(suite.task_ids("all")[0]).repo_dir).is_dir():
+        pytest.skip("the webcolors tree is not provisioned on this machine")
+
+    def chosen():
+        s = SweSynthSuite(suite_dir, behaviour="required", distinct=False)
+        splits = {split: list(s.task_ids(split)) for split in s.splits()}
+        keys = {tid: s.task_keys(tid) for ids in splits.values() for tid in ids}
+        return select(splits, keys, max_per_key=1), keys
+
+    before, keys = chosen()
+    served_before = {tid for ids in before.splits.values() for tid in ids}
+    left_out = [tid for tid, why in before.dropped.items() if why == SAME_CALL]
+    assert len(left_out) >= 3
+    result = reopen_duplicates(suite_dir, max_per_key=1)
+    assert result["candidates"] == len(left_out) and not result["skipped"]
+    written = result["written"]
+    assert len(written) >= 2, result["failed"]
+    used = {keys[tid].call for tid in served_before}
+    for tid, report in written.items():
+        assert first_call(report) not in used, (tid, report)  # a new opening, and each only once
+        used.add(first_call(report))
+        record = suite.record(tid)
+        assert check_report(report, target_tests=record.target_tests, patch=record.bug_patch,
+                            repo=record.repo_dir) == [], (tid, report)
+    task = suite.load(next(iter(written)))  # the audit runs every example again, on both trees
+    box = ScreenWorker(Path(task.record.repo_dir), task.record.test_command, task.source_dirs,
+                       ProjectEnv.for_project(task.record.project))
+    try:
+        for tid, report in written.items():
+            record = suite.record(tid)
+            assert run_examples(report, example_runner(box, buggy_files(record), task_sys_path(task))) == "", tid
+    finally:
+        box.close()
+    assert set(result["repro"]) == set(written)
+    assert replace_statements(suite_dir, written, repros=result["repro"]) == len(written)
+    lines = [json.loads(x) for x in (suite_dir / "records" / "webcolors.jsonl").read_text().splitlines()]
+    for data in (x for x in lines if x["task_id"] in written):  # the recorded repro shows the new report's difference
+        repro = data["validation"]["repro"]
+        assert shows_difference(data["bug"]["problem_statement"], repro["clean"], repro["buggy"]) == ""
+    after, _ = chosen()
+    served_after = {tid for ids in after.splits.values() for tid in ids}
+    assert served_after == served_before | set(written)
+
+
 def test_the_card_states_the_example_measures_and_the_sampled_run():
     from termgym.factory.swesynth.card import _example_lines
 
@@ -365,3 +426,8 @@ def test_the_reports_command_names_bad_input(tmp_path, capsys):
     assert "is not a compact suite directory or a suite name" in capsys.readouterr().err
     assert main(["swesynth", "reports", "--suite", str(one_project_suite(tmp_path)), "--task", "isoweek-nope"]) == 2
     assert "no such task in the served set (add --all): isoweek-nope" in capsys.readouterr().err
+    suite = str(tmp_path / "suite")
+    assert main(["swesynth", "reports", "--suite", suite, "--project", "isoweek"]) == 2
+    assert "--project goes with --new-openings" in capsys.readouterr().err
+    assert main(["swesynth", "reports", "--suite", suite, "--new-openings", "--task", "isoweek-nope"]) == 2
+    assert "--task does not go with --new-openings" in capsys.readouterr().err

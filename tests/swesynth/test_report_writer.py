@@ -534,6 +534,29 @@ def test_no_usable_failure_means_no_report(shop):
         write_report([], messages, patch, repo=root)
 
 
+def test_a_report_told_to_avoid_used_openings_opens_with_another_failing_test(shop):
+    """What ``termgym swesynth reports --new-openings`` relies on: the calls other tasks already
+    open with are avoided, the report then opens with another failing test's example, and with every
+    opening used up there is no report."""
+    from termgym.tasks.swesynth.repro import first_call
+
+    root, failed, messages, patch = shop
+    pytest_style = [t for t in failed if "CartTest" not in t and "LabelTest" not in t]
+    first = first_call(write_report(pytest_style, messages, patch, repo=root, seed=0))
+    assert first is not None
+    avoid = {first}
+    for _ in range(4):  # each opening used up in turn: a new one each time, never an avoided one
+        report = write_report(pytest_style, messages, patch, repo=root, seed=0, avoid=avoid)
+        opening = first_call(report)
+        assert opening not in avoid, (opening, avoid)
+        assert check_report(report, target_tests=pytest_style, patch=patch, repo=root) == []
+        avoid.add(opening)
+    everything = {first_call("```python\n" + "\n".join([*f.imports, *f.setup, f.call]) + "\n```")
+                  for f in usable_failures(pytest_style, messages, root)}
+    with pytest.raises(ReportError, match="every failing test's example opens with a call other tasks already"):
+        write_report(pytest_style, messages, patch, repo=root, seed=0, avoid=everything)
+
+
 def test_a_failure_no_report_can_describe_cleanly_is_dropped(shop):
     root, failed, messages, patch = shop
     # the only failing call names a Python file: every wording "names a Python file", so no report

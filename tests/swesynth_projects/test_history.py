@@ -181,6 +181,26 @@ def test_a_constant_the_newer_release_dropped_comes_back_with_its_function():
     assert skipped == Counter({"reads names the newer code no longer has": 1})
 
 
+def test_a_helper_and_an_import_the_newer_release_dropped_come_back_with_their_function():
+    new = "import re\n\n\ndef host(h):\n    return h.strip('.').lower()\n"
+    old = ("import re\nfrom os.path import basename as base\n\n\n@staticmethod\ndef _tidy(h):\n    return _cut(h)\n\n\n"
+           "def _cut(h):\n    return base(re.sub('x', '', h))\n\n\ndef host(h):\n    return _tidy(h)\n")
+    (r,) = function_reverts("h.py", new, old, "3.0")
+    mutated = apply_mutations(new, [r.mutation()])
+    # the helper, the helper it calls and the import that one needs, in the older module's order
+    assert mutated == ("import re\n\n\nfrom os.path import basename as base\n\n\n@staticmethod\ndef _tidy(h):\n"
+                       "    return _cut(h)\n\n\ndef _cut(h):\n    return base(re.sub('x', '', h))\n\n\n"
+                       "def host(h):\n    return _tidy(h)\n")
+    ast.parse(mutated)
+    # a class, or more definitions than MAX_PUT_BACK, is more than a revert: skipped
+    skipped: Counter = Counter()
+    as_class = old.replace("@staticmethod\ndef _tidy(h):\n    return _cut(h)", "class _tidy:\n    pass")
+    assert function_reverts("h.py", new, as_class, "3.0", skipped) == []
+    more = old.replace("return _cut(h)\n", "return _cut(h) + _a + _b\n") + "_a = 'a'\n_b = 'b'\n"
+    assert function_reverts("h.py", new, more, "3.0", skipped) == []
+    assert skipped == Counter({"reads names the newer code no longer has": 2})
+
+
 def test_a_method_is_put_back_at_its_class_indentation():
     new = "class A:\n\tdef f(self):\n\t\treturn 1\n"
     old = "class A:\n    def f(self):\n        return 2\n"
@@ -367,10 +387,13 @@ def test_a_pypi_project_nobody_bundled_yields_history_tasks_that_play_through_gy
                                                                                         capsys):
     """url-normalize 3.1.0 (MIT; not bundled, named nowhere in termgym's code) is added from its sdist,
     its release 3.0.1 is mined, and the first validated task plays through ``gym.make``: the oracle
-    (3.1.0's code) scores 1, submitting the reverted tree as it is 0. With seed 1 the plan's first
-    candidate is ``normalize_query``: 3.1.0 made custom allow-lists match parameter names normalised
-    like the query's keys, and pinned it with new tests, so the task is a fix; its behaviour check
-    tells the bug apart on inputs no test makes, so ``gym.make`` serves it by default."""
+    (3.1.0's code) scores 1, submitting the reverted tree as it is 0. With seed 1 and single functions
+    only (``--no-groups``) the plan's first candidate is ``normalize_query``: 3.1.0 made custom
+    allow-lists match parameter names normalised like the query's keys, and pinned it with new
+    tests, so the task is a fix; its behaviour check tells the bug apart on inputs no test makes, so
+    ``gym.make`` serves it by default. (With groups, the first is ``normalize_host`` with the two
+    helpers it calls: 3.1.0 also dropped a ``charset`` parameter along them, a change no held-out
+    input tells apart, so that task is not served.)"""
     import subprocess
     import sys
     import warnings
@@ -399,7 +422,7 @@ def test_a_pypi_project_nobody_bundled_yields_history_tasks_that_play_through_gy
                                "tested by the other files)"]) == 0
     capsys.readouterr()
     assert main(["swesynth", "history", "url_normalize", "--projects-dir", str(root), "--out", str(out),
-                 "--versions", "3.0.1", "--n", "1", "--seed", "1", "--no-flaky-check"]) == 0
+                 "--versions", "3.0.1", "--n", "1", "--seed", "1", "--no-groups", "--no-flaky-check"]) == 0
     printed = capsys.readouterr().out
     assert "wrote 1 task(s)" in printed and "kinds: fix 1" in printed
     index = json.loads((out / "suite.json").read_text())

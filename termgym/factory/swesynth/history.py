@@ -13,8 +13,9 @@ releases is what the maintainers really changed. For a project of the set (bundl
    tree with that function's older text put back, keeping the newer docstring (the documentation
    of the newer release stays; so does the diff's size). A function whose older body reads a name
    the newer module no longer binds, or an attribute of ``self`` its class no longer has, is
-   skipped (counted by reason), unless the name is a module-level constant the newer release
-   dropped with the change (:func:`removed_constants`: it is put back with the function).
+   skipped (counted by reason), unless the name is a top-level constant, import or helper function
+   the newer release dropped with the change (:func:`removed_definitions`: up to
+   :data:`MAX_PUT_BACK` of them are put back before the function).
    A function whose signature changed in a release is also offered together with the changed
    functions that call it, in any file (:func:`call_groups`): a fix that really spanned them (a
    helper's parameters and its callers) only applies whole;
@@ -79,6 +80,8 @@ KINDS = ("feature", "behaviour-change", "fix")
 DEFAULT_RELEASES = 3
 #: Functions offered together at most (a fix that spanned a few functions, not a rewrite).
 MAX_GROUP = 3
+#: The most definitions (constants, imports, helpers) the newer module dropped that a revert puts back.
+MAX_PUT_BACK = 3
 
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__package__",
                                         "__builtins__", "__loader__", "__path__", "__class__", "__debug__"}
@@ -468,8 +471,8 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             skipped["moved in or out of a class"] += 1
             continue
         gone = gone_names(old, new, bound)
-        # a module-level constant the newer release dropped with the change comes back with it
-        constants = removed_constants(gone, old_tree, old_text) if gone and old.owner is None else None
+        # a constant, import or helper the newer release dropped with the change comes back with it
+        constants = removed_definitions(gone, old_tree, old_text, bound) if gone and old.owner is None else None
         if gone and constants is None:
             skipped["reads names the newer code no longer has"] += 1
             continue
@@ -484,25 +487,54 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
     return out
 
 
-def removed_constants(names: Sequence[str], old_tree: ast.Module, old_text: str) -> str | None:
-    """The older module's top-level assignments of ``names`` to literals (``DEFAULT_CHARSET =
-    "utf-8"``), as lines to put back before the function, or ``None`` when a name is anything else
-    (a function, a class, an import, a computed value: putting it back would be more than a revert)."""
+def removed_definitions(names: Sequence[str], old_tree: ast.Module, old_text: str, new_bound: set[str],
+                        limit: int = MAX_PUT_BACK) -> str | None:
+    """The older module's top-level definitions of ``names`` (what the newer module no longer
+    binds), as text to put back before the function, in the older module's order, or ``None`` when
+    one is anything else or more than ``limit`` would come back. A definition is a constant assigned
+    a literal (``DEFAULT_CHARSET = "utf-8"``), an import of the name (that name alone), or a
+    function (with its decorators) whose own globals the newer module binds or come back with it (a
+    helper the fix folded into its caller). A class, a computed value or a name bound in a block
+    would be more than a revert."""
     lines = old_text.splitlines(keepends=True)
-    found: dict[str, str] = {}
+    top: dict[str, tuple[int, str, ast.stmt]] = {}
     for node in old_tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        value = getattr(node, "value", None)
-        for target in targets:
-            if isinstance(target, ast.Name) and target.id in names and value is not None:
-                try:
-                    ast.literal_eval(value)
-                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            top[node.name] = (first, "".join(lines[first - 1:node.end_lineno or node.lineno]), node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
                     continue
-                found[target.id] = "".join(lines[node.lineno - 1:node.end_lineno or node.lineno])
-    if set(names) - set(found):
-        return None
-    return "".join(found[n] if found[n].endswith("\n") else found[n] + "\n" for n in names) + "\n\n"
+                one = (ast.Import(names=[alias]) if isinstance(node, ast.Import)
+                       else ast.ImportFrom(module=node.module, names=[alias], level=node.level))
+                top[alias.asname or alias.name.split(".")[0]] = (node.lineno, ast.unparse(one) + "\n", node)
+        else:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            value = getattr(node, "value", None)
+            for target in targets:
+                if isinstance(target, ast.Name) and value is not None:
+                    try:
+                        ast.literal_eval(value)
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        top.pop(target.id, None)  # the last binding counts: a computed one is not put back
+                        continue
+                    top[target.id] = (node.lineno, "".join(lines[node.lineno - 1:node.end_lineno or node.lineno]), node)
+    chosen: dict[str, tuple[int, str, ast.stmt]] = {}
+    wanted = list(names)
+    while wanted:
+        name = wanted.pop(0)
+        if name in chosen:
+            continue
+        if name not in top or len(chosen) == limit:
+            return None
+        chosen[name] = top[name]
+        node = top[name][2]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            wanted += sorted(free_names(node) - new_bound - _BUILTINS - {node.name})
+    texts = dict.fromkeys(text if text.endswith("\n") else text + "\n" for _, text, _ in sorted(chosen.values(),
+                                                                                            key=lambda x: x[0]))
+    return "\n\n".join(texts) + "\n\n"
 
 
 def call_groups(reverts: Sequence[Revert], limit: int = MAX_GROUP) -> list[tuple[Revert, ...]]:
@@ -913,4 +945,4 @@ __all__ = ["DEFAULT_RELEASES", "HISTORY_TYPE", "KINDS", "FunctionSource", "Histo
            "classify_kind", "code_dump", "counterpart", "defined_names", "earlier_releases", "fetch_release",
            "fetch_releases",
            "free_names", "function_reverts", "gone_names", "history_cache", "mine_history", "module_functions",
-           "module_names", "release_versions", "removed_constants", "how_test_changed"]
+           "module_names", "release_versions", "removed_definitions", "how_test_changed"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from termgym.factory.swesynth.report_check import (
     find_leaks,
 )
 from termgym.tasks.swesynth import pyparse
+from termgym.tasks.swesynth.repro import first_call
 
 __all__ = ["RULES", "ExampleRunner", "ExampleRuns", "LeakError", "ReportError", "banned_identifiers", "check_examples",
            "check_no_leak", "check_report", "complete_from_runs", "compose_report", "find_leaks", "write_report",
@@ -458,7 +459,7 @@ def check_examples(draft: str, run: ExampleRunner) -> list[str]:
 def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
                  repo: str | Path | None = None, seed: int | str | None = None, tries: int = 24,
                  groups: Sequence[Sequence[str]] | None = None, source_dirs: Sequence[str] = (),
-                 request: bool = False, run: ExampleRunner | None = None) -> str:
+                 request: bool = False, run: ExampleRunner | None = None, avoid: Collection[str] = ()) -> str:
     """A user-style bug report for a bug whose patch is ``patch``, passing :func:`check_report`
     (``request``: a feature request instead, for a task whose tests exercise a new feature).
 
@@ -475,6 +476,10 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
     outcome as the expected value or exception, where the test alone says only "a normal
     result"), an example whose runs show no difference is not used, and a draft passes only when
     every one of its examples shows what its text claims (:func:`check_examples`).
+
+    ``avoid``: first repro calls (:func:`~termgym.tasks.swesynth.repro.first_call`) the report must
+    not open with (calls other tasks of the project already open with): the primary example is then
+    taken from a failing test whose example opens another way.
     """
     if not target_tests:
         raise ValueError("write_report needs at least one failing test")
@@ -503,7 +508,7 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
                 raise ReportError(f"no example of bug {i} of {len(groups)} shows its difference when run")
             more.append(pick)
     return compose_report(failures, more, patch=patch, target_tests=target_tests, repo=repo, seed=seed, tries=tries,
-                          request=request, runs=runs)
+                          request=request, runs=runs, avoid=avoid)
 
 
 def _terse(f: Failure) -> Failure:
@@ -548,23 +553,37 @@ def _message_names(failures: Sequence[Failure | None]) -> set[str]:
             for name in re.findall(r"[A-Za-z_]\w*", f.error[1] or "")}
 
 
+def _first_repro_call(f: Failure) -> str | None:
+    """The first call of the repro ``f``'s example makes (as :func:`~termgym.tasks.swesynth.repro.first_call` reads it)."""
+    return first_call("```python\n" + "\n".join(_lines(f)) + "\n```")
+
+
 def compose_report(failures: Sequence[Failure], more: Sequence[Failure] = (), *, patch: str,
                    target_tests: Sequence[str], repo: str | Path | None = None, seed: int | str | None = None,
-                   tries: int = 24, request: bool = False, runs: ExampleRuns | None = None) -> str:
+                   tries: int = 24, request: bool = False, runs: ExampleRuns | None = None,
+                   avoid: Collection[str] = ()) -> str:
     """Word a report from its examples: ``failures`` of the first bug, best first (the primary
     example, and perhaps one more of the same bug), and one example of each further bug (``more``).
     The wording is drawn from ``seed`` and ``patch``; a draft must pass :func:`check_report` and,
-    with ``runs``, show what it claims in every example (:func:`check_examples`). :class:`ReportError`
-    when none of ``tries`` drafts does."""
+    with ``runs``, show what it claims in every example (:func:`check_examples`). ``avoid``: first
+    repro calls a draft must not open with (a primary example that opens with one is not used).
+    :class:`ReportError` when none of ``tries`` drafts does."""
     runs = runs or ExampleRuns(None)
     rng = _rng(patch, seed)
+    avoid = frozenset(avoid)
+    pool = list(failures)[:8]
+    if avoid:  # every failing test may give the opening, not only the best eight
+        pool = [f for f in failures if _first_repro_call(f) not in avoid][:8]
     primaries: list[Failure] = []
-    for f in list(failures)[:8]:
+    for f in pool:
         if runs.ready(f):
             primaries.append(f)
         if len(primaries) == 4:
             break
     if not primaries:
+        if avoid and not pool:
+            raise ReportError(f"every failing test's example opens with a call other tasks already open with "
+                              f"({len(avoid)} such calls)")
         raise ReportError("no failing test's call shows the difference when run on the clean and the buggy code")
     last: list[str] = []
     for n in range(tries):
@@ -591,6 +610,8 @@ def compose_report(failures: Sequence[Failure], more: Sequence[Failure] = (), *,
         # sees it by running the example (check_examples holds the quote to what the run printed).
         shown = _message_names([f, second, *extra]) if runs.run is not None else set()
         problems = check_report(draft, target_tests=target_tests, patch=patch, repo=repo, visible=shown)
+        if not problems and avoid and first_call(draft) in avoid:
+            problems = [f"its repro opens with {first_call(draft)!r}, which other tasks already open with"]
         if not problems and runs.run is not None:
             problems = check_examples(draft, runs)
         if not problems:

@@ -28,7 +28,9 @@ import ast
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +41,9 @@ from termgym.factory.swesynth.report import ExampleRuns, ReportError, compose_re
 from termgym.tasks.swesynth import pyparse
 
 
-def rewrite_task(task, worker) -> tuple[str | None, str]:
-    """``(new report, "")`` for one task, or ``(None, why)`` when no report passes."""
+def rewrite_task(task, worker, *, avoid: Collection[str] = ()) -> tuple[str | None, str]:
+    """``(new report, "")`` for one task, or ``(None, why)`` when no report passes (``avoid``:
+    first repro calls the report must not open with, :func:`~termgym.factory.swesynth.report.write_report`)."""
     from termgym.factory.swesynth.generate import _same_call
     from termgym.tasks.swesynth.behaviour import task_sys_path
 
@@ -70,7 +73,7 @@ def rewrite_task(task, worker) -> tuple[str | None, str]:
     try:
         statement = write_report(sorted(failed), together.messages, record.bug_patch, repo=repo, seed=record.task_id,
                                  groups=groups, source_dirs=task.source_dirs, request=request,
-                                 run=example_runner(worker, files, task_sys_path(task)))
+                                 run=example_runner(worker, files, task_sys_path(task)), avoid=avoid)
     except ReportError as exc:
         return None, str(exc)
     return statement, ""
@@ -197,6 +200,53 @@ def rewrite_from_report(task, worker, statement: str | None = None,
     return report, ""
 
 
+def _by_project(suite, task_ids: Sequence[str], backend: str, time_budget: float | None, out: dict[str, Any],
+                each: Callable[[str, Any, list[str]], tuple[str | None, str]],
+                progress: Callable[[str, str], None] | None, said: Callable[[str, str | None, str], str]) -> None:
+    """Run ``each(task id, worker, the project's ids)`` for ``task_ids``, project by project, in one
+    sandbox per project (its test environment, the clean tree), in the order given within a project.
+    A report it returns goes to ``out["written"]``, else its reason to ``out["failed"]`` (an
+    exception is that task's failure, not the run's); no task starts after ``time_budget`` seconds
+    (``out["skipped"]``). ``said(task id, report, why)`` is what ``progress`` hears of each."""
+    from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker
+
+    started = time.monotonic()
+    by_project: dict[str, list[str]] = {}
+    for tid in task_ids:
+        record = suite.record(tid)
+        by_project.setdefault(record.project or record.repo, []).append(tid)
+
+    def late() -> bool:
+        return time_budget is not None and time.monotonic() - started > time_budget
+
+    for project in sorted(by_project):
+        ids = by_project[project]
+        if late():
+            out["skipped"] += ids
+            continue
+        first = suite.load(ids[0])
+        env = ProjectEnv.for_project(first.record.project, backend) if first.record.project else ProjectEnv(backend=backend)
+        worker = ScreenWorker(Path(first.record.repo_dir), first.record.test_command, first.source_dirs, env)
+        try:
+            for tid in ids:
+                if late():
+                    out["skipped"].append(tid)
+                    continue
+                try:
+                    statement, why = each(tid, worker, ids)
+                except Exception as exc:  # one task's trouble (a sandbox error) is that task's failure
+                    statement, why = None, f"internal error, {type(exc).__name__}: {exc}"
+                if statement is not None:
+                    out["written"][tid] = statement
+                else:
+                    out["failed"][tid] = why
+                if progress:
+                    progress(tid, said(tid, statement, why))
+        finally:
+            worker.close()
+    out["seconds"] = round(time.monotonic() - started, 1)
+
+
 def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", time_budget: float | None = None,
                     run_tests: bool = False, progress: Callable[[str, str], None] | None = None,
                     statements: dict[str, str] | None = None) -> dict[str, Any]:
@@ -211,71 +261,110 @@ def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", t
     earlier version of the suite's)."""
     statements = statements or {}
     from termgym.factory.swesynth.audit import run_examples
-    from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker
     from termgym.tasks.swesynth.behaviour import task_sys_path
 
-    started = time.monotonic()
-    by_project: dict[str, list[str]] = {}
-    for tid in task_ids:
-        record = suite.record(tid)
-        by_project.setdefault(record.project or record.repo, []).append(tid)
     out: dict[str, Any] = {"written": {}, "how": {}, "failed": {}, "checked": {}, "skipped": []}
+    clean: dict[str, Any] = {}  # the clean tree's outcome of each example of the project at hand
+    project: list[list[str]] = []
 
-    def late() -> bool:
-        return time_budget is not None and time.monotonic() - started > time_budget
-
-    for project in sorted(by_project):
-        ids = by_project[project]
-        if late():
-            out["skipped"] += ids
-            continue
-        first = suite.load(ids[0])
-        env = ProjectEnv.for_project(first.record.project, backend) if first.record.project else ProjectEnv(backend=backend)
-        worker = ScreenWorker(Path(first.record.repo_dir), first.record.test_command, first.source_dirs, env)
-        clean: dict[str, Any] = {}
-        try:
-            # the clean tree's outcomes of every example of the project, in one process
-            codes = ["\n".join([*f.imports, *f.setup, f.call or ""]) for tid in ids
-                     for found in failures_of_report(suite.load(tid), statements.get(tid)
-                                                     or suite.record(tid).problem_statement)[:2]
+    def each(tid: str, worker, ids: list[str]) -> tuple[str | None, str]:
+        if not project or project[0] is not ids:  # a new project: its examples' clean outcomes, in one process
+            project[:] = [ids]
+            clean.clear()
+            codes = ["\n".join([*f.imports, *f.setup, f.call or ""]) for t in ids
+                     for found in failures_of_report(suite.load(t), statements.get(t)
+                                                     or suite.record(t).problem_statement)[:2]
                      for f in found]
-            example_runner(worker, {}, task_sys_path(first), clean).many(codes, buggy=False)
-            for tid in ids:
-                if late():
-                    out["skipped"].append(tid)
-                    continue
-                task = suite.load(tid)
-                try:
-                    statement, why = rewrite_from_report(task, worker, statements.get(tid), clean=clean)
-                    how = "report"
-                    if statement is None and run_tests:
-                        statement, why_tests = rewrite_task(task, worker)
-                        how, why = "tests", why if statement is None and not why_tests else f"{why}; {why_tests}"
-                    if statement is None:  # the report stays: do its examples run as they stand?
-                        runner = example_runner(worker, buggy_files(task.record), task_sys_path(task))
-                        out["checked"][tid] = run_examples(task.record.problem_statement, runner)
-                except Exception as exc:  # one task's trouble (a sandbox error) is that task's failure
-                    statement, why = None, f"internal error, {type(exc).__name__}: {exc}"
-                if statement is not None:
-                    out["written"][tid], out["how"][tid] = statement, how
-                else:
-                    out["failed"][tid] = why
-                if progress:
-                    progress(tid, f"rewritten ({how})" if statement is not None else f"kept: {why}")
-        finally:
-            worker.close()
-    out["seconds"] = round(time.monotonic() - started, 1)
+            example_runner(worker, {}, task_sys_path(suite.load(ids[0])), clean).many(codes, buggy=False)
+        task = suite.load(tid)
+        statement, why = rewrite_from_report(task, worker, statements.get(tid), clean=clean)
+        how = "report"
+        if statement is None and run_tests:
+            statement, why_tests = rewrite_task(task, worker)
+            how, why = "tests", why if statement is None and not why_tests else f"{why}; {why_tests}"
+        if statement is None:  # the report stays: do its examples run as they stand?
+            runner = example_runner(worker, buggy_files(task.record), task_sys_path(task))
+            out["checked"][tid] = run_examples(task.record.problem_statement, runner)
+        else:
+            out["how"][tid] = how
+        return statement, why
+
+    _by_project(suite, task_ids, backend, time_budget, out, each, progress,
+                lambda tid, statement, why: f"rewritten ({out['how'][tid]})" if statement is not None else f"kept: {why}")
+    return out
+
+
+def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects: Sequence[str] | None = None,
+                      time_budget: float | None = None, max_per_key: int | None = None,
+                      progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+    """New reports for the tasks the near-duplicate rule leaves out only for their first repro call
+    (:data:`~termgym.tasks.swesynth.distinct.SAME_CALL`: three served tasks of the project already
+    open with it), each written from its failing tests (:func:`rewrite_task`) so that it opens with a
+    call that is not used up, one sandbox per project.
+
+    The served selection of the compact suite at ``suite_dir`` is computed as the default serves it;
+    a task is tried when its functions are not used up too and its project is below the project
+    share cap (a task of a capped project would stay out anyway). Tasks are tried in the selection's
+    order, and each report written counts against its new call at once, so no call ends up opening
+    more than :data:`~termgym.tasks.swesynth.distinct.MAX_PER_KEY` served tasks (``max_per_key``: another
+    limit, as :func:`~termgym.tasks.swesynth.distinct.select` takes it). Returns
+    ``{"written": {task: report}, "repro": {task: its repro's outcomes}, "failed": {task: why},
+    "candidates", "skipped", "seconds"}``: a new report's repro is run on both trees in the task's
+    sandbox and must show its difference, as at generation. No task starts after ``time_budget``
+    seconds. The records are not changed (:func:`replace_statements` writes both)."""
+    from termgym.factory.swesynth.quality import repro_check
+    from termgym.tasks.swesynth.distinct import MAX_PER_KEY, PROJECT_SHARE, SAME_CALL, select
+    from termgym.tasks.swesynth.repro import first_call
+    from termgym.tasks.swesynth.suite import SweSynthSuite
+
+    limit = MAX_PER_KEY if max_per_key is None else max_per_key
+    suite = SweSynthSuite(suite_dir, behaviour="required", distinct=False)
+    splits = {split: list(suite.task_ids(split)) for split in suite.splits()}
+    keys = {tid: suite.task_keys(tid) for ids in splits.values() for tid in ids}
+    chosen = select(splits, keys, max_per_key=limit)
+    used = Counter(k for ids in chosen.splits.values() for tid in ids for k in keys[tid].all())
+    capped = {keys[tid].project for tid, why in chosen.dropped.items() if why == PROJECT_SHARE}
+    wanted = set(projects) if projects else None
+    candidates = [tid for tid, why in chosen.dropped.items()  # in the selection's order
+                  if why == SAME_CALL and keys[tid].project not in capped
+                  and (wanted is None or keys[tid].project in wanted)]
+    out: dict[str, Any] = {"written": {}, "repro": {}, "failed": {}, "candidates": len(candidates), "skipped": []}
+
+    def each(tid: str, worker, _ids: list[str]) -> tuple[str | None, str]:
+        project = keys[tid].project
+        functions = [k for k in keys[tid].all() if k[1] == "function"]
+        if any(used[k] >= limit for k in functions):
+            return None, "its functions are used up by tasks served since"
+        avoid = {k[2] for k, n in used.items() if k[0] == project and k[1] == "call" and n >= limit}
+        statement, why = rewrite_task(suite.load(tid), worker, avoid=avoid)
+        if statement is None:
+            return None, why
+        # the record keeps the outcome of its report's repro on both trees (validation["repro"]), as
+        # generation wrote it: the new repro is run in the task's sandbox and must show its difference
+        keep: dict[str, Any] = {}
+        problem = repro_check(replace(suite.record(tid), problem_statement=statement), backend=backend, keep=keep)
+        if problem:
+            return None, f"the new report's repro does not show its difference: {problem}"
+        out["repro"][tid] = keep
+        used.update([(project, "call", first_call(statement)), *functions])
+        return statement, why
+
+    _by_project(suite, candidates, backend, time_budget, out, each, progress,
+                lambda tid, statement, why: f"opens with {first_call(statement)!r}" if statement is not None
+                else f"kept: {why}")
     return out
 
 
 def replace_statements(suite_dir: str | Path, statements: dict[str, str],
-                       unserved: dict[str, str] | None = None) -> int:
+                       unserved: dict[str, str] | None = None, repros: dict[str, dict[str, Any]] | None = None) -> int:
     """Write ``statements`` (task id -> report) into the compact suite's records, and mark the
     tasks of ``unserved`` (task id -> why) as not served: ``report_fails`` in the record
     (:meth:`~termgym.tasks.swesynth.suite.SweSynthSuite.report_problem`); a task written again
-    loses an earlier mark. Every other field of every line stays as it was. Returns how many lines
-    changed."""
+    loses an earlier mark; ``repros`` (task id -> ``{"clean", "buggy"}``) are the new reports' repro
+    outcomes, for ``validation["repro"]``. Every other field of every line stays as it was. Returns
+    how many lines changed."""
     unserved = unserved or {}
+    repros = repros or {}
     changed = 0
     for path in sorted((Path(suite_dir) / "records").glob("*.jsonl")):
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -290,6 +379,8 @@ def replace_statements(suite_dir: str | Path, statements: dict[str, str],
             if new is not None:
                 data["bug"]["problem_statement"] = new
                 data.pop("report_fails", None)
+            if tid in repros:
+                data.setdefault("validation", {})["repro"] = repros[tid]
             if tid in unserved:
                 data["report_fails"] = unserved[tid]
             after = json.dumps(data, separators=(",", ":"))
@@ -303,4 +394,4 @@ def replace_statements(suite_dir: str | Path, statements: dict[str, str],
     return changed
 
 
-__all__ = ["failures_of_report", "replace_statements", "rewrite_from_report", "rewrite_reports", "rewrite_task"]
+__all__ = ["failures_of_report", "reopen_duplicates", "replace_statements", "rewrite_from_report", "rewrite_reports", "rewrite_task"]
