@@ -322,6 +322,16 @@ def register(subparsers) -> None:
                             "the bundled suite's cap, 10; 0 turns it off)")
     merge.set_defaults(func=cmd_merge)
 
+    follow = sub.add_parser("follow-project", help="bring a compact suite's project to the tests its project.toml "
+                                                   "now deselects: the command, baseline, targets and coverage map "
+                                                   "(nothing is run)")
+    follow.add_argument("name", help="the project (its name in the suite)")
+    follow.add_argument("--suite", default="v2", help="the compact suite (a directory, or v2: the bundled default)")
+    follow.add_argument("--write", action="store_true", help="write the changes (without it: only say what would change)")
+    follow.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
+                        help="a project set beyond the bundled one (repeatable)")
+    follow.set_defaults(func=cmd_follow_project)
+
 
 def use_projects_dirs(dirs: list[str]) -> str | None:
     """Add ``dirs`` (project sets beyond the bundled one) to ``$TERMGYM_SWESYNTH_PROJECTS`` for this
@@ -901,6 +911,37 @@ def cmd_merge(args: argparse.Namespace) -> int:
               + ", ".join(f"{repo} {n}" for repo, n in sorted(result.over_cap.items())))
     for repo, why in sorted(result.selection_missing.items()):
         print(f"{repo}: no test selections merged: {why}")
+    return 0
+
+
+def cmd_follow_project(args: argparse.Namespace) -> int:
+    """``termgym swesynth follow-project NAME``: a suite's project follows the project's newer
+    deselections (:func:`termgym.factory.swesynth.follow.follow_project`)."""
+    from termgym.factory.swesynth.follow import FollowError, follow_project
+
+    problem = use_projects_dirs(args.projects_dir)
+    if problem:
+        print(f"termgym swesynth follow-project: {problem}", file=sys.stderr)
+        return 2
+    suite = _suite_dir(args.suite)
+    try:
+        result = follow_project(suite, args.name, write=args.write)
+    except FollowError as exc:
+        print(f"termgym swesynth follow-project: {exc}", file=sys.stderr)
+        return 1
+    if not result.changed:
+        print(f"{args.name}: {suite} already runs the project's test command; nothing to follow")
+        return 0
+    verb = "now deselects" if result.written else "would deselect"
+    print(f"{args.name}: {suite} {verb} {len(result.deselected)} test(s) as the project does: "
+          f"{len(result.dropped_tests)} required test(s) leave the baseline and the coverage map, "
+          f"{len(result.targets)} task(s) lose target tests (each keeps at least one)")
+    for tid, tests in sorted(result.targets.items()):
+        print(f"  {tid}: " + ", ".join(tests))
+    if not result.written:
+        print("(nothing written: --write writes it)")
+    else:
+        print("grade the changed tasks again: python -m benchmarks.swesynth_sweep --served --resume")
     return 0
 
 

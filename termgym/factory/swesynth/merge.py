@@ -98,7 +98,9 @@ def _index(suite: Path) -> dict[str, Any]:
     return index
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
+def record_lines(path: Path) -> list[dict[str, Any]]:
+    """The lines of a compact suite's records or behaviour file (none when it is missing), each with
+    its ``task_id``; a malformed line is a :class:`MergeError` naming the file and line."""
     out = []
     if not path.is_file():
         return out
@@ -130,7 +132,8 @@ def _differs(ours: list[str], theirs: list[str]) -> str:
     return "; ".join(parts)
 
 
-def _write_lines(path: Path, lines: list[dict[str, Any]], **dumps: Any) -> None:
+def write_record_lines(path: Path, lines: list[dict[str, Any]], **dumps: Any) -> None:
+    """Replace ``path`` with ``lines``, one compact JSON object a line, atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -154,23 +157,25 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
     for repo, info in sorted((theirs.get("repos") or {}).items()):
         if "records" not in info:
             raise MergeError(f"{src / 'suite.json'}: project {repo} has no records file")
-        lines = _lines(src / info["records"])
-        checks = {line["task_id"]: line for line in _lines(src / "behaviour" / f"{repo}.jsonl")}
+        lines = record_lines(src / info["records"])
+        checks = {line["task_id"]: line for line in record_lines(src / "behaviour" / f"{repo}.jsonl")}
         mine = (ours.get("repos") or {}).get(repo)
         if mine is None:
             plan.append((repo, info, lines, checks, None, []))
             continue
         for key in SAME_SETTINGS:
             if info.get(key) != mine.get(key):
+                hint = (f" (where the project now deselects more tests, `termgym swesynth follow-project {repo} "
+                        f"--suite {dst}` brings the destination along)" if key == "test_command" else "")
                 raise MergeError(f"project {repo}: {key} differs: {info.get(key)!r} in {src / 'suite.json'}, "
-                                 f"{mine.get(key)!r} in {dst / 'suite.json'}")
+                                 f"{mine.get(key)!r} in {dst / 'suite.json'}{hint}")
         base_theirs, base_ours = _baseline(src, info, repo), _baseline(dst, mine, repo)
         if base_theirs != base_ours:
             raise MergeError(f"project {repo}: the baselines differ ({_differs(base_ours, base_theirs)}): "
                              f"{src / info.get('baseline', f'baselines/{repo}.json')} against "
                              f"{dst / mine.get('baseline', f'baselines/{repo}.json')}; generate the tasks "
                              "again with the destination's project settings")
-        existing = {line["task_id"]: line for line in _lines(dst / mine["records"])}
+        existing = {line["task_id"]: line for line in record_lines(dst / mine["records"])}
         fresh = []
         load = function_load(list(existing.values()))  # of what the project holds with what is kept so far
         for line in lines:
@@ -203,12 +208,12 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
     for repo, info, lines, checks, mine, old in plan:
         held_out = project_held_out(dst, repo)
         records_rel = (mine or info)["records"]
-        _write_lines(dst / records_rel, old + lines)
+        write_record_lines(dst / records_rel, old + lines)
         new_ids = [line["task_id"] for line in lines]
         sidecar = dst / "behaviour" / f"{repo}.jsonl"
         added_checks = [checks[tid] for tid in new_ids if tid in checks]
         if added_checks:
-            _write_lines(sidecar, _lines(sidecar) + added_checks, sort_keys=True)
+            write_record_lines(sidecar, record_lines(sidecar) + added_checks, sort_keys=True)
         if mine is None:
             base_rel = info.get("baseline", f"baselines/{repo}.json")
             (dst / base_rel).parent.mkdir(parents=True, exist_ok=True)
@@ -281,4 +286,4 @@ def _merge_selection(src: Path, dst: Path, repo: str, task_ids: list[str]) -> st
     return None
 
 
-__all__ = ["MergeError", "MergeResult", "SAME_SETTINGS", "merge_suites"]
+__all__ = ["MergeError", "MergeResult", "SAME_SETTINGS", "merge_suites", "record_lines", "write_record_lines"]

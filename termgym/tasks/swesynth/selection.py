@@ -218,6 +218,27 @@ class CoverageMap:
                               for f, fns in sorted(self.functions.items())},
                 "tasks": dict(sorted(self.tasks.items()))}
 
+    def without(self, dropped: Iterable[str]) -> CoverageMap:
+        """The map with the tests ``dropped`` (required tests no longer run) taken out and every
+        index renumbered: a test's coverage does not depend on which other tests run, so the others'
+        entries, and each task's selection less the dropped tests, stay as traced."""
+        gone = set(dropped)
+        renumber = {}
+        for i, test in enumerate(self.tests):
+            if test not in gone:
+                renumber[i] = len(renumber)
+
+        def keep(indices: Iterable[int]) -> list[int]:
+            return sorted(renumber[i] for i in indices if i in renumber)
+
+        tasks = {tid: sel if sel == "full" else encode_ranges(keep(decode_ranges(sel, len(self.tests), tid)))
+                 for tid, sel in self.tasks.items()}
+        return CoverageMap(project=self.project, tree_hash=self.tree_hash,
+                           tests=[t for t in self.tests if t not in gone],
+                           functions={f: {q: (imp, keep(ix)) for q, (imp, ix) in fns.items()}
+                                      for f, fns in self.functions.items()},
+                           always=keep(self.always), tasks=tasks)
+
     @classmethod
     def from_json(cls, data: dict[str, Any], where: str = "selection") -> CoverageMap:
         if not isinstance(data, dict) or data.get("version") != SELECTION_VERSION:
