@@ -27,6 +27,7 @@ from termgym.factory.swesynth.history import (
     _sort_versions,
     call_groups,
     classify_kind,
+    counterpart,
     defined_names,
     earlier_releases,
     fetch_release,
@@ -320,6 +321,25 @@ def test_release_history_proposes_once_per_change_and_says_where_a_task_came_fro
     origin = source.origin([slug], ["tests/test_slugs.py::test_cut"])
     assert origin["source"] == "history" and (origin["from_version"], origin["to_version"]) == ("1.0", "2.0")
     assert origin["kind"] == "feature" and origin["functions"] == ["slugs.py:slugify"]
+
+
+def test_a_module_that_became_a_package_is_compared_with_the_file_it_was(tmp_path):
+    """inflection, schema and ordered-set began as one ``name.py`` and became ``name/__init__.py``
+    (or ``src/name/__init__.py``): the older file is that module's, so its functions revert."""
+    new_tree, r1, r0 = tmp_path / "new", tmp_path / "1.0", tmp_path / "0.9"
+    (new_tree / "src" / "slugs").mkdir(parents=True)
+    (new_tree / "src" / "slugs" / "__init__.py").write_text(NEW)
+    r1.mkdir()
+    (r1 / "slugs.py").write_text(OLD)
+    (r0 / "slugs").mkdir(parents=True)  # and the other way round: a package that was a module later
+    (r0 / "slugs" / "__init__.py").write_text(OLD)
+    assert counterpart("src/slugs/__init__.py", r1) == r1 / "slugs.py"
+    assert counterpart("slugs.py", r0) == r0 / "slugs" / "__init__.py"
+    assert counterpart("src/slugs/other.py", r1) is None
+    source = ReleaseHistory(new_tree, "2.0", [Release("1.0", r1)], groups=False)
+    mutations = source.propose({"src/slugs/__init__.py": NEW})
+    assert sorted(m.function for m in mutations) == ["_clean", "slugify"]
+    assert source.stats.files_missing == 0 and source.stats.files_compared == 1
 
 
 def test_release_lists_and_the_offline_cache(tmp_path, monkeypatch):

@@ -223,12 +223,18 @@ def fetch_releases(name: str, version: str, count: int = DEFAULT_RELEASES, *, ve
 
 def counterpart(path: str, old_tree: Path) -> Path | None:
     """The file of ``old_tree`` that ``path`` (of the newer tree) was: the same path, or the same
-    with ``src/`` added or taken away (a project that moved to or from the src layout)."""
-    options = [path, path[len("src/"):] if path.startswith("src/") else f"src/{path}"]
-    for option in options:
-        candidate = old_tree / option
-        if candidate.is_file():
-            return candidate
+    with ``src/`` added or taken away (a project that moved to or from the src layout), or the same
+    module as a single file and as a package (``name.py`` and ``name/__init__.py``: inflection,
+    schema and ordered-set began as one module and became a package), in either direction."""
+    module = [path]
+    if path.endswith("/__init__.py"):
+        module.append(path[:-len("/__init__.py")] + ".py")
+    elif path.endswith(".py"):
+        module.append(path[:-len(".py")] + "/__init__.py")
+    for option in module:
+        for candidate in (option, option[len("src/"):] if option.startswith("src/") else f"src/{option}"):
+            if (old_tree / candidate).is_file():
+                return old_tree / candidate
     return None
 
 
