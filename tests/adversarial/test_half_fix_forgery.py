@@ -95,18 +95,28 @@ def env(cache):
 def test_half_fixes_with_forged_reports_score_zero_on_served_multi_function_tasks(env):
     suite = env.unwrapped.suite
     served = suite.task_ids("all")
-    for tid, hunks, init in draw(suite, served, lambda c: True, 2):
+    forged = []
+    for tid, hunks, init in draw(suite, served, lambda c: True, 6):
         assert not behaviour.uncovered_targets(suite.behaviour_check_of(tid)), tid
         name, own = next(iter(hunks.items()))  # fix this function only; every other bug stays
         reward, grade = play(env, tid, half_fix_actions(suite.record(tid).workdir, own, init))
         assert reward == 0.0 and grade["score"] == 0.0, (tid, name, grade)
         assert not grade.get("infra_error"), (tid, name, grade)
+        if grade.get("tests_passed") is not True:
+            # the half fix itself left the package unable to import (a coordinated bug fixed on one
+            # side only: jsonpickle's _store with its callers still swapped), so the forgery in its
+            # __init__.py never ran: a zero, but not the case this test is about; the next task
+            assert grade.get("all_result", "").startswith("0/"), (tid, name, grade)
+            continue
         # the forgery worked: the tests alone would have paid; the replay is what says no
-        assert grade.get("tests_passed") is True and grade["behaviour_passed"] is False, (tid, name, grade)
-        assert grade["behaviour_mismatches"], (tid, name, grade)
+        assert grade["behaviour_passed"] is False and grade["behaviour_mismatches"], (tid, name, grade)
         reward, grade = play(env, tid, oracle_actions)  # the control: the whole fix scores 1
         n = len(suite.behaviour_check_of(tid)["inputs"])
         assert reward == 1.0 and grade["behaviour"] == f"{n}/{n}", (tid, grade)
+        forged.append(tid)
+        if len(forged) == 2:
+            break
+    assert len(forged) == 2, f"the forgery made the tests pass on only {forged} of the drawn tasks"
 
 
 def test_sabotage_without_the_per_bug_rule_a_half_fix_scores_one(env, cache, monkeypatch):
