@@ -701,6 +701,19 @@ def test_protocol_use_of_a_project_object_names_its_method():
         assert _behaviour(ast.parse(code, mode="eval").body, types) == want, code
 
 
+def test_a_method_of_a_literal_is_never_the_behaviour_its_arguments_are():
+    """``''.join(r.fixed[0] for r in findall(...))`` is about ``findall`` (a parse history task's
+    report said "`join()` crashes", which the audit's public-API check refused)."""
+    import ast
+
+    from termgym.factory.swesynth.failures import _behaviour
+
+    for code, want in [("''.join(r.fixed[0] for r in findall('>{}<', s))", "findall()"),
+                       ("', '.join(map(str, chunked(xs, 2)))", "chunked()"), ("[].extend(f(x))", "f()"),
+                       ("{'a': 1}.get(parse(x))", "parse()"), ("'abc'.upper()", None)]:
+        assert _behaviour(ast.parse(code, mode="eval").body, {}) == want, code
+
+
 def test_a_second_bugs_symptom_is_its_own_call_and_never_the_main_example_again(shop):
     """A multi-bug report names each bug's symptom: another bug whose tests also show the main
     example's call gets a call of its own where it has one, and a symptom identical to the main

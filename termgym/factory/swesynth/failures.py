@@ -18,6 +18,8 @@ from pathlib import Path
 
 from termgym.tasks.swesynth import pyparse
 
+#: Literals whose methods are the built-in types' (``', '.join(...)``, ``[].extend``), never the behaviour.
+_LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set)
 #: Builtins a behaviour is never named after (``len(parse(x))`` is about ``parse``).
 _PLAIN_BUILTINS = {n for n in dir(builtins) if not n[:1].isupper()}
 #: Comparison operators and how the report states the expectation.
@@ -425,6 +427,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                     and func.value.id in imported_modules and func.value.id in _STDLIB:
                 pass  # ``pickle.loads(...)``: the standard library is not the behaviour; its arguments are
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, _LITERALS):
+                pass  # ``''.join(...)``: a method of a built-in literal is not the behaviour; its arguments are
             elif isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
                 cls = owner(func.value)
                 inner = visit(func.value)
