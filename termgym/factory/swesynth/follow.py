@@ -143,7 +143,7 @@ def follow_project(suite_dir: str | Path, repo: str, *, write: bool = False, pro
     lost = []
     for line in lines:
         targets = list((line.get("bug") or {}).get("target_tests") or [])
-        dropped = [t for t in targets if t in gone or excluded(t, result.deselected)]
+        dropped = [t for t in targets if excluded(t, result.deselected)]
         if dropped:
             result.targets[line["task_id"]] = dropped
             if len(dropped) == len(targets):
@@ -165,9 +165,9 @@ def follow_project(suite_dir: str | Path, repo: str, *, write: bool = False, pro
         return result
 
     for line in lines:
-        if line["task_id"] in result.targets:
-            bug = line["bug"]
-            bug["target_tests"] = [t for t in bug["target_tests"] if t not in set(result.targets[line["task_id"]])]
+        dropped = set(result.targets.get(line["task_id"], ()))
+        if dropped:
+            line["bug"]["target_tests"] = [t for t in line["bug"]["target_tests"] if t not in dropped]
     write_record_lines(records_path, lines)
     baseline["tests"] = [t for t in tests if t not in gone]
     _write_json(baseline_path, baseline, indent=0)  # as the store writes it: one test a line
