@@ -5,6 +5,7 @@ default suite, with the rule switched off as the sabotage that the same checks c
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 
@@ -12,12 +13,16 @@ import pytest
 
 from termgym.tasks.swesynth import SUITE_DIR, SweSynthSuite, default_suite
 from termgym.tasks.swesynth.distinct import (
+    HISTORY,
     MAX_PER_KEY,
     MAX_PROJECT_SHARE,
+    MULTI_TOKEN,
+    ONE_TOKEN,
     PROJECT_SHARE,
     SAME_CALL,
     SAME_FUNCTION,
     TaskKeys,
+    fix_rank,
     held_out_duplicates,
     near_duplicates,
     select,
@@ -116,6 +121,51 @@ def test_no_project_above_five_percent_where_the_cap_can_hold():
     assert len(select({"train": sorted(few)}, few).splits["train"]) == len(few)
 
 
+def test_fix_rank_orders_history_then_larger_fixes_then_one_token():
+    assert fix_rank({"source": "history", "kind": "fix"}, {"tokens_changed": 1}) == HISTORY
+    assert fix_rank({"source": "procedural"}, {"tokens_changed": 1}) == ONE_TOKEN
+    assert fix_rank(None, {"tokens_changed": 0}) == ONE_TOKEN
+    assert fix_rank({}, {"tokens_changed": 4}) == MULTI_TOKEN
+    assert fix_rank(None, None) == MULTI_TOKEN  # a size not recorded is not taken for one token
+    assert HISTORY < MULTI_TOKEN < ONE_TOKEN
+
+
+def _ranked(keys, rank_of):
+    return {t: dataclasses.replace(k, rank=rank_of(t)) for t, k in keys.items()}
+
+
+def test_near_duplicates_served_realest_fix_first():
+    # 30 groups of five tasks sharing a first call: three of each are served
+    groups = {f"g{g}-{i}": _keys("p", f"load({g})", f"f{g}_{i}") for g in range(30) for i in range(5)}
+    keys = _ranked(groups, lambda t: [HISTORY, ONE_TOKEN, MULTI_TOKEN, ONE_TOKEN, MULTI_TOKEN][int(t[-1])])
+    chosen = select({"train": sorted(keys)}, keys)
+    kept = chosen.splits["train"]
+    assert Counter(keys[t].rank for t in kept) == {HISTORY: 30, MULTI_TOKEN: 60}
+    assert not violations(chosen.splits, keys)
+    # the sabotage: every task ranked alike, hash order alone serves one-token fixes in their stead
+    same = _ranked(keys, lambda t: MULTI_TOKEN)
+    loose = select({"train": sorted(same)}, same).splits["train"]
+    assert Counter(keys[t].rank for t in loose)[ONE_TOKEN] > 10
+    assert len(loose) == len(kept)  # the choice costs no task
+
+
+def test_the_project_cap_leaves_out_the_smallest_fixes_first():
+    keys = {f"{p}-{i}": _keys(p, f"f({i})", f"f{i}") for p in (f"p{j:02}" for j in range(24)) for i in range(12)}
+    keys.update({f"big-{i}": _keys("big", f"f({i})", f"f{i}") for i in range(60)})
+    keys = _ranked(keys, lambda t: (HISTORY, MULTI_TOKEN, ONE_TOKEN)[int(t.split("-")[1]) % 3])
+
+    def ranks(chosen):
+        kept = [keys[t].rank for t in chosen.splits["train"] if t.startswith("big")]
+        left = [keys[t].rank for t, why in chosen.dropped.items() if why == PROJECT_SHARE]
+        return kept, left
+
+    kept, left = ranks(select({"train": sorted(keys)}, keys))
+    assert left and max(kept) <= min(left)
+    same = _ranked(keys, lambda t: MULTI_TOKEN)  # the sabotage: ranks alike, the cap cuts by hash alone
+    loose, left = ranks(select({"train": sorted(same)}, same))
+    assert len(loose) == len(kept) and max(loose) > min(left)
+
+
 def test_bad_caps_are_named():
     with pytest.raises(ValueError, match="max_per_key must be at least 1, not 0"):
         select({"train": []}, {}, max_per_key=0)
@@ -127,6 +177,8 @@ def test_task_keys_read_the_record():
     bug = _task("f", "off-by-one", "f( 1 )")["bug"]
     assert task_keys("p", bug) == TaskKeys("p", "f(1)", frozenset({("p/a.py", "f", "off-by-one")}))
     assert task_keys("p", {"problem_statement": "no code here"}).call is None
+    assert task_keys("p", bug, origin={"source": "history"}, signals={"tokens_changed": 1}).rank == HISTORY
+    assert task_keys("p", bug, signals={"tokens_changed": 1}).rank == ONE_TOKEN
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +207,44 @@ def test_the_default_suite_serves_distinct_tasks(served):
     loose = violations(*_of(pool))
     assert any("held by" in v for v in loose) and any("test_id" in v for v in loose)
     assert any("holds" in v for v in loose)
+
+
+def _outranked(chosen, keys):
+    """Tasks left out for a shared key whose three served holders are not all taken before them by
+    rank (a holder with a smaller or less real fix), in projects the project cap did not cut (it
+    removes served holders after the fact)."""
+    served = [t for ids in chosen.splits.values() for t in ids]
+    holders: dict = {}
+    for t in served:
+        for k in keys[t].all():
+            holders.setdefault(k, []).append(keys[t].rank)
+    capped = {keys[t].project for t, why in chosen.dropped.items() if why == PROJECT_SHARE}
+    out = []
+    for t, why in chosen.dropped.items():
+        if why not in (SAME_CALL, SAME_FUNCTION) or keys[t].project in capped:
+            continue
+        own = keys[t].all()
+        full = [k for k in (own[:1] if why == SAME_CALL else own[1 if keys[t].call is not None else 0:])
+                if len(holders.get(k, ())) >= MAX_PER_KEY]
+        if not any(max(holders[k]) <= keys[t].rank for k in full):
+            out.append(t)
+    return out
+
+
+def test_the_default_suite_serves_the_realest_near_duplicates(served):
+    pool = SweSynthSuite("projects", distinct=False)
+    splits, keys = _of(pool)
+    chosen = select(splits, keys)
+    assert set(served.task_ids("all")) == {t for ids in chosen.splits.values() for t in ids}
+    assert not _outranked(chosen, keys)
+    one_token = Counter(keys[t].rank == ONE_TOKEN for ids in chosen.splits.values() for t in ids)
+    # the sabotage: ranks off (hash order alone), history and larger fixes left out for one-token ones
+    flat = {t: dataclasses.replace(k, rank=MULTI_TOKEN) for t, k in keys.items()}
+    loose = select(splits, flat)
+    assert _outranked(loose, keys)
+    loose_one = Counter(keys[t].rank == ONE_TOKEN for ids in loose.splits.values() for t in ids)
+    assert one_token[True] < loose_one[True]
+    assert abs(sum(one_token.values()) - sum(loose_one.values())) <= 0.01 * sum(loose_one.values())
 
 
 def test_suites_of_your_own_and_behaviour_any_keep_every_task(served):

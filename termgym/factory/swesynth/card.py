@@ -556,7 +556,9 @@ def _distinct_lines(served: dict[str, Any], unique: dict[str, Any]) -> list[str]
     below = unique["below_minimum"]
     return [f"**Distinct tasks** (`distinct=True`, the default suite's default: at most {MAX_PER_KEY} served tasks per "
             f"first repro call and per (function, bug type), no `test_id` task that is a near-duplicate of a `train` "
-            f"task, no project above {100 * MAX_PROJECT_SHARE:.0f} %; `termgym.tasks.swesynth.distinct`): of the "
+            f"task, no project above {100 * MAX_PROJECT_SHARE:.0f} %; where a key allows only some of its tasks, "
+            f"release-history bugs are served first, then fixes of two or more tokens, then one-token fixes; "
+            f"`termgym.tasks.swesynth.distinct`): of the "
             f"{served['checked']} tasks a behaviour check decides, **{n}** are served, "
             + ", ".join(f"{split} {k}" for split, k in sorted(unique["splits"].items())) + f", from "
             f"{unique['projects']} projects; {unique['moved_to_train']} `test_id` tasks moved to `train`.", "",

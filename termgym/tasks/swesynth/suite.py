@@ -316,9 +316,11 @@ class SweSynthSuite(TaskSuite):
 
         raw = self._raw.get(task_id)
         if raw is not None:
-            return task_keys(str(raw.get("repo")), raw.get("bug") or {})
+            return task_keys(str(raw.get("repo")), raw.get("bug") or {}, origin=raw.get("origin"),
+                             signals=raw.get("signals"))
         record = self.record(task_id)
-        return task_keys(record.repo, {"problem_statement": record.problem_statement, "mutations": record.mutations})
+        return task_keys(record.repo, {"problem_statement": record.problem_statement, "mutations": record.mutations},
+                         origin=record.origin, signals=record.signals)
 
     def _keep_distinct(self) -> None:
         from termgym.tasks.swesynth.distinct import select
