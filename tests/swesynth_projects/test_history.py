@@ -10,6 +10,7 @@ tests. The slow test adds a PyPI project nobody bundled (pathspec 1.1.0), mines 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import shutil
 from collections import Counter
@@ -153,20 +154,21 @@ def test_functions_whose_code_changed_become_reverts_and_the_rest_are_left_or_co
     # reads a name the newer module does not have, Counter.add a method the newer class lost;
     # the property's getter and setter share a name, so neither is offered
     assert sorted(reverts) == ["_clean", "slugify"]
-    assert skipped == Counter({"reads names the newer code no longer has": 2})
+    assert skipped == Counter({"reads names the newer code no longer has": 1,
+                               "reads attributes its newer class no longer has": 1})
     assert all(r.old_version == "1.0" and r.path == "slugs.py" for r in reverts.values())
 
 
 def test_a_revert_puts_the_older_code_back_under_the_newer_docstring():
     r = _reverts()["slugify"]
-    mutated = apply_mutations(NEW, [r.mutation()])
+    mutated = apply_mutations(NEW, r.mutations())
     func = module_functions(mutated)["slugify"]
     assert "max_length" not in ast.unparse(func.node.args)  # the older signature is back
     assert ast.get_docstring(func.node) == "Make a slug of ``text``: lower case words joined by ``separator``."
     assert "return separator.join(words)" in func.text
     # everything else is the newer release's
     assert module_functions(mutated)["_clean"].text == module_functions(NEW)["_clean"].text
-    m = r.mutation()
+    (m,) = r.mutations()
     assert (m.bug_type, m.function, m.description) == (HISTORY_TYPE, "slugify", "slugify as released in 1.0")
 
 
@@ -174,7 +176,7 @@ def test_a_constant_the_newer_release_dropped_comes_back_with_its_function():
     new = "import re\n\n\ndef host(h):\n    return h.strip('.')\n"
     old = "import re\n\nCHARSET = 'utf-8'\n\n\ndef host(h, charset=CHARSET):\n    return h.strip()\n"
     (r,) = function_reverts("h.py", new, old, "3.0")
-    assert apply_mutations(new, [r.mutation()]) == \
+    assert apply_mutations(new, r.mutations()) == \
         "import re\n\n\nCHARSET = 'utf-8'\n\n\ndef host(h, charset=CHARSET):\n    return h.strip()\n"
     # a computed value is more than a revert: skipped
     skipped: Counter = Counter()
@@ -187,7 +189,7 @@ def test_a_helper_and_an_import_the_newer_release_dropped_come_back_with_their_f
     old = ("import re\nfrom os.path import basename as base\n\n\n@staticmethod\ndef _tidy(h):\n    return _cut(h)\n\n\n"
            "def _cut(h):\n    return base(re.sub('x', '', h))\n\n\ndef host(h):\n    return _tidy(h)\n")
     (r,) = function_reverts("h.py", new, old, "3.0")
-    mutated = apply_mutations(new, [r.mutation()])
+    mutated = apply_mutations(new, r.mutations())
     # the helper, the helper it calls and the import that one needs, in the older module's order
     assert mutated == ("import re\n\n\nfrom os.path import basename as base\n\n\n@staticmethod\ndef _tidy(h):\n"
                        "    return _cut(h)\n\n\ndef _cut(h):\n    return base(re.sub('x', '', h))\n\n\n"
@@ -202,11 +204,46 @@ def test_a_helper_and_an_import_the_newer_release_dropped_come_back_with_their_f
     assert skipped == Counter({"reads names the newer code no longer has": 2})
 
 
+def test_a_method_s_dropped_module_names_come_back_before_its_class_as_one_candidate():
+    new = ("import os\n\n\n@decorate\nclass Outer:\n    class Inner:\n        def size(self, v):\n"
+           "            return len(v)\n\n        def other(self):\n            return 0\n")
+    old = ("import os\nimport textwrap\n\nLIMIT = 10\n\n\n@decorate\nclass Outer:\n    class Inner:\n"
+           "        def size(self, v):\n            textwrap.dedent('x')\n            return min(len(v), LIMIT)\n\n"
+           "        def other(self):\n            return LIMIT\n")
+    reverts = {r.qualname: r for r in function_reverts("o.py", new, old, "0.5")}
+    r = reverts["Outer.Inner.size"]
+    prelude, body = r.mutations()
+    assert prelude.start == prelude.end == new.index("@decorate") and prelude.group == body.group == r.own_group
+    assert (prelude.function, body.function) == ("Outer.Inner.size", "Outer.Inner.size")
+    mutated = apply_mutations(new, r.mutations())
+    # at module level, before the decorated top-level class: where the method's body looks them up
+    assert mutated.startswith("import os\n\n\nimport textwrap\n\n\nLIMIT = 10\n\n\n@decorate\nclass Outer:")
+    assert "return min(len(v), LIMIT)" in mutated
+    namespace = {"decorate": lambda cls: cls}
+    exec(compile(mutated, "o.py", "exec"), namespace)  # the names resolve where the method runs
+    assert namespace["Outer"].Inner().size([1] * 20) == 10
+    assert len(units(r.mutations())) == 1  # drawn, applied and judged together
+    # two methods of the class putting names back at one place are never one group (they would overlap)
+    both = [dataclasses.replace(x, signature_changed=True) for x in reverts.values()]
+    assert call_groups(both) == []
+    # the sabotage: the method's edit alone, without the names put back, fails where it runs
+    namespace = {"decorate": lambda cls: cls}
+    exec(compile(apply_mutations(new, [body]), "o.py", "exec"), namespace)
+    with pytest.raises(NameError):
+        namespace["Outer"].Inner().size([1])
+    # a method that reads an attribute its newer class lost is still skipped, and said why
+    skipped: Counter = Counter()
+    assert function_reverts("c.py", "class C:\n    def f(self):\n        return 1\n",
+                            "class C:\n    def f(self):\n        return self._g()\n\n    def _g(self):\n"
+                            "        return 2\n", "0.1", skipped) == []
+    assert skipped == Counter({"reads attributes its newer class no longer has": 1})
+
+
 def test_a_method_is_put_back_at_its_class_indentation():
     new = "class A:\n\tdef f(self):\n\t\treturn 1\n"
     old = "class A:\n    def f(self):\n        return 2\n"
     (r,) = function_reverts("a.py", new, old, "0.9")
-    mutated = apply_mutations(new, [r.mutation()])  # parses, or it raises
+    mutated = apply_mutations(new, r.mutations())  # parses, or it raises
     assert mutated.startswith("class A:\n\tdef f(self):\n\t") and "return 2" in mutated
 
 
@@ -229,7 +266,7 @@ def test_a_helper_whose_signature_changed_goes_back_with_its_callers():
                             "def h(x):\n    return -x\n\n\ndef f(x):\n    return h(x) + 2\n", "1.0")
     assert len(same) == 2 and call_groups(same) == []
     source = ReleaseHistory(Path("."), "2.0", [], groups=True)
-    mutations = source._remember(group[0].mutation("g"), "1.0"), source._remember(group[1].mutation("g"), "1.0")
+    mutations = source._remember(*group[0].mutations("g"), "1.0"), source._remember(*group[1].mutations("g"), "1.0")
     assert len(units(list(mutations))) == 1  # drawn, applied and judged together
 
 

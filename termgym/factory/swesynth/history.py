@@ -15,7 +15,9 @@ releases is what the maintainers really changed. For a project of the set (bundl
    the newer module no longer binds, or an attribute of ``self`` its class no longer has, is
    skipped (counted by reason), unless the name is a top-level constant, import or helper function
    the newer release dropped with the change (:func:`removed_definitions`: up to
-   :data:`MAX_PUT_BACK` of them are put back before the function).
+   :data:`MAX_PUT_BACK` of them are put back before the function; for a method, before the
+   top-level statement that holds its class, as a second edit of the same revert: module level is
+   where the method's body looks them up).
    A function whose signature changed in a release is also offered together with the changed
    functions that call it, in any file (:func:`call_groups`): a fix that really spanned them (a
    helper's parameters and its callers) only applies whole;
@@ -447,11 +449,31 @@ class Revert:
     old_version: str
     #: the older signature differs (parameters, defaults, annotations): callers may need it too
     signature_changed: bool = False
+    #: a method's put-back module-level definitions: ``(offset, line, text)`` of an insertion before
+    #: the top-level statement that holds its class (``None``: nothing, or put back in ``replacement``)
+    prelude: tuple[int, int, str] | None = None
 
-    def mutation(self, group: str = "") -> Mutation:
-        return Mutation(bug_type=HISTORY_TYPE, path=self.path, start=self.start, end=self.end,
-                        replacement=self.replacement, line=self.line, function=self.qualname,
-                        description=f"{self.qualname} as released in {self.old_version}", group=group)
+    @property
+    def own_group(self) -> str:
+        """The group id that binds a revert's two edits when it is proposed alone."""
+        return f"history:{self.old_version}:{self.path}:{self.qualname}"
+
+    def mutations(self, group: str = "") -> list[Mutation]:
+        """The revert's edits: the function's older text and, for a method that needs them, its
+        module-level definitions before its class, in one ``group`` (its own when none is given)."""
+        described = f"{self.qualname} as released in {self.old_version}"
+        if self.prelude is None:
+            return [Mutation(bug_type=HISTORY_TYPE, path=self.path, start=self.start, end=self.end,
+                             replacement=self.replacement, line=self.line, function=self.qualname,
+                             description=described, group=group)]
+        group = group or self.own_group
+        offset, line, text = self.prelude
+        return [Mutation(bug_type=HISTORY_TYPE, path=self.path, start=offset, end=offset, replacement=text, line=line,
+                         function=self.qualname, description=f"{described}: the module-level names it reads",
+                         group=group),
+                Mutation(bug_type=HISTORY_TYPE, path=self.path, start=self.start, end=self.end,
+                         replacement=self.replacement, line=self.line, function=self.qualname,
+                         description=described, group=group)]
 
 
 def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
@@ -477,11 +499,19 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             skipped["moved in or out of a class"] += 1
             continue
         gone = gone_names(old, new, bound)
-        # a constant, import or helper the newer release dropped with the change comes back with it
-        constants = removed_definitions(gone, old_tree, old_text, bound) if gone and old.owner is None else None
-        if gone and constants is None:
-            skipped["reads names the newer code no longer has"] += 1
+        # a constant, import or helper the newer release dropped with the change comes back with it:
+        # before a function, or before the top-level statement holding a method's class
+        constants = prelude = None
+        if gone and any(g.startswith("self.") for g in gone):
+            skipped["reads attributes its newer class no longer has"] += 1
             continue
+        if gone:
+            constants = removed_definitions(gone, old_tree, old_text, bound)
+            if constants is None:
+                skipped["reads names the newer code no longer has"] += 1
+                continue
+            if old.owner is not None:
+                prelude, constants = _before_top_level(new_text, new_tree, new.line, constants), None
         text = _reindent(_with_docstring_of(old, new), _indent(old.text), _indent(new.text))
         if text is None:
             skipped["indentation cannot be matched"] += 1
@@ -489,8 +519,19 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
         if not text.endswith("\n"):
             text += "\n"
         out.append(Revert(path, qualname, new.line, new.start, new.end, (constants or "") + text, old_version,
-                          ast.dump(old.node.args) != ast.dump(new.node.args)))
+                          ast.dump(old.node.args) != ast.dump(new.node.args), prelude))
     return out
+
+
+def _before_top_level(text: str, tree: ast.Module, line: int, definitions: str) -> tuple[int, int, str]:
+    """Where ``definitions`` go for a method at ``line``: ``(offset, line, text)`` before the
+    top-level statement that holds it (its first decorator's line), at module level."""
+    starts = _line_starts(text)
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        if first <= line <= (node.end_lineno or node.lineno):
+            return starts[first - 1], first, definitions
+    raise ValueError(f"no top-level statement holds line {line}")  # a method is always inside one
 
 
 def removed_definitions(names: Sequence[str], old_tree: ast.Module, old_text: str, new_bound: set[str],
@@ -574,6 +615,9 @@ def call_groups(reverts: Sequence[Revert], limit: int = MAX_GROUP) -> list[tuple
             chosen = list(dict.fromkeys(partners))[: limit - 1]
             if chosen:
                 group = (r, *(members[j] for j in chosen))
+                preludes = [(g.path, g.prelude[0]) for g in group if g.prelude is not None]
+                if len(set(preludes)) < len(preludes):
+                    continue  # two methods of one class putting names back at one place: each alone
                 groups.setdefault(frozenset((g.path, g.qualname) for g in group), group)
     return list(groups.values())
 
@@ -809,12 +853,12 @@ class ReleaseHistory:
                     seen.add(key)
                     found.append(r)
             for r in found:
-                out.append(self._remember(r.mutation(), r.old_version))
+                out += [self._remember(m, r.old_version) for m in r.mutations()]
             self.stats.reverts += len(found)
             if self.groups:
                 for group in call_groups(found):
                     gid = f"history:{release.version}:" + "+".join(f"{g.path}:{g.qualname}" for g in group)
-                    out += [self._remember(g.mutation(gid), g.old_version) for g in group]
+                    out += [self._remember(m, g.old_version) for g in group for m in g.mutations(gid)]
                     self.stats.groups += 1
         self._proposed = (files, out)
         return out
