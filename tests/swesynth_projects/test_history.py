@@ -151,12 +151,29 @@ def test_functions_whose_code_changed_become_reverts_and_the_rest_are_left_or_co
     skipped: Counter = Counter()
     reverts = _reverts(skipped)
     # _clean and slugify changed code; unchanged and only_docs (docstring only) did not; uses_helper
-    # reads a name the newer module does not have, Counter.add a method the newer class lost;
-    # the property's getter and setter share a name, so neither is offered
-    assert sorted(reverts) == ["_clean", "slugify"]
-    assert skipped == Counter({"reads names the newer code no longer has": 1,
-                               "reads attributes its newer class no longer has": 1})
+    # reads a name the newer module does not have; Counter.add calls a method the newer class lost,
+    # which comes back beside it; the property's getter and setter share a name, so neither is offered
+    assert sorted(reverts) == ["Counter.add", "_clean", "slugify"]
+    assert skipped == Counter({"reads names the newer code no longer has": 1})
     assert all(r.old_version == "1.0" and r.path == "slugs.py" for r in reverts.values())
+
+
+def test_a_method_the_newer_class_dropped_comes_back_beside_the_method_that_calls_it():
+    r = _reverts()["Counter.add"]
+    (m,) = r.mutations()  # in the class, so no second edit
+    mutated = apply_mutations(NEW, [m])
+    methods = module_functions(mutated)
+    assert "Counter._bump" in methods and methods["Counter._bump"].line < methods["Counter.add"].line
+    namespace: dict = {}
+    exec(compile(mutated, "slugs.py", "exec"), namespace)
+    c = namespace["Counter"]()
+    assert (c.add(2), c.add()) == (2, 3)
+    # the sabotage: the method's older text alone calls a method its class no longer has
+    alone = apply_mutations(NEW, [dataclasses.replace(m, replacement=m.replacement[m.replacement.index("    def add"):])])
+    namespace = {}
+    exec(compile(alone, "slugs.py", "exec"), namespace)
+    with pytest.raises(AttributeError, match="_bump"):
+        namespace["Counter"]().add(1)
 
 
 def test_a_revert_puts_the_older_code_back_under_the_newer_docstring():
@@ -231,11 +248,12 @@ def test_a_method_s_dropped_module_names_come_back_before_its_class_as_one_candi
     exec(compile(apply_mutations(new, [body]), "o.py", "exec"), namespace)
     with pytest.raises(NameError):
         namespace["Outer"].Inner().size([1])
-    # a method that reads an attribute its newer class lost is still skipped, and said why
+    # a method that reads an attribute (not a method) its newer class lost is still skipped, said why
     skipped: Counter = Counter()
-    assert function_reverts("c.py", "class C:\n    def f(self):\n        return 1\n",
-                            "class C:\n    def f(self):\n        return self._g()\n\n    def _g(self):\n"
-                            "        return 2\n", "0.1", skipped) == []
+    kept = function_reverts("c.py", "class C:\n    def __init__(self):\n        pass\n\n    def f(self):\n"
+                            "        return 1\n", "class C:\n    def __init__(self):\n        self._g = 2\n\n"
+                            "    def f(self):\n        return self._g\n", "0.1", skipped)
+    assert [r.qualname for r in kept] == ["C.__init__"]
     assert skipped == Counter({"reads attributes its newer class no longer has": 1})
 
 
@@ -351,8 +369,8 @@ def test_release_history_proposes_once_per_change_and_says_where_a_task_came_fro
     source = ReleaseHistory(new_tree, "2.0", [Release("1.0", r1), Release("0.9", r0)], groups=False)
     mutations = source.propose({"slugs.py": NEW})
     # 0.9 has the same functions as 1.0: its reverts are 1.0's, proposed once
-    assert sorted(m.function for m in mutations) == ["_clean", "slugify"]
-    assert source.stats.duplicates == 2 and source.stats.reverts == 2
+    assert sorted(m.function for m in mutations) == ["Counter.add", "_clean", "slugify"]
+    assert source.stats.duplicates == 3 and source.stats.reverts == 3
     assert source.propose({"slugs.py": NEW}) == mutations  # asked again (generate does): the same list
     slug = next(m for m in mutations if m.function == "slugify")
     origin = source.origin([slug], ["tests/test_slugs.py::test_cut"])
@@ -375,7 +393,7 @@ def test_a_module_that_became_a_package_is_compared_with_the_file_it_was(tmp_pat
     assert counterpart("src/slugs/other.py", r1) is None
     source = ReleaseHistory(new_tree, "2.0", [Release("1.0", r1)], groups=False)
     mutations = source.propose({"src/slugs/__init__.py": NEW})
-    assert sorted(m.function for m in mutations) == ["_clean", "slugify"]
+    assert sorted(m.function for m in mutations) == ["Counter.add", "_clean", "slugify"]
     assert source.stats.files_missing == 0 and source.stats.files_compared == 1
 
 

@@ -17,7 +17,9 @@ releases is what the maintainers really changed. For a project of the set (bundl
    the newer release dropped with the change (:func:`removed_definitions`: up to
    :data:`MAX_PUT_BACK` of them are put back before the function; for a method, before the
    top-level statement that holds its class, as a second edit of the same revert: module level is
-   where the method's body looks them up).
+   where the method's body looks them up). A method whose older body calls methods its newer class
+   dropped gets them back beside it (:func:`removed_methods`, with what they call on ``self`` in
+   turn, up to :data:`MAX_PUT_BACK`).
    A function whose signature changed in a release is also offered together with the changed
    functions that call it, in any file (:func:`call_groups`): a fix that really spanned them (a
    helper's parameters and its callers) only applies whole;
@@ -502,9 +504,16 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
         # a constant, import or helper the newer release dropped with the change comes back with it:
         # before a function, or before the top-level statement holding a method's class
         constants = prelude = None
-        if gone and any(g.startswith("self.") for g in gone):
-            skipped["reads attributes its newer class no longer has"] += 1
-            continue
+        methods = ""  # methods the newer class dropped that the older body calls, put back beside it
+        attributes = [g[len("self."):] for g in gone if g.startswith("self.")]
+        if attributes:
+            found = removed_methods(attributes, old.owner, old_text, class_attributes(new.owner))
+            methods = _reindent(found[0], _indent(old.text), _indent(new.text)) if found else None
+            if found is None or methods is None:
+                skipped["reads attributes its newer class no longer has"] += 1
+                continue
+            gone = [g for g in gone if not g.startswith("self.")]
+            gone += [n for n in found[1] if n not in bound and n not in _BUILTINS and n not in gone]
         if gone:
             constants = removed_definitions(gone, old_tree, old_text, bound)
             if constants is None:
@@ -518,9 +527,42 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             continue
         if not text.endswith("\n"):
             text += "\n"
-        out.append(Revert(path, qualname, new.line, new.start, new.end, (constants or "") + text, old_version,
-                          ast.dump(old.node.args) != ast.dump(new.node.args), prelude))
+        out.append(Revert(path, qualname, new.line, new.start, new.end, (constants or "") + methods + text,
+                          old_version, ast.dump(old.node.args) != ast.dump(new.node.args), prelude))
     return out
+
+
+def removed_methods(attributes: Sequence[str], old_class: ast.ClassDef, old_text: str, new_attributes: set[str],
+                    limit: int = MAX_PUT_BACK) -> tuple[str, list[str]] | None:
+    """The older class's methods named ``attributes`` (what the newer class no longer has), with
+    the methods they read on ``self`` that the newer class lost too, as text at the older class's
+    indentation in the older order, each followed by a blank line, and the globals they read;
+    ``None`` when one is not a method defined once (an attribute set in ``__init__``, a property
+    with a setter) or more than ``limit`` would come back: a method the fix folded into its caller
+    goes back with it."""
+    lines = old_text.splitlines(keepends=True)
+    defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in old_class.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.setdefault(node.name, []).append(node)
+    chosen: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    wanted = list(attributes)
+    while wanted:
+        name = wanted.pop(0)
+        if name in chosen:
+            continue
+        if len(defined.get(name, ())) != 1 or len(chosen) == limit:
+            return None
+        node = chosen[name] = defined[name][0]
+        wanted += sorted(_self_reads(node) - new_attributes - set(chosen))
+    texts: list[str] = []
+    needs: list[str] = []
+    for node in sorted(chosen.values(), key=lambda n: n.lineno):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        text = "".join(lines[first - 1:node.end_lineno or node.lineno])
+        texts.append(text if text.endswith("\n") else text + "\n")
+        needs += [n for n in sorted(free_names(node)) if n not in needs]
+    return "\n".join(texts) + "\n", needs
 
 
 def _before_top_level(text: str, tree: ast.Module, line: int, definitions: str) -> tuple[int, int, str]:
@@ -995,4 +1037,4 @@ __all__ = ["DEFAULT_RELEASES", "HISTORY_TYPE", "KINDS", "FunctionSource", "Histo
            "classify_kind", "code_dump", "counterpart", "defined_names", "earlier_releases", "fetch_release",
            "fetch_releases",
            "free_names", "function_reverts", "gone_names", "history_cache", "mine_history", "module_functions",
-           "module_names", "release_versions", "removed_definitions", "how_test_changed"]
+           "module_names", "release_versions", "removed_definitions", "removed_methods", "how_test_changed"]
