@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from termgym.tasks.swesynth import SUITE_DIR, SweSynthSuite, default_suite
+from termgym.tasks.swesynth import SUITE_DIR, SweSynthSuite, default_suite, distinct
 from termgym.tasks.swesynth.distinct import (
     HISTORY,
     MAX_PER_KEY,
@@ -149,6 +149,25 @@ def test_near_duplicates_served_realest_fix_first():
     assert len(loose) == len(kept)  # the choice costs no task
 
 
+def test_within_a_rank_the_rarer_bug_types_are_served_first(monkeypatch):
+    def typed(call, function, bug_type):
+        return TaskKeys("p", call, frozenset({("p.py", function, bug_type)}))
+
+    keys = {}
+    for g in range(20):  # a first call per group: three of five served, two of them off-by-one at most
+        for i in range(5):
+            keys[f"g{g}-{i}"] = typed(f"load({g})", f"f{g}_{i}", "off-by-one" if i < 2 else "wrong-variable")
+    keys.update({f"w{i}": typed(f"w({i})", f"w{i}", "wrong-variable") for i in range(40)})  # the commonest type
+
+    def served_types():
+        kept = select({"train": sorted(keys)}, keys).splits["train"]
+        return Counter(next(iter(keys[t].functions))[2] for t in kept if t.startswith("g"))
+
+    assert served_types() == {"off-by-one": 40, "wrong-variable": 20}
+    monkeypatch.setattr(distinct, "_types", lambda k: set())  # the sabotage: types ignored, hash order alone
+    assert served_types()["off-by-one"] < 40
+
+
 def test_the_project_cap_leaves_out_the_smallest_fixes_first():
     keys = {f"{p}-{i}": _keys(p, f"f({i})", f"f{i}") for p in (f"p{j:02}" for j in range(24)) for i in range(12)}
     keys.update({f"big-{i}": _keys("big", f"f({i})", f"f{i}") for i in range(60)})
@@ -245,6 +264,20 @@ def test_the_default_suite_serves_the_realest_near_duplicates(served):
     loose_one = Counter(keys[t].rank == ONE_TOKEN for ids in loose.splits.values() for t in ids)
     assert one_token[True] < loose_one[True]
     assert abs(sum(one_token.values()) - sum(loose_one.values())) <= 0.01 * sum(loose_one.values())
+
+
+def _share_of_commonest_type(chosen, keys):
+    served = [t for ids in chosen.splits.values() for t in ids]
+    counts = Counter(b for t in served for b in {f[2] for f in keys[t].functions})
+    return counts.most_common(1)[0][1] / len(served)
+
+
+def test_the_default_suite_serves_fewer_of_its_commonest_bug_type(monkeypatch):
+    pool = SweSynthSuite("projects", distinct=False)
+    splits, keys = _of(pool)
+    share = _share_of_commonest_type(select(splits, keys), keys)
+    monkeypatch.setattr(distinct, "_types", lambda k: set())  # the sabotage: types ignored
+    assert _share_of_commonest_type(select(splits, keys), keys) > share + 0.02
 
 
 def test_suites_of_your_own_and_behaviour_any_keep_every_task(served):
