@@ -24,7 +24,7 @@ ROOT = Path(termgym.__file__).parent
 #: commands, except that a task *describes* its sandbox (a ``SandboxSpec``) and grades in one, so
 #: the sandbox contract sits under the tasks: sandboxes know nothing of tasks.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("termgym.imports", "termgym.jsonl", "termgym.archives", "termgym.encodable")),
+    ("foundation", ("termgym.imports", "termgym.atomic", "termgym.jsonl", "termgym.archives", "termgym.encodable")),
     ("sandbox", ("termgym.sandbox",)),
     ("tasks", ("termgym.tasks",)),
     ("factory", ("termgym.factory",)),

@@ -26,15 +26,15 @@ benchmarks.swesynth_sweep --resume`` grades the changed tasks again with the new
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from termgym.factory.swesynth.merge import MergeError, record_lines, write_record_lines
+from termgym.factory.swesynth.merge import MergeError, record_lines
 from termgym.factory.swesynth.screen import excluded
+from termgym.jsonl import write_json, write_json_lines
 from termgym.tasks.swesynth.selection import CoverageMap, SelectionError
 from termgym.tasks.swesynth.store import locked_index
 
@@ -168,11 +168,11 @@ def follow_project(suite_dir: str | Path, repo: str, *, write: bool = False, pro
         dropped = set(result.targets.get(line["task_id"], ()))
         if dropped:
             line["bug"]["target_tests"] = [t for t in line["bug"]["target_tests"] if t not in dropped]
-    write_record_lines(records_path, lines)
+    write_json_lines(records_path, lines)
     baseline["tests"] = [t for t in tests if t not in gone]
-    _write_json(baseline_path, baseline, indent=0)  # as the store writes it: one test a line
+    write_json(baseline_path, baseline, indent=0)  # as the store writes it: one test a line
     if cmap is not None:
-        _write_json(selection_path, cmap.without(gone).to_json(), separators=(",", ":"))
+        write_json(selection_path, cmap.without(gone).to_json(), separators=(",", ":"))
     with locked_index(suite_dir) as locked:
         entry = locked["repos"][repo]
         entry["test_command"] = new
@@ -181,12 +181,6 @@ def follow_project(suite_dir: str | Path, repo: str, *, write: bool = False, pro
             "required_tests_dropped": len(result.dropped_tests), "tasks_with_targets_dropped": len(result.targets)})
     result.written = True
     return result
-
-
-def _write_json(path: Path, data: Any, **dumps: Any) -> None:
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, **dumps) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 __all__ = ["FollowError", "FollowResult", "follow_project", "split_deselects"]

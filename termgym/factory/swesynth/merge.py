@@ -32,12 +32,11 @@ Nothing is written until every project of ``SRC`` has been checked; ``dry_run`` 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym.jsonl import json_lines
+from termgym.jsonl import json_lines, write_json, write_json_lines
 from termgym.tasks.swesynth.store import locked_index, split_for
 
 #: What a project's ``suite.json`` entry must agree on for its tasks to be merged.
@@ -132,16 +131,6 @@ def _differs(ours: list[str], theirs: list[str]) -> str:
     return "; ".join(parts)
 
 
-def write_record_lines(path: Path, lines: list[dict[str, Any]], **dumps: Any) -> None:
-    """Replace ``path`` with ``lines``, one compact JSON object a line, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(json.dumps(line, separators=(",", ":"), **dumps) + "\n")
-    os.replace(tmp, path)
-
-
 def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
                  max_per_function: int | None = None) -> MergeResult:
     """Merge the compact suite ``src`` into ``dst`` (see the module's doc); returns what moved."""
@@ -208,12 +197,12 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
     for repo, info, lines, checks, mine, old in plan:
         held_out = project_held_out(dst, repo)
         records_rel = (mine or info)["records"]
-        write_record_lines(dst / records_rel, old + lines)
+        write_json_lines(dst / records_rel, old + lines)
         new_ids = [line["task_id"] for line in lines]
         sidecar = dst / "behaviour" / f"{repo}.jsonl"
         added_checks = [checks[tid] for tid in new_ids if tid in checks]
         if added_checks:
-            write_record_lines(sidecar, record_lines(sidecar) + added_checks, sort_keys=True)
+            write_json_lines(sidecar, record_lines(sidecar) + added_checks, sort_keys=True)
         if mine is None:
             base_rel = info.get("baseline", f"baselines/{repo}.json")
             (dst / base_rel).parent.mkdir(parents=True, exist_ok=True)
@@ -280,10 +269,8 @@ def _merge_selection(src: Path, dst: Path, repo: str, task_ids: list[str]) -> st
     tasks = dict(ours.get("tasks") or {})
     tasks.update({tid: sel for tid, sel in (theirs.get("tasks") or {}).items() if tid in set(task_ids)})
     ours["tasks"] = dict(sorted(tasks.items()))
-    tmp = ours_path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(ours, separators=(",", ":")) + "\n", encoding="utf-8")
-    os.replace(tmp, ours_path)
+    write_json(ours_path, ours, separators=(",", ":"))
     return None
 
 
-__all__ = ["MergeError", "MergeResult", "SAME_SETTINGS", "merge_suites", "record_lines", "write_record_lines"]
+__all__ = ["MergeError", "MergeResult", "SAME_SETTINGS", "merge_suites", "record_lines"]

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from termgym.atomic import write_text_atomically
 from termgym.factory.swesynth.flaky import CANDIDATE_RUNS, unstable_tests
 from termgym.factory.swesynth.validate import RunResult
 from termgym.sandbox import FreshSandboxes, make_sandbox
@@ -364,10 +365,7 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
                       dropped=dropped, durations=durations, fixture_seconds=fixture_seconds, flaky=flaky,
                       spawners=sorted(traced.spawners))
     if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
-        tmp.write_text(json.dumps(result.to_json()))
-        os.replace(tmp, path)
+        write_text_atomically(path, json.dumps(result.to_json()))
     return result
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from termgym.jsonl import write_json
 from termgym.tasks.swesynth.selection import CoverageMap, SelectionError, build_map, load_map, task_selection
 
 #: A project whose required tests' ids add up to more than this gets no map: its grades run the full
@@ -117,10 +117,7 @@ def backfill(suite_dir: str | Path, projects: Sequence[str] | None = None, *, fo
         for tid in ids:
             if tid not in cmap.tasks or force:
                 cmap.tasks[tid] = task_selection(cmap, suite.record(tid))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cmap.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
+        write_json(target, cmap.to_json(), separators=(",", ":"))
         full = sum(v == "full" for v in cmap.tasks.values())
         log(f"{name}: {len(ids)} tasks, {full} need the full set; wrote {target}")
         out[name] = target

@@ -20,13 +20,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from termgym.jsonl import json_lines
+from termgym.jsonl import json_lines, write_json, write_json_lines
 from termgym.tasks.swesynth.records import RECORD_VERSION, RecordError, TaskRecord
 
 STORAGE = "compact"
@@ -47,9 +46,7 @@ def locked_index(out: Path) -> Iterator[dict[str, Any]]:
         path = out / "suite.json"
         index = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         yield index
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_json(path, index, indent=1)
 
 
 def record_line(record: TaskRecord) -> dict[str, Any]:
@@ -86,23 +83,14 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, prior_lines
         if record.all_tests != tests:
             raise RecordError(f"task {record.task_id}: all_tests differ from the project's baseline")
     records_path = out / "records" / f"{name}.jsonl"
-    tmp = records_path.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for line in [*prior_lines, *(record_line(record) for record in records)]:
-            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
-    os.replace(tmp, records_path)
+    write_json_lines(records_path, [*prior_lines, *(record_line(record) for record in records)])
     sidecar = out / "behaviour" / f"{name}.jsonl"
     prior_ids = {str(line.get("task_id")) for line in prior_lines}
     checks = {tid: check for tid, check in _behaviour_lines(sidecar).items() if tid in prior_ids}
     checks.update({record.task_id: record.behaviour for record in records if record.behaviour})
     if checks:  # behaviour checks live beside the records: one line per task
-        sidecar.parent.mkdir(parents=True, exist_ok=True)
-        tmp = sidecar.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for task_id, check in checks.items():
-                fh.write(json.dumps({"task_id": task_id, "behaviour": check}, separators=(",", ":"),
-                                    sort_keys=True) + "\n")
-        os.replace(tmp, sidecar)
+        write_json_lines(sidecar, ({"task_id": task_id, "behaviour": check} for task_id, check in checks.items()),
+                         sort_keys=True)
     (out / "baselines" / f"{name}.json").write_text(json.dumps({"repo": name, "tests": tests}, indent=0) + "\n",
                                                     encoding="utf-8")
     entry: dict[str, Any] = {"test_command": test_command, "source_dirs": list(source_dirs),
