@@ -714,6 +714,25 @@ def test_a_method_of_a_literal_is_never_the_behaviour_its_arguments_are():
         assert _behaviour(ast.parse(code, mode="eval").body, {}) == want, code
 
 
+def test_a_class_s_own_method_is_named_with_its_class():
+    """``Frame.explain(data)`` is about ``Frame.explain()``, not a bare ``explain()`` the project does
+    not have (the audit's public-API check refused a hyperframe report that said "`explain()`"); an
+    earlier report that left the class out is worded again with it; a constant's method is not a
+    class's."""
+    import ast
+
+    from termgym.factory.swesynth.failures import _behaviour
+    from termgym.factory.swesynth.report_rewrite import _from_code
+
+    for code, want in [("Frame.explain(memoryview(b'x'))", "Frame.explain()"),
+                       ("URIReference.from_string('http://a')", "URIReference.from_string()"),
+                       ("DEFAULTS.copy()", "copy()"), ("frame.explain(x)", "explain()")]:
+        assert _behaviour(ast.parse(code, mode="eval").body, {}) == want, code
+    reworded = _from_code("from hyperframe.frame import Frame\nFrame.explain(memoryview(b'x'))\n", "explain()")
+    assert reworded.behaviour == "Frame.explain()"
+    assert _from_code("from semver import parse\nparse('1.2.3')\n", "parse()").behaviour == "parse()"  # as it was
+
+
 def test_a_second_bugs_symptom_is_its_own_call_and_never_the_main_example_again(shop):
     """A multi-bug report names each bug's symptom: another bug whose tests also show the main
     example's call gets a call of its own where it has one, and a symptom identical to the main

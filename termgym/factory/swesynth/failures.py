@@ -383,6 +383,17 @@ _PROTOCOL = {"len": "__len__", "iter": "__iter__", "repr": "__repr__", "str": "_
 _TEST_HELPER = re.compile(r"^(?:assert|raises|check|verify|expect|eq_|ok_)", re.I)
 
 
+def call_behaviour(call: ast.expr) -> str | None:
+    """The public function or method a call on its own exercises (no test context: no variable
+    types, no test helpers), as :func:`_behaviour` names it."""
+    return _behaviour(call, {})
+
+
+def _class_name(name: str) -> bool:
+    """Whether ``name`` reads as a class (``Frame``, ``URIReference``), not a constant (``DEFAULTS``)."""
+    return name[:1].isupper() and not name.isupper() and not name.startswith("_")
+
+
 def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr] | None = None,
                helpers: dict[str, ast.FunctionDef] | None = None,
                imported_modules: set[str] = frozenset()) -> str | None:
@@ -434,8 +445,8 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                 inner = visit(func.value)
                 if cls:
                     return f"{cls}.{func.attr}()"
-                if isinstance(func.value, ast.Name) and func.value.id in types.values():
-                    return f"{func.value.id}.{func.attr}()"
+                if isinstance(func.value, ast.Name) and (func.value.id in types.values() or _class_name(func.value.id)):
+                    return f"{func.value.id}.{func.attr}()"  # ``Frame.explain(...)``: a class's own method
                 if inner and "(" not in inner:  # ``LRUCache.stats`` -> ``LRUCache.stats.hit_rate()``
                     return f"{inner}.{func.attr}()"
                 if inner:  # a method of what a project function returned: that function is the API

@@ -109,7 +109,17 @@ def _from_code(code: str, behaviour: str | None) -> Failure | None:
         return None
     imports = [x for node, x in zip(tree.body[:-1], segment) if isinstance(node, (ast.Import, ast.ImportFrom))]
     setup = [x for node, x in zip(tree.body[:-1], segment) if not isinstance(node, (ast.Import, ast.ImportFrom))]
-    return Failure(test="", call=segment[-1], setup=setup, behaviour=behaviour, imports=imports)
+    return Failure(test="", call=segment[-1], setup=setup, behaviour=_qualified(behaviour, tree.body[-1].value),
+                   imports=imports)
+
+
+def _qualified(named: str | None, call: ast.expr) -> str | None:
+    """``named`` as the call itself names it where an earlier report left its class out: a report
+    that said ``explain()`` of ``Frame.explain(...)`` names ``Frame.explain()`` now."""
+    from termgym.factory.swesynth.failures import call_behaviour
+
+    found = call_behaviour(call)
+    return found if named and found and found.endswith("." + named) else named
 
 
 def failures_of_report(task, statement: str) -> tuple[list[Failure], list[Failure], str]:
