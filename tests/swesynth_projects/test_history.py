@@ -257,6 +257,37 @@ def test_a_method_s_dropped_module_names_come_back_before_its_class_as_one_candi
     assert skipped == Counter({"reads attributes its newer class no longer has": 1})
 
 
+def test_an_import_put_back_is_checked_against_the_project_module_it_names():
+    new = "from .utils import a\n\n\ndef f(x):\n    return a(x)\n"
+    old = ("from .utils import a, gone_helper, kept_helper\nfrom . import sub\nfrom pkg.tools import t\n\n\n"
+           "def f(x):\n    return gone_helper(a(x))\n\n\ndef g(x):\n    return kept_helper(sub.s(t(x)))\n")
+    new = new + "\n\ndef g(x):\n    return x\n"
+    modules = {"src/pkg/mod.py": new, "src/pkg/utils.py": "def a(x):\n    return x\n\n\ndef kept_helper(x):\n"
+               "    return x\n", "src/pkg/sub.py": "def s(x):\n    return x\n",
+               "src/pkg/tools/__init__.py": "def t(x):\n    return x\n"}
+    skipped: Counter = Counter()
+    reverts = function_reverts("src/pkg/mod.py", new, old, "1.0", skipped, modules=modules)
+    # f's older body needs utils.gone_helper, which the newer utils no longer defines: it would fail
+    # at collection, so it is skipped and said why; g's imports all resolve (a helper utils still
+    # has, a submodule, the project's own package by its absolute name)
+    assert [r.qualname for r in reverts] == ["g"]
+    assert skipped == Counter({"puts back an import of a name the newer project no longer has": 1})
+    assert "from .utils import kept_helper" in reverts[0].replacement
+    # without the newer tree's modules nothing is checked (an import of another package is never)
+    assert sorted(r.qualname for r in function_reverts("src/pkg/mod.py", new, old, "1.0")) == ["f", "g"]
+    absolute = old.replace("from .utils import a, gone_helper", "from pkg.utils import a, gone_helper")
+    assert [r.qualname for r in function_reverts("src/pkg/mod.py", new.replace("from .utils", "from pkg.utils"),
+                                                 absolute, "1.0", modules=modules)] == ["g"]
+    # a module of the project the newer release removed (jinja2's ``_compat``), relative or absolute
+    for gone in ("from ._compat import text_type", "from pkg._compat import text_type"):
+        older = old.replace("from . import sub", f"from . import sub\n{gone}").replace("sub.s(t(x))",
+                                                                                      "sub.s(text_type(x))")
+        skipped = Counter()
+        assert [r.qualname for r in function_reverts("src/pkg/mod.py", new, older, "1.0", skipped,
+                                                     modules=modules)] == []
+        assert skipped["puts back an import of a name the newer project no longer has"] == 2, gone
+
+
 def test_a_method_is_put_back_at_its_class_indentation():
     new = "class A:\n\tdef f(self):\n\t\treturn 1\n"
     old = "class A:\n    def f(self):\n        return 2\n"

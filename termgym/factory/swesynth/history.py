@@ -19,7 +19,9 @@ releases is what the maintainers really changed. For a project of the set (bundl
    top-level statement that holds its class, as a second edit of the same revert: module level is
    where the method's body looks them up). A method whose older body calls methods its newer class
    dropped gets them back beside it (:func:`removed_methods`, with what they call on ``self`` in
-   turn, up to :data:`MAX_PUT_BACK`).
+   turn, up to :data:`MAX_PUT_BACK`). An import put back that names something the project's newer
+   tree no longer has (a name its module dropped, a module it removed) is skipped and counted:
+   it would only fail at collection.
    A function whose signature changed in a release is also offered together with the changed
    functions that call it, in any file (:func:`call_groups`): a fix that really spanned them (a
    helper's parameters and its callers) only applies whole;
@@ -479,9 +481,12 @@ class Revert:
 
 
 def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
-                     skipped: Counter | None = None) -> list[Revert]:
+                     skipped: Counter | None = None, *, modules: dict[str, str] | None = None) -> list[Revert]:
     """Every function of ``new_text`` whose code differs in ``old_text``, as a :class:`Revert`
-    (see the module docstring for what is skipped; ``skipped`` counts it by reason)."""
+    (see the module docstring for what is skipped; ``skipped`` counts it by reason). ``modules``
+    (the newer tree's source files, path -> text) lets an import put back be checked against the
+    project's own module it names: one the newer release no longer defines is skipped here, not
+    left to fail the test run at collection."""
     skipped = skipped if skipped is not None else Counter()
     try:
         new_tree, old_tree = pyparse.parse(new_text), pyparse.parse(old_text)
@@ -519,6 +524,10 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             if constants is None:
                 skipped["reads names the newer code no longer has"] += 1
                 continue
+            missing = _imports_gone(constants, path, modules) if modules else None
+            if missing:
+                skipped["puts back an import of a name the newer project no longer has"] += 1
+                continue
             if old.owner is not None:
                 prelude, constants = _before_top_level(new_text, new_tree, new.line, constants), None
         text = _reindent(_with_docstring_of(old, new), _indent(old.text), _indent(new.text))
@@ -530,6 +539,62 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
         out.append(Revert(path, qualname, new.line, new.start, new.end, (constants or "") + methods + text,
                           old_version, ast.dump(old.node.args) != ast.dump(new.node.args), prelude))
     return out
+
+
+def _project_module(path: str, node: ast.ImportFrom, modules: dict[str, str]) -> tuple[str | None, str] | None:
+    """``(the project's file, its path stem)`` that ``from ... import`` in file ``path`` names
+    (``None`` as the file: a module of the project that the newer tree does not have), or ``None``
+    when it names no module of the project (the standard library, a dependency). A relative import
+    is always the project's; an absolute one is when its top-level package is one of the tree's."""
+    if node.level:
+        base = Path(path).parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        stem = (base / Path(*node.module.split("."))).as_posix() if node.module else base.as_posix()
+        return next((c for c in (f"{stem}.py", f"{stem}/__init__.py") if c in modules), None), stem
+    if not node.module:
+        return None
+    top, tail = node.module.split(".")[0], node.module.replace(".", "/")
+    roots = {m[: m.index(top)] for m in modules
+             if m.startswith((f"{top}/", f"{top}.py")) or f"/{top}/" in m or m.endswith(f"/{top}.py")}
+    roots = {r for r in roots if not r or r.endswith("/")}
+    if not roots:
+        return None  # not the project's
+    for root in sorted(roots):
+        for candidate in (f"{root}{tail}.py", f"{root}{tail}/__init__.py"):
+            if candidate in modules:
+                return candidate, f"{root}{tail}"
+    return None, f"{sorted(roots)[0]}{tail}"
+
+
+def _imports_gone(definitions: str, path: str, modules: dict[str, str]) -> list[str]:
+    """The names ``definitions`` (text put back into ``path``) import from the project's own modules
+    that the newer tree no longer has: a module it no longer binds them in (and no submodule of
+    that name), or a module that is gone (``jinja2._compat``)."""
+    try:
+        tree = pyparse.parse(definitions)
+    except SyntaxError:
+        return []
+    gone = []
+    for node in tree.body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        found = _project_module(path, node, modules)
+        if found is None:
+            continue
+        module, stem = found
+        submodules = {alias.name: any(m in modules for m in (f"{stem}/{alias.name}.py", f"{stem}/{alias.name}/__init__.py"))
+                      for alias in node.names}
+        if module is None:
+            gone += [a.name for a in node.names if not submodules[a.name]]
+            continue
+        try:
+            bound = module_names(pyparse.parse(modules[module]))
+        except SyntaxError:
+            continue
+        if "*" not in bound:
+            gone += [a.name for a in node.names if a.name not in bound and not submodules[a.name]]
+    return gone
 
 
 def removed_methods(attributes: Sequence[str], old_class: ast.ClassDef, old_text: str, new_attributes: set[str],
@@ -887,7 +952,8 @@ class ReleaseHistory:
                     self.stats.files_missing += 1
                     continue
                 self.stats.files_compared += 1
-                for r in function_reverts(path, text, old_text, release.version, self.stats.skipped):
+                for r in function_reverts(path, text, old_text, release.version, self.stats.skipped,
+                                          modules=files):
                     key = (r.path, r.qualname, r.replacement)
                     if key in seen:
                         self.stats.duplicates += 1
