@@ -207,11 +207,16 @@ def test_a_helper_and_an_import_the_newer_release_dropped_come_back_with_their_f
            "def _cut(h):\n    return base(re.sub('x', '', h))\n\n\ndef host(h):\n    return _tidy(h)\n")
     (r,) = function_reverts("h.py", new, old, "3.0")
     mutated = apply_mutations(new, r.mutations())
-    # the helper, the helper it calls and the import that one needs, in the older module's order
-    assert mutated == ("import re\n\n\nfrom os.path import basename as base\n\n\n@staticmethod\ndef _tidy(h):\n"
-                       "    return _cut(h)\n\n\ndef _cut(h):\n    return base(re.sub('x', '', h))\n\n\n"
-                       "def host(h):\n    return _tidy(h)\n")
+    # the helper and the helper it calls, in the older module's order, and the import that one needs
+    # where the module's imports are: the module as the older release wrote it
+    assert mutated == old
     ast.parse(mutated)
+    # a function right after the imports takes its import in front of it: one edit, no insertion at
+    # the place it replaces (two edits there would overlap)
+    tight_new, tight_old = "import re\ndef host(h):\n    return h\n", "import re\nimport os\ndef host(h):\n    return os.sep + h\n"
+    (tight,) = function_reverts("h.py", tight_new, tight_old, "3.0")
+    assert not tight.inserts and ast.parse(apply_mutations(tight_new, tight.mutations()))
+    assert "import os" in apply_mutations(tight_new, tight.mutations())
     # a class, or more definitions than MAX_PUT_BACK, is more than a revert: skipped
     skipped: Counter = Counter()
     as_class = old.replace("@staticmethod\ndef _tidy(h):\n    return _cut(h)", "class _tidy:\n    pass")
@@ -229,12 +234,15 @@ def test_a_method_s_dropped_module_names_come_back_before_its_class_as_one_candi
            "        def other(self):\n            return LIMIT\n")
     reverts = {r.qualname: r for r in function_reverts("o.py", new, old, "0.5")}
     r = reverts["Outer.Inner.size"]
-    prelude, body = r.mutations()
-    assert prelude.start == prelude.end == new.index("@decorate") and prelude.group == body.group == r.own_group
-    assert (prelude.function, body.function) == ("Outer.Inner.size", "Outer.Inner.size")
+    imports, prelude, body = r.mutations()
+    assert imports.start == imports.end == len("import os\n") and imports.replacement == "import textwrap\n"
+    assert prelude.start == prelude.end == new.index("@decorate") and prelude.replacement == "LIMIT = 10\n\n\n"
+    assert imports.group == prelude.group == body.group == r.own_group
+    assert {m.function for m in (imports, prelude, body)} == {"Outer.Inner.size"}
     mutated = apply_mutations(new, r.mutations())
-    # at module level, before the decorated top-level class: where the method's body looks them up
-    assert mutated.startswith("import os\n\n\nimport textwrap\n\n\nLIMIT = 10\n\n\n@decorate\nclass Outer:")
+    # at module level: the import with the module's imports, the constant before the decorated
+    # top-level class (where the method's body looks them up)
+    assert mutated.startswith("import os\nimport textwrap\n\n\nLIMIT = 10\n\n\n@decorate\nclass Outer:")
     assert "return min(len(v), LIMIT)" in mutated
     namespace = {"decorate": lambda cls: cls}
     exec(compile(mutated, "o.py", "exec"), namespace)  # the names resolve where the method runs
@@ -272,7 +280,8 @@ def test_an_import_put_back_is_checked_against_the_project_module_it_names():
     # has, a submodule, the project's own package by its absolute name)
     assert [r.qualname for r in reverts] == ["g"]
     assert skipped == Counter({"puts back an import of a name the newer project no longer has": 1})
-    assert "from .utils import kept_helper" in reverts[0].replacement
+    ((_, _, imports),) = reverts[0].inserts  # with the module's imports, not before the function
+    assert imports == "from .utils import kept_helper\nfrom . import sub\nfrom pkg.tools import t\n"
     # without the newer tree's modules nothing is checked (an import of another package is never)
     assert sorted(r.qualname for r in function_reverts("src/pkg/mod.py", new, old, "1.0")) == ["f", "g"]
     absolute = old.replace("from .utils import a, gone_helper", "from pkg.utils import a, gone_helper")

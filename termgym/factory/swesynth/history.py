@@ -15,9 +15,9 @@ releases is what the maintainers really changed. For a project of the set (bundl
    the newer module no longer binds, or an attribute of ``self`` its class no longer has, is
    skipped (counted by reason), unless the name is a top-level constant, import or helper function
    the newer release dropped with the change (:func:`removed_definitions`: up to
-   :data:`MAX_PUT_BACK` of them are put back before the function; for a method, before the
-   top-level statement that holds its class, as a second edit of the same revert: module level is
-   where the method's body looks them up). A method whose older body calls methods its newer class
+   :data:`MAX_PUT_BACK` of them are put back: an import where the module's imports end, a constant
+   or helper before the function, or for a method before the top-level statement that holds its
+   class, each another edit of the same revert: module level is where its body looks them up). A method whose older body calls methods its newer class
    dropped gets them back beside it (:func:`removed_methods`, with what they call on ``self`` in
    turn, up to :data:`MAX_PUT_BACK`). An import put back that names something the project's newer
    tree no longer has (a name its module dropped, a module it removed) is skipped and counted:
@@ -453,28 +453,25 @@ class Revert:
     old_version: str
     #: the older signature differs (parameters, defaults, annotations): callers may need it too
     signature_changed: bool = False
-    #: a method's put-back module-level definitions: ``(offset, line, text)`` of an insertion before
-    #: the top-level statement that holds its class (``None``: nothing, or put back in ``replacement``)
-    prelude: tuple[int, int, str] | None = None
+    #: what else goes back with it, each an insertion ``(offset, line, text)`` elsewhere in its file: the
+    #: imports it needs, at the end of the module's import block, and a method's module-level
+    #: definitions, before the top-level statement that holds its class
+    inserts: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def own_group(self) -> str:
-        """The group id that binds a revert's two edits when it is proposed alone."""
+        """The group id that binds a revert's edits when it is proposed alone."""
         return f"history:{self.old_version}:{self.path}:{self.qualname}"
 
     def mutations(self, group: str = "") -> list[Mutation]:
-        """The revert's edits: the function's older text and, for a method that needs them, its
-        module-level definitions before its class, in one ``group`` (its own when none is given)."""
+        """The revert's edits: its insertions and the function's older text, in one ``group`` (its
+        own when none is given) where there is more than one."""
         described = f"{self.qualname} as released in {self.old_version}"
-        if self.prelude is None:
-            return [Mutation(bug_type=HISTORY_TYPE, path=self.path, start=self.start, end=self.end,
-                             replacement=self.replacement, line=self.line, function=self.qualname,
-                             description=described, group=group)]
-        group = group or self.own_group
-        offset, line, text = self.prelude
-        return [Mutation(bug_type=HISTORY_TYPE, path=self.path, start=offset, end=offset, replacement=text, line=line,
-                         function=self.qualname, description=f"{described}: the module-level names it reads",
-                         group=group),
+        group = group or (self.own_group if self.inserts else "")
+        return [*(Mutation(bug_type=HISTORY_TYPE, path=self.path, start=offset, end=offset, replacement=text,
+                           line=line, function=self.qualname, group=group,
+                           description=f"{described}: the module-level names it reads")
+                  for offset, line, text in self.inserts),
                 Mutation(bug_type=HISTORY_TYPE, path=self.path, start=self.start, end=self.end,
                          replacement=self.replacement, line=self.line, function=self.qualname,
                          description=described, group=group)]
@@ -507,8 +504,10 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             continue
         gone = gone_names(old, new, bound)
         # a constant, import or helper the newer release dropped with the change comes back with it:
-        # before a function, or before the top-level statement holding a method's class
-        constants = prelude = None
+        # an import at the end of the module's import block, the others before a function or before
+        # the top-level statement holding a method's class
+        constants = None
+        inserts: dict[int, list] = {}
         methods = ""  # methods the newer class dropped that the older body calls, put back beside it
         attributes = [g[len("self."):] for g in gone if g.startswith("self.")]
         if attributes:
@@ -528,8 +527,18 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             if missing:
                 skipped["puts back an import of a name the newer project no longer has"] += 1
                 continue
+            imports, constants = _split_imports(constants)
             if old.owner is not None:
-                prelude, constants = _before_top_level(new_text, new_tree, new.line, constants), None
+                if constants:
+                    offset, line = _before_top_level(new_text, new_tree, new.line)
+                    inserts.setdefault(offset, [line, ""])[1] += constants
+                constants = None
+            if imports:
+                offset, line = _import_block_end(new_text, new_tree)
+                if offset == new.start:
+                    constants = imports + "\n\n" + (constants or "")  # the function follows the imports
+                else:
+                    inserts.setdefault(offset, [line, ""])[1] = imports + inserts.get(offset, [line, ""])[1]
         text = _reindent(_with_docstring_of(old, new), _indent(old.text), _indent(new.text))
         if text is None:
             skipped["indentation cannot be matched"] += 1
@@ -537,8 +546,35 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
         if not text.endswith("\n"):
             text += "\n"
         out.append(Revert(path, qualname, new.line, new.start, new.end, (constants or "") + methods + text,
-                          old_version, ast.dump(old.node.args) != ast.dump(new.node.args), prelude))
+                          old_version, ast.dump(old.node.args) != ast.dump(new.node.args),
+                          tuple((offset, line, body) for offset, (line, body) in sorted(inserts.items()))))
     return out
+
+
+def _split_imports(definitions: str) -> tuple[str, str]:
+    """``definitions`` (:func:`removed_definitions`' text) as ``(its imports, a line each; the
+    others, as they were)``."""
+    tree = pyparse.parse(definitions)
+    lines = definitions.splitlines(keepends=True)
+    imports, others = [], []
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        block = "".join(lines[first - 1:node.end_lineno or node.lineno])
+        (imports if isinstance(node, (ast.Import, ast.ImportFrom)) else others).append(block)
+    return "".join(imports), ("\n\n".join(others) + "\n\n" if others else "")
+
+
+def _import_block_end(text: str, tree: ast.Module) -> tuple[int, int]:
+    """``(offset, line)`` where an import goes: after the last top-level import that comes before the
+    module's first function or class (else after its docstring and ``__future__`` imports)."""
+    starts = _line_starts(text)
+    after = 0
+    for i, node in enumerate(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or (i == 0 and _docstring(tree) is node):
+            after = node.end_lineno or node.lineno
+    return starts[min(after, len(starts) - 1)], after + 1
 
 
 def _project_module(path: str, node: ast.ImportFrom, modules: dict[str, str]) -> tuple[str | None, str] | None:
@@ -630,14 +666,14 @@ def removed_methods(attributes: Sequence[str], old_class: ast.ClassDef, old_text
     return "\n".join(texts) + "\n", needs
 
 
-def _before_top_level(text: str, tree: ast.Module, line: int, definitions: str) -> tuple[int, int, str]:
-    """Where ``definitions`` go for a method at ``line``: ``(offset, line, text)`` before the
-    top-level statement that holds it (its first decorator's line), at module level."""
+def _before_top_level(text: str, tree: ast.Module, line: int) -> tuple[int, int]:
+    """Where module-level definitions go for a method at ``line``: ``(offset, line)`` before the
+    top-level statement that holds it (its first decorator's line)."""
     starts = _line_starts(text)
     for node in tree.body:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         if first <= line <= (node.end_lineno or node.lineno):
-            return starts[first - 1], first, definitions
+            return starts[first - 1], first
     raise ValueError(f"no top-level statement holds line {line}")  # a method is always inside one
 
 
@@ -722,9 +758,9 @@ def call_groups(reverts: Sequence[Revert], limit: int = MAX_GROUP) -> list[tuple
             chosen = list(dict.fromkeys(partners))[: limit - 1]
             if chosen:
                 group = (r, *(members[j] for j in chosen))
-                preludes = [(g.path, g.prelude[0]) for g in group if g.prelude is not None]
-                if len(set(preludes)) < len(preludes):
-                    continue  # two methods of one class putting names back at one place: each alone
+                places = [(g.path, offset) for g in group for offset, _, _ in g.inserts]
+                if len(set(places)) < len(places):
+                    continue  # two functions putting names back at one place: each alone
                 groups.setdefault(frozenset((g.path, g.qualname) for g in group), group)
     return list(groups.values())
 
