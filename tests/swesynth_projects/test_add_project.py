@@ -269,7 +269,7 @@ def test_polib_from_pypi_is_added_with_one_flag(tmp_path, monkeypatch):
 def test_pydash_from_pypi_gets_its_dependency_and_loses_its_coverage_options(tmp_path, monkeypatch):
     """pydash 7.0.7 declares typing-extensions and runs pytest with pytest-cov's options and a junit
     report (setup.cfg addopts). The old add-project stopped at pytest's usage error (exit 4), then at
-    the missing typing-extensions; now both are read. Its mypy-plugin cases and one wall-clock test
+    the missing typing-extensions; now both are read. Its mypy-plugin cases and two wall-clock tests
     are left out."""
     monkeypatch.setenv("TERMGYM_TESTENV_DIR", str(tmp_path / "envs"))
     monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
@@ -278,7 +278,10 @@ def test_pydash_from_pypi_gets_its_dependency_and_loses_its_coverage_options(tmp
                          deselect=[("tests/pytest_mypy_testing", "type-checking cases for the pytest-mypy-testing "
                                     "plugin (they run mypy), not runtime tests"),
                                    ("tests/test_functions.py::test_debounce_max_wait", "wall-clock debounce timing: "
-                                    "fails when the machine is loaded")], root=root, log=lambda _: None,
+                                    "fails when the machine is loaded"),
+                                   ("tests/test_functions.py::test_throttle", "wall-clock throttle timing (two "
+                                    "millisecond clock reads compared): failed on the clean tree in a loaded CI run, "
+                                    "2026-12-04")], root=root, log=lambda _: None,
                          flaky_probe=False)  # what this test is about is read before the probe; it has tests of its own
     assert result.ok, result.failures
     project = P.load_project(root / "pydash")
