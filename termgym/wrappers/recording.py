@@ -45,6 +45,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from termgym.atomic import write_text_atomically
 from termgym.encodable import JSON_ERRORS
 from termgym.jsonl import json_lines
 
@@ -312,11 +313,10 @@ class RecordEpisodes(gym.Wrapper):
         target = self.path.parent / f"config_{self.config_hash}.json"
         if target.exists():
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}")
-        tmp.write_text(json.dumps({"experiment": self.experiment, "config_hash": self.config_hash,
-                                   "config": self.config}, indent=2, sort_keys=True, default=_json_default))
-        os.replace(tmp, target)  # concurrent writers race harmlessly: same content, atomic rename
+        # concurrent writers race harmlessly: same content, atomic rename
+        write_text_atomically(target, json.dumps({"experiment": self.experiment, "config_hash": self.config_hash,
+                                                  "config": self.config}, indent=2, sort_keys=True,
+                                                 default=_json_default))
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):

@@ -17,11 +17,11 @@ releases is what the maintainers really changed. For a project of the set (bundl
    the newer release dropped with the change (:func:`removed_definitions`: up to
    :data:`MAX_PUT_BACK` of them are put back: an import where the module's imports end, a constant
    or helper before the function, or for a method before the top-level statement that holds its
-   class, each another edit of the same revert: module level is where its body looks them up). A method whose older body calls methods its newer class
-   dropped gets them back beside it (:func:`removed_methods`, with what they call on ``self`` in
-   turn, up to :data:`MAX_PUT_BACK`). An import put back that names something the project's newer
-   tree no longer has (a name its module dropped, a module it removed) is skipped and counted:
-   it would only fail at collection.
+   class, each another edit of the same revert: module level is where its body looks them up).
+   A method whose older body calls methods its newer class dropped gets them back beside it
+   (:func:`removed_methods`, with what they call on ``self`` in turn, up to :data:`MAX_PUT_BACK`).
+   An import put back that names something the project's newer tree no longer has (a name its
+   module dropped, a module it removed) is skipped and counted: it would only fail at collection.
    A function whose signature changed in a release is also offered together with the changed
    functions that call it, in any file (:func:`call_groups`): a fix that really spanned them (a
    helper's parameters and its callers) only applies whole;
@@ -507,7 +507,7 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
         # an import at the end of the module's import block, the others before a function or before
         # the top-level statement holding a method's class
         constants = None
-        inserts: dict[int, list] = {}
+        inserts: list[tuple[int, int, str]] = []
         methods = ""  # methods the newer class dropped that the older body calls, put back beside it
         attributes = [g[len("self."):] for g in gone if g.startswith("self.")]
         if attributes:
@@ -523,22 +523,23 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             if constants is None:
                 skipped["reads names the newer code no longer has"] += 1
                 continue
-            missing = _imports_gone(constants, path, modules) if modules else None
-            if missing:
+            put_back = pyparse.parse(constants)  # parsed once for the import check and the split
+            if modules and _imports_gone(put_back, path, modules):
                 skipped["puts back an import of a name the newer project no longer has"] += 1
                 continue
-            imports, constants = _split_imports(constants)
-            if old.owner is not None:
+            imports, constants = _split_imports(constants, put_back)
+            if old.owner is not None:  # a method's definitions go before its class, at module level
                 if constants:
-                    offset, line = _before_top_level(new_text, new_tree, new.line)
-                    inserts.setdefault(offset, [line, ""])[1] += constants
+                    inserts.append((*_before_top_level(new_text, new_tree, new.line), constants))
                 constants = None
             if imports:
                 offset, line = _import_block_end(new_text, new_tree)
-                if offset == new.start:
-                    constants = imports + "\n\n" + (constants or "")  # the function follows the imports
+                if offset == new.start:  # the function follows the imports: one edit
+                    constants = imports + "\n\n" + (constants or "")
+                elif inserts and inserts[0][0] == offset:  # the class follows the imports: one insertion
+                    inserts[0] = (offset, inserts[0][1], imports + inserts[0][2])
                 else:
-                    inserts.setdefault(offset, [line, ""])[1] = imports + inserts.get(offset, [line, ""])[1]
+                    inserts.insert(0, (offset, line, imports))
         text = _reindent(_with_docstring_of(old, new), _indent(old.text), _indent(new.text))
         if text is None:
             skipped["indentation cannot be matched"] += 1
@@ -547,14 +548,13 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             text += "\n"
         out.append(Revert(path, qualname, new.line, new.start, new.end, (constants or "") + methods + text,
                           old_version, ast.dump(old.node.args) != ast.dump(new.node.args),
-                          tuple((offset, line, body) for offset, (line, body) in sorted(inserts.items()))))
+                          tuple(inserts)))
     return out
 
 
-def _split_imports(definitions: str) -> tuple[str, str]:
-    """``definitions`` (:func:`removed_definitions`' text) as ``(its imports, a line each; the
-    others, as they were)``."""
-    tree = pyparse.parse(definitions)
+def _split_imports(definitions: str, tree: ast.Module) -> tuple[str, str]:
+    """``definitions`` (:func:`removed_definitions`' text, parsed as ``tree``) as ``(its imports, a
+    line each; the others, as they were)``."""
     lines = definitions.splitlines(keepends=True)
     imports, others = [], []
     for node in tree.body:
@@ -603,16 +603,12 @@ def _project_module(path: str, node: ast.ImportFrom, modules: dict[str, str]) ->
     return None, f"{sorted(roots)[0]}{tail}"
 
 
-def _imports_gone(definitions: str, path: str, modules: dict[str, str]) -> list[str]:
-    """The names ``definitions`` (text put back into ``path``) import from the project's own modules
-    that the newer tree no longer has: a module it no longer binds them in (and no submodule of
-    that name), or a module that is gone (``jinja2._compat``)."""
-    try:
-        tree = pyparse.parse(definitions)
-    except SyntaxError:
-        return []
+def _imports_gone(definitions: ast.Module, path: str, modules: dict[str, str]) -> list[str]:
+    """The names ``definitions`` (what is put back into ``path``, parsed) import from the project's
+    own modules that the newer tree no longer has: a module it no longer binds them in (and no
+    submodule of that name), or a module that is gone (``jinja2._compat``)."""
     gone = []
-    for node in tree.body:
+    for node in definitions.body:
         if not isinstance(node, ast.ImportFrom):
             continue
         found = _project_module(path, node, modules)

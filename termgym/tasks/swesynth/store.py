@@ -91,8 +91,7 @@ def write_compact(out: str | Path, records: Sequence[TaskRecord], *, prior_lines
     if checks:  # behaviour checks live beside the records: one line per task
         write_json_lines(sidecar, ({"task_id": task_id, "behaviour": check} for task_id, check in checks.items()),
                          sort_keys=True)
-    (out / "baselines" / f"{name}.json").write_text(json.dumps({"repo": name, "tests": tests}, indent=0) + "\n",
-                                                    encoding="utf-8")
+    write_json(out / "baselines" / f"{name}.json", {"repo": name, "tests": tests}, indent=0)
     entry: dict[str, Any] = {"test_command": test_command, "source_dirs": list(source_dirs),
                              "test_dirs": list(test_dirs), "workdir": workdir,
                              "records": f"records/{name}.jsonl", "baseline": f"baselines/{name}.json"}
