@@ -54,6 +54,15 @@ def register(subparsers) -> None:
     gen.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
                      help="a project set beyond the bundled one (a folder `add-project --root DIR` wrote); "
                           "repeatable, added to $TERMGYM_SWESYNTH_PROJECTS")
+    gen.add_argument("--extends", default=None, metavar="SUITE",
+                     help="the compact suite this batch is for (a directory, or v2 for the bundled default; "
+                          "merge it there with `merge OUT --into SUITE`): skip bugs SUITE holds already and count "
+                          "its tasks against the per-function cap")
+    gen.add_argument("--max-per-function", type=int, default=None, metavar="N",
+                     help="keep no task that makes a function broken by more than N tasks (default: no cap; "
+                          "with --extends, the bundled suite's cap, 10)")
+    gen.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                     help="stop taking new candidates after this long; keeps what validated")
     gen.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM breaker/writer")
     gen.add_argument("--llm-model", default=None)
     gen.add_argument("--llm-writer", action="store_true", help="let the model write the bug reports too")
@@ -400,6 +409,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     bar = ProgressBar()
     extra = {}
     repo, test_cmd, source_dirs, test_dirs = args.repo, args.test_cmd, args.source_dir, args.test_dir
+    extends = None
+    if args.extends:
+        from termgym.tasks.swesynth.suite import NAMED_SUITES
+
+        extends = NAMED_SUITES.get(args.extends, args.extends)
     problem = use_projects_dirs(args.projects_dir)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -426,7 +440,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
                           sandbox_test_command=args.sandbox_test_cmd, writer=writer, breaker=breaker,
                           progress=bar, sandbox_check=not args.no_sandbox_check, backend=args.backend,
                           storage=args.storage, flaky_check=not args.no_flaky_check,
-                          served_only=args.served_only, **extra)
+                          served_only=args.served_only, time_budget=args.time_budget,
+                          max_per_function=args.max_per_function or None, extends=extends, **extra)
     except (ValueError, FileNotFoundError, RuntimeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -554,6 +554,33 @@ def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resu
         generate(shop, PYTEST, n=1, **{**options, "max_per_function": 0})
 
 
+def test_a_batch_that_extends_a_suite_skips_its_bugs_and_counts_its_functions(shop, cache, compact_suite, tmp_path):
+    """``extends``: a batch made for a suite skips, before running a test, every candidate whose bug
+    the suite holds (the same seed proposes those first: without ``extends`` it makes them again),
+    so all of its tasks merge as new ones; with a per-function cap of 1 it breaks no function the
+    suite breaks already; a suite that does not read is a clear error."""
+    from termgym.factory.swesynth.merge import merge_suites
+
+    suite_dir, fresh = compact_suite
+    known = {r.task_id for r in fresh.records}
+    known_functions = {k for r in fresh.records for k in map(function_key, r.mutations)}
+    options = dict(seed=3, name="shop", workers=2, storage="compact", source_dirs=["shop"], test_dirs=["tests"],
+                   max_attempts=60)
+    batch = generate(shop, PYTEST, n=2, out=tmp_path / "batch", extends=suite_dir, max_per_function=100, **options)
+    assert batch.records and not known & {r.task_id for r in batch.records}
+    assert batch.stats.rejected["the suite it extends has this bug already"] == len(known), batch.stats.rejected
+    into = tmp_path / "into"
+    shutil.copytree(suite_dir, into)
+    merged = merge_suites(tmp_path / "batch", into)
+    assert merged.added == {"shop": len(batch.records)} and not merged.same_bug, merged.to_dict()
+
+    capped = generate(shop, PYTEST, n=2, out=tmp_path / "capped", extends=suite_dir, max_per_function=1, **options)
+    assert not known_functions & {k for r in capped.records for k in map(function_key, r.mutations)}
+    assert any(r.startswith("the function quota is full") for r in capped.stats.rejected), capped.stats.rejected
+    with pytest.raises(ValueError, match="--extends: .*no suite.json"):
+        generate(shop, PYTEST, n=1, out=tmp_path / "none", extends=tmp_path / "nowhere", **options)
+
+
 def test_a_candidate_whose_judging_crashes_is_rejected_and_the_run_goes_on(shop, cache, tmp_path, monkeypatch):
     """One candidate raising (``ast.unparse`` refusing an f-string, a patch the recording sandbox
     cannot apply: both ended whole project runs) is that candidate's rejection, named by the error;

@@ -54,6 +54,7 @@ from termgym.factory.swesynth.inject import (
     scan_repository,
     units,
 )
+from termgym.factory.swesynth.merge import KnownBugs, MergeError, known_bugs
 from termgym.factory.swesynth.patches import make_patch, patch_files
 from termgym.factory.swesynth.plausible import implausible_failure
 from termgym.factory.swesynth.quality import report_quality, repro_check
@@ -221,7 +222,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
              split: str | None = None, stall_limit: int | None = None, resume: bool = False,
              early_stop: bool = True, max_per_function: int | None = None,
-             flaky_check: bool = True, served_only: bool = False) -> GenerationResult:
+             flaky_check: bool = True, served_only: bool = False,
+             extends: str | Path | None = None) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -270,6 +272,12 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     seed: its tasks are kept as they are, the candidates it judged are not judged again (the plan is
     the same sequence, so the run picks up where the last one stopped) and ``n`` counts the kept
     tasks of both; the generation summary adds up both runs.
+
+    ``extends`` names the compact suite this batch is made for (``termgym swesynth merge OUT --into
+    SUITE``): a candidate whose bug that suite holds already (same bug patch, so same task id) is
+    skipped before any test runs, and its tasks count against ``max_per_function`` (default then:
+    the bundled suite's cap, the one merging checks), so the batch spends its runs on bugs the merge
+    will take.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -287,13 +295,22 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     # a candidate source that makes a kind of bug of its own (release history) names its types
     types = list(getattr(breaker, "bug_types", ())) or check_bug_types(bug_types, allow_llm=breaker is not None)
     out = Path(out)
+    name = name or re.sub(r"\.git$", "", Path(str(repo).rstrip("/")).name) or "repo"
+    known = KnownBugs()
+    if extends is not None:
+        from termgym.factory.swesynth.bundle import MAX_TASKS_PER_FUNCTION
+
+        try:
+            known = known_bugs(extends, name)
+        except MergeError as exc:
+            raise ValueError(f"--extends: {exc}") from None
+        max_per_function = MAX_TASKS_PER_FUNCTION if max_per_function is None else max_per_function
     stats = Stats(wanted=n)
     command = sandbox_test_command or test_command
     project_env = project_env or ProjectEnv(backend=backend)
     with tempfile.TemporaryDirectory(prefix="termgym-swesynth-") as tmp_name:
         tmp = Path(tmp_name)
         src = fetch_repo(str(repo), tmp / "clone")
-        name = name or re.sub(r"\.git$", "", Path(str(repo).rstrip("/")).name) or "repo"
         pristine = tmp / "pristine"
         copy_tree(src, pristine)
         # Bugs go only where graders take fixes from: the project's packages unless told otherwise.
@@ -354,6 +371,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             bad = [p for p in mutated if is_test_path(p, test_dirs)]
             if bad:
                 return attempt, f"the bug touches test files: {', '.join(bad)}"
+            if known.task_ids and task_id_of(name, make_patch({p: files[p] for p in mutated}, mutated)) in known.task_ids:
+                return attempt, "the suite it extends has this bug already"
             full = functions_full(attempt.mutations)
             if full:
                 return attempt, f"the function quota is full ({full})"
@@ -473,7 +492,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             failed_check = report_quality(statement, groups, messages, pristine, source_dirs)
             if failed_check:
                 return f"quality check failed, {failed_check}"
-            task_id = f"{name}-{hashlib.sha256(bug_patch.encode()).hexdigest()[:10]}"
+            task_id = task_id_of(name, bug_patch)
             mutations = [_mutation_summary(m) for m in attempt.mutations]
             signals = task_signals(bug_patch=bug_patch, target_tests=target_tests, messages=messages,
                                    mutations=mutations, repo=pristine)
@@ -492,7 +511,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             record.difficulty = difficulty_tier(signals)
             return record
 
-        per_function: Counter[tuple[str, str]] = Counter()
+        per_function: Counter[tuple[str, str]] = Counter(known.load)
 
         def functions_full(mutations) -> str | None:
             # one full function is enough: the task would push it past the cap
@@ -839,6 +858,11 @@ def _procedural() -> set[str]:
     from termgym.factory.swesynth.inject import PROCEDURAL_TYPES
 
     return set(PROCEDURAL_TYPES)
+
+
+def task_id_of(name: str, bug_patch: str) -> str:
+    """A task's id: its project's name and its bug patch's hash (the same bug made twice has one id)."""
+    return f"{name}-{hashlib.sha256(bug_patch.encode()).hexdigest()[:10]}"
 
 
 def function_key(mutation: Mutation | dict[str, Any]) -> tuple[str, str]:

@@ -65,7 +65,8 @@ class MergeResult:
 
 def _functions(line: dict[str, Any]) -> set[tuple[str, str]]:
     bug = line.get("bug") if isinstance(line.get("bug"), dict) else {}
-    return {(str(m.get("path")), str(m.get("function"))) for m in bug.get("mutations") or [] if isinstance(m, dict)}
+    return {(str(m.get("path")), str(m.get("function") or "<module>"))
+            for m in bug.get("mutations") or [] if isinstance(m, dict)}
 
 
 def function_load(lines: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
@@ -82,6 +83,28 @@ def function_load(lines: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
             if (line["task_id"], key) not in stood_in:
                 load[key] = load.get(key, 0) + 1
     return load
+
+
+@dataclass(frozen=True)
+class KnownBugs:
+    """What a compact suite holds of one project already, for a batch that is to be merged into it
+    (``generate --extends``): the ``task_ids`` of its tasks (a task id is its bug patch's hash, so
+    a candidate with one of these ids is a bug the suite has) and the per-function ``load``
+    (:func:`function_load`) that merging checks its per-function cap against."""
+
+    task_ids: frozenset[str] = frozenset()
+    load: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+def known_bugs(suite: str | Path, repo: str) -> KnownBugs:
+    """The bugs the compact suite ``suite`` holds for the project ``repo`` (none when it has no such
+    project); a suite that does not read is a :class:`MergeError` naming the file."""
+    suite = Path(suite)
+    info = (_index(suite).get("repos") or {}).get(repo)
+    if not info or "records" not in info:
+        return KnownBugs()
+    lines = record_lines(suite / info["records"])
+    return KnownBugs(frozenset(line["task_id"] for line in lines), function_load(lines))
 
 
 def _index(suite: Path) -> dict[str, Any]:
