@@ -748,3 +748,41 @@ def test_a_second_bugs_symptom_is_its_own_call_and_never_the_main_example_again(
     main = read_failure(free[0], messages[free[0]], root)
     tail = next(both.split(lead, 1)[1] for lead in leads if lead in both)
     assert main.call in tail, both  # the second bug's own call, not the first test of its group
+
+
+def test_a_method_chained_to_a_project_call_is_named_with_that_call(tmp_path):
+    """``parse('foo').update_or_create({}, 42)`` is about ``parse(...).update_or_create()``: a report
+    that said "`parse()` fails with `TypeError`" sent the agent to a function that does not fail (a
+    jsonpath-ng task whose bug is in ``update_or_create``). A built-in type's method on the result
+    (``labels(xs).index(...)``) keeps naming the call, unless the bug changes a method of that name
+    (``parse(path).find(data)`` with the bug in ``Child.find``); the public-API check reads the
+    chained name; an earlier report that named only the first call is worded again with the chain."""
+    from termgym.factory.swesynth.failures import chained_behaviour
+    from termgym.factory.swesynth.quality import named_api
+    from termgym.factory.swesynth.report import changed_names
+    from termgym.factory.swesynth.report_rewrite import _behaviour as named_in, _from_code
+
+    for call, named, methods, want in [
+            ("parse('foo').update_or_create({}, 42)", "parse()", (), "parse(...).update_or_create()"),
+            ("Version.parse('1.3.2').next_version('patch')", "Version.parse()", (), "Version.parse(...).next_version()"),
+            ("array().add_line('x')", "array()", (), "array().add_line()"),
+            ("labels(['ab']).index('item: AB')", "labels()", (), None),
+            ("parse('a.b').find({})", "parse()", (), None),
+            ("parse('a.b').find({})", "parse()", {"find"}, "parse(...).find()"),
+            ("list(parse(x)).count(1)", "parse()", (), None),
+            ("parse('a')._private()", "parse()", (), None),
+            ("parse('a')", "parse()", (), None)]:
+        assert chained_behaviour(call, named, methods) == want, call
+    text = "`parse(...).update_or_create()` fails with `TypeError` for me.\n\nMore."
+    assert named_api(text) == "parse(...).update_or_create"
+    assert named_in(text) == "parse(...).update_or_create()"
+    reworded = _from_code("from jsonpath_ng import parse\nparse('foo').update_or_create({}, 42)\n", "parse()")
+    assert reworded.behaviour == "parse(...).update_or_create()"
+    assert _from_code("from jsonpath_ng import parse\nparse('a').find({})\n", "parse()", {"find"}).behaviour == \
+        "parse(...).find()"
+    assert _from_code("from jsonpath_ng import parse\nparse('foo')\n", "parse()").behaviour == "parse()"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("class Child:\n    def find(self, data):\n        return [data]\n")
+    patch = ("diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -2,2 +2,2 @@ class Child:\n"
+             "     def find(self, data):\n-        return [data]\n+        return []\n")
+    assert changed_names(patch, tmp_path) == {"find"} and changed_names(patch, None) == set()

@@ -13,6 +13,7 @@ import ast
 import builtins
 import re
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -389,6 +390,49 @@ def call_behaviour(call: ast.expr) -> str | None:
     return _behaviour(call, {})
 
 
+#: Methods of the built-in types: ``labels(xs).index('a')`` is about ``labels()``, the list it
+#: returned is Python's.
+_BUILTIN_METHODS = frozenset(name for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float)
+                             for name in dir(kind) if not name.startswith("_"))
+
+
+def chained_behaviour(call: str, behaviour: str | None, methods: Collection[str] = ()) -> str | None:
+    """The behaviour of a call that chains a method to a project call, named with both:
+    ``parse('foo').update_or_create({}, 42)`` is about ``parse(...).update_or_create()`` (a report
+    that said "`parse()` fails with `TypeError`" sent the agent to a function that does not fail).
+    Only where ``behaviour`` names the chained-to call itself and the method is not one of a
+    built-in type's (``labels(xs).index('a')`` stays ``labels()``), unless ``methods`` (the names of
+    the functions the bug changes) holds it: ``parse(path).find(data)`` with the bug in
+    ``Child.find``. ``None`` where the call is no such chain."""
+    try:
+        node = pyparse.parse(call, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or node.func.attr.startswith("_"):
+        return None
+    receiver, method = node.func.value, node.func.attr
+    if behaviour is None or _direct_call(receiver) != behaviour:
+        return None
+    if method in _BUILTIN_METHODS and method not in methods:
+        return None
+    args = "(...)" if receiver.args or receiver.keywords else "()"
+    return f"{behaviour[:-2]}{args}.{method}()"
+
+
+def _direct_call(node: ast.AST) -> str | None:
+    """The name ``node`` calls directly when it is a plain project-style call (``parse(x)``:
+    ``parse()``, ``Version.parse(x)``: ``Version.parse()``); a chain, a call of a call's result or
+    of a variable's method gives ``None``."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name):
+        return f"{node.func.id}()"
+    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and _class_name(node.func.value.id):
+        return f"{node.func.value.id}.{node.func.attr}()"
+    return None
+
+
 def _class_name(name: str) -> bool:
     """Whether ``name`` reads as a class (``Frame``, ``URIReference``), not a constant (``DEFAULTS``)."""
     return name[:1].isupper() and not name.isupper() and not name.startswith("_")
@@ -450,7 +494,7 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                 if inner and "(" not in inner:  # ``LRUCache.stats`` -> ``LRUCache.stats.hit_rate()``
                     return f"{inner}.{func.attr}()"
                 if inner:  # a method of what a project function returned: that function is the API
-                    return inner
+                    return inner  # (:func:`chained_behaviour` names the method too where it is the project's)
                 return f"{func.attr}()"
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 found = visit(arg)

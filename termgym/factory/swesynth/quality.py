@@ -57,7 +57,7 @@ def named_api(statement: str) -> str | None:
     """The API the report names as broken: in its opening, the first backticked ``name()`` or dotted
     name (an exception's name is the symptom, not the API), without ``()``."""
     first = statement.strip().split("\n\n", 1)[0]
-    spans = re.findall(r"`([A-Za-z_][\w.]*)(\(\))?`", first)
+    spans = re.findall(r"`([A-Za-z_][\w.]*(?:\((?:\.\.\.)?\)\.[A-Za-z_]\w*)?)(\(\))?`", first)
     for name, call in spans:
         if call or ("." in name and name.split(".")[0] not in _BUILTINS):
             return name
@@ -327,8 +327,9 @@ def static_checks(statement: str, target_tests: Sequence[str], repo: Path, sourc
     if api is None:
         out["named API is public"] = "the report names no function"
     else:
-        head = api.split(".")[0]
-        private = [p for p in api.split(".") if p.startswith("_") and not (p.startswith("__") and p.endswith("__"))]
+        parts = re.sub(r"\((?:\.\.\.)?\)", "", api).split(".")  # ``parse(...).find``: parse, find
+        head = parts[0]
+        private = [p for p in parts if p.startswith("_") and not (p.startswith("__") and p.endswith("__"))]
         seen = TestModule(imports={**merged.imports, **imported}, own=merged.own,
                           project_modules=merged.project_modules, repo=repo)
         where = resolve(_made_from(head, tree), seen, packages)

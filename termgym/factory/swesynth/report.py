@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from termgym.factory.swesynth.failures import Failure, read_failure, test_names
+from termgym.factory.swesynth.failures import Failure, chained_behaviour, read_failure, test_names
 from termgym.factory.swesynth.report_check import (
     RULES,
     LeakError,
@@ -456,6 +456,25 @@ def check_examples(draft: str, run: ExampleRunner) -> list[str]:
             if (why := shows_claim(e, *run(e.code)))]
 
 
+def changed_names(patch: str, repo: str | Path | None) -> set[str]:
+    """The names of the functions and methods ``patch`` changes, read from the clean tree ``repo``
+    (none without it)."""
+    from termgym.factory.swesynth.behaviour_record import changed_lines, functions_at
+
+    out: set[str] = set()
+    if repo is None:
+        return out
+    for path, lines in changed_lines(patch).items():
+        source = Path(repo) / path
+        if not (path.endswith(".py") and source.is_file()):
+            continue
+        try:
+            out |= {qual.rsplit(".", 1)[-1] for qual in functions_at(source.read_text(encoding="utf-8"), lines)}
+        except (SyntaxError, ValueError, UnicodeDecodeError):
+            continue
+    return out
+
+
 def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: str, *,
                  repo: str | Path | None = None, seed: int | str | None = None, tries: int = 24,
                  groups: Sequence[Sequence[str]] | None = None, source_dirs: Sequence[str] = (),
@@ -486,6 +505,9 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
     failures = usable_failures(target_tests, messages, repo, source_dirs=source_dirs)
     if not failures:
         raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
+    methods = changed_names(patch, repo)
+    failures = [replace(f, behaviour=chained) if (chained := chained_behaviour(f.call, f.behaviour, methods)) else f
+                for f in failures]
     from termgym.factory.swesynth.quality import project_packages
 
     packages = project_packages(Path(repo), source_dirs) if repo is not None else set()

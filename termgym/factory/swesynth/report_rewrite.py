@@ -36,8 +36,14 @@ from typing import Any
 
 from termgym.factory.swesynth.audit import bug_units, buggy_files, example_runner, unit_files
 from termgym.factory.swesynth.examples import examples
-from termgym.factory.swesynth.failures import Failure
-from termgym.factory.swesynth.report import ExampleRuns, ReportError, compose_report, write_report
+from termgym.factory.swesynth.failures import Failure, call_behaviour, chained_behaviour
+from termgym.factory.swesynth.report import (
+    ExampleRuns,
+    ReportError,
+    changed_names,
+    compose_report,
+    write_report,
+)
 from termgym.tasks.swesynth import pyparse
 
 
@@ -92,11 +98,11 @@ def _behaviour(statement: str) -> str | None:
     """The API a report's opening names (as written there: ``URL.navigate()``, ``Node.height``)."""
     first = statement.strip().split("\n\n", 1)[0]
     spans = [x for x in re.findall(r"`([^`\n]+)`", first) if not _EXCEPTION.match(x)]
-    named = [x for x in spans if re.fullmatch(r"[A-Za-z_][\w.]*(?:\(\))?", x)]
+    named = [x for x in spans if re.fullmatch(r"[A-Za-z_][\w.]*(?:\((?:\.\.\.)?\)\.[A-Za-z_]\w*)?(?:\(\))?", x)]
     return next((x for x in named if x.endswith("()") or "." in x), named[0] if named else None)
 
 
-def _from_code(code: str, behaviour: str | None) -> Failure | None:
+def _from_code(code: str, behaviour: str | None, methods: Collection[str] = ()) -> Failure | None:
     """A failure whose example is ``code`` (imports, setup, then the call as its last expression)."""
     try:
         tree = pyparse.parse(code)
@@ -109,17 +115,21 @@ def _from_code(code: str, behaviour: str | None) -> Failure | None:
         return None
     imports = [x for node, x in zip(tree.body[:-1], segment) if isinstance(node, (ast.Import, ast.ImportFrom))]
     setup = [x for node, x in zip(tree.body[:-1], segment) if not isinstance(node, (ast.Import, ast.ImportFrom))]
-    return Failure(test="", call=segment[-1], setup=setup, behaviour=_qualified(behaviour, tree.body[-1].value),
-                   imports=imports)
+    return Failure(test="", call=segment[-1], setup=setup,
+                   behaviour=_qualified(behaviour, tree.body[-1].value, segment[-1], methods), imports=imports)
 
 
-def _qualified(named: str | None, call: ast.expr) -> str | None:
-    """``named`` as the call itself names it where an earlier report left its class out: a report
-    that said ``explain()`` of ``Frame.explain(...)`` names ``Frame.explain()`` now."""
-    from termgym.factory.swesynth.failures import call_behaviour
-
+def _qualified(named: str | None, call: ast.expr, source: str = "", methods: Collection[str] = ()) -> str | None:
+    """``named`` as the call itself names it where an earlier report left its class out or named
+    only the call a method was chained to: a report that said ``explain()`` of
+    ``Frame.explain(...)`` names ``Frame.explain()`` now, one that said ``parse()`` of
+    ``parse('foo').update_or_create({}, 42)`` names ``parse(...).update_or_create()``
+    (:func:`~termgym.factory.swesynth.failures.chained_behaviour`; ``methods``: the names of the
+    functions the bug changes)."""
     found = call_behaviour(call)
-    return found if named and found and found.endswith("." + named) else named
+    if named and found and found.endswith("." + named):
+        named = found
+    return chained_behaviour(source, named, methods) or named
 
 
 def failures_of_report(task, statement: str) -> tuple[list[Failure], list[Failure], str]:
@@ -136,7 +146,8 @@ def failures_of_report(task, statement: str) -> tuple[list[Failure], list[Failur
     found = examples(statement)
     if not found:
         return [], [], "the report shows no example"
-    first = _from_code(found[0].code, behaviour)
+    methods = changed_names(record.bug_patch, repo)
+    first = _from_code(found[0].code, behaviour, methods)
     if first is None:
         return [], [], "the first example is not imports, statements and a call"
     packages = project_packages(repo, task.source_dirs)
@@ -156,14 +167,15 @@ def failures_of_report(task, statement: str) -> tuple[list[Failure], list[Failur
             lead = _FURTHER_BUG.search(head)
             named = (lead.group(1) or lead.group(2)) if lead else None
         if not example.inline:
-            g = _from_code(example.code, named or behaviour)
+            g = _from_code(example.code, named or behaviour, methods)
         else:
             code = example.code.strip()
             try:
                 lines = next((x for x in (import_lines(code, m, packages) for m in modules) if x is not None), None)
             except SyntaxError:
                 lines = None
-            g = Failure(test="", call=code, behaviour=named or behaviour, imports=lines or [])
+            g = Failure(test="", call=code, behaviour=chained_behaviour(code, named or behaviour, methods)
+                        or named or behaviour, imports=lines or [])
             if lines is None:
                 if lead:
                     return [], [], f"example {i} uses a name only its test defines"
