@@ -760,7 +760,8 @@ def test_a_method_chained_to_a_project_call_is_named_with_that_call(tmp_path):
     from termgym.factory.swesynth.failures import chained_behaviour
     from termgym.factory.swesynth.quality import named_api
     from termgym.factory.swesynth.report import changed_names
-    from termgym.factory.swesynth.report_rewrite import _behaviour as named_in, _from_code
+    from termgym.factory.swesynth.report_rewrite import _behaviour as named_in
+    from termgym.factory.swesynth.report_rewrite import _from_code
 
     for call, named, methods, want in [
             ("parse('foo').update_or_create({}, 42)", "parse()", (), "parse(...).update_or_create()"),
@@ -786,3 +787,12 @@ def test_a_method_chained_to_a_project_call_is_named_with_that_call(tmp_path):
     patch = ("diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -2,2 +2,2 @@ class Child:\n"
              "     def find(self, data):\n-        return [data]\n+        return []\n")
     assert changed_names(patch, tmp_path) == {"find"} and changed_names(patch, None) == set()
+
+    from termgym.factory.swesynth.report_check import check_report
+
+    report = ("`parse(...).update_or_create()` fails with `TypeError` for me.\n\nReproduction:\n\n```python\n"
+              "from jsonpath_ng import parse\nparse('foo').update_or_create({}, 42)\n```\n\n"
+              "I get a `TypeError`. I expected `{'foo': 42}`.\n")
+    assert check_report(report, target_tests=["tests/test_create.py::test_update_or_create"]) == []
+    cut = report.replace("`{'foo': 42}`", "`{'foo': ...}`")
+    assert any("cut short" in p for p in check_report(cut, target_tests=["tests/test_create.py::test_x"]))
