@@ -125,10 +125,10 @@ def test_no_function_passes_the_cap_and_the_merged_generation_is_counted(tmp_pat
     merged task breaks a function another task already breaks, and what was left out is counted;
     the card's generation totals count what was merged."""
     from termgym.factory.swesynth.card import _generation
-    from termgym.factory.swesynth.merge import _functions
+    from termgym.factory.swesynth.known import bug_functions as _functions
 
     records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
-    # a task split out of a multi-bug one stands in for its source at the cap (merge.function_load):
+    # a task split out of a multi-bug one stands in for its source at the cap (known.function_load):
     # only tasks made as they are, whose functions each count once, here
     records = [r for r in records if not (r.get("origin") or {}).get("split_from")]
     dst = _part(tmp_path / "dst", records[:2], [])
@@ -152,7 +152,8 @@ def test_a_task_split_out_of_a_multi_bug_task_stands_in_for_it_under_the_cap(tmp
     """A single-bug task split out of a multi-bug one (``termgym swesynth split``) takes that task's
     place at the function it breaks: under a cap of 1 it is merged although its source breaks the
     function already; a second one there is over the cap; the card counts the same way."""
-    from termgym.factory.swesynth.merge import _functions, function_load
+    from termgym.factory.swesynth.known import bug_functions as _functions
+    from termgym.factory.swesynth.known import function_load
 
     records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
     source = next(r for r in records if len(_functions(r)) >= 2)
@@ -193,7 +194,7 @@ def test_selections_come_from_the_destinations_map_when_the_maps_differ(halves):
 def test_two_merged_tasks_breaking_one_function_count_against_each_other(tmp_path):
     """The cap counts what this merge already took, not only what the destination held: of two new
     tasks breaking the same function under a cap of 1, one is merged and one is over the cap."""
-    from termgym.factory.swesynth.merge import _functions
+    from termgym.factory.swesynth.known import bug_functions as _functions
 
     records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
     first = records[0]

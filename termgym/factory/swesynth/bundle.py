@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.factory.swesynth.generate import GenerationResult, Stats, generate
+from termgym.factory.swesynth.known import MAX_TASKS_PER_FUNCTION
 from termgym.tasks.swesynth.store import locked_index, split_for
 from termgym.tasks.swesynth.suite import BUNDLED_DIR, SUITE_DIR
 
@@ -51,8 +52,6 @@ MAX_NAMED_SHARE = 0.5
 #: The default suite keeps named-module tasks (1 turns the cap off): most projects name their test
 #: files after their modules, so the cap would throw most validated tasks away.
 SUITE_MAX_NAMED_SHARE = 1.0
-#: The most tasks that may break any one function (near-duplicates by function; issue 26's card).
-MAX_TASKS_PER_FUNCTION = 10
 SUMMARY_FILE = "SUMMARY.md"
 
 

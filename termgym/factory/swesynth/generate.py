@@ -54,7 +54,7 @@ from termgym.factory.swesynth.inject import (
     scan_repository,
     units,
 )
-from termgym.factory.swesynth.merge import KnownBugs, MergeError, known_bugs
+from termgym.factory.swesynth.known import MAX_TASKS_PER_FUNCTION, KnownBugs, known_bugs
 from termgym.factory.swesynth.patches import make_patch, patch_files
 from termgym.factory.swesynth.plausible import implausible_failure
 from termgym.factory.swesynth.quality import report_quality, repro_check
@@ -298,11 +298,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     name = name or re.sub(r"\.git$", "", Path(str(repo).rstrip("/")).name) or "repo"
     known = KnownBugs()
     if extends is not None:
-        from termgym.factory.swesynth.bundle import MAX_TASKS_PER_FUNCTION
-
         try:
             known = known_bugs(extends, name)
-        except MergeError as exc:
+        except ValueError as exc:
             raise ValueError(f"--extends: {exc}") from None
         max_per_function = MAX_TASKS_PER_FUNCTION if max_per_function is None else max_per_function
     stats = Stats(wanted=n)

@@ -36,14 +36,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym.jsonl import json_lines, write_json, write_json_lines
+from termgym.factory.swesynth.known import (
+    MAX_TASKS_PER_FUNCTION,
+    SuiteError,
+    bug_functions,
+    function_load,
+    suite_index,
+)
+from termgym.factory.swesynth.known import record_lines as known_record_lines
+from termgym.jsonl import write_json, write_json_lines
 from termgym.tasks.swesynth.store import locked_index, split_for
 
 #: What a project's ``suite.json`` entry must agree on for its tasks to be merged.
 SAME_SETTINGS = ("test_command", "source_dirs", "test_dirs", "workdir", "project", "path")
 
 
-class MergeError(Exception):
+class MergeError(SuiteError):
     """The suites cannot be merged; the message names the project, the file and what differs."""
 
 
@@ -63,74 +71,19 @@ class MergeResult:
                 "same_bug": self.same_bug}
 
 
-def _functions(line: dict[str, Any]) -> set[tuple[str, str]]:
-    bug = line.get("bug") if isinstance(line.get("bug"), dict) else {}
-    return {(str(m.get("path")), str(m.get("function") or "<module>"))
-            for m in bug.get("mutations") or [] if isinstance(m, dict)}
-
-
-def function_load(lines: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
-    """How many of one project's tasks (record lines) break each ``(path, function)``: a task counts
-    once for each function its bugs change, except that a multi-bug task stops counting for a
-    function once a task split out of it (``origin.split_from``, ``termgym swesynth split``)
-    breaks that function: there the single-bug task stands in for it. What the per-function cap
-    is checked against."""
-    stood_in = {(source, key) for line in lines for source in (line.get("origin") or {}).get("split_from") or ()
-                for key in _functions(line)}
-    load: dict[tuple[str, str], int] = {}
-    for line in lines:
-        for key in _functions(line):
-            if (line["task_id"], key) not in stood_in:
-                load[key] = load.get(key, 0) + 1
-    return load
-
-
-@dataclass(frozen=True)
-class KnownBugs:
-    """What a compact suite holds of one project already, for a batch that is to be merged into it
-    (``generate --extends``): the ``task_ids`` of its tasks (a task id is its bug patch's hash, so
-    a candidate with one of these ids is a bug the suite has) and the per-function ``load``
-    (:func:`function_load`) that merging checks its per-function cap against."""
-
-    task_ids: frozenset[str] = frozenset()
-    load: dict[tuple[str, str], int] = field(default_factory=dict)
-
-
-def known_bugs(suite: str | Path, repo: str) -> KnownBugs:
-    """The bugs the compact suite ``suite`` holds for the project ``repo`` (none when it has no such
-    project); a suite that does not read is a :class:`MergeError` naming the file."""
-    suite = Path(suite)
-    info = (_index(suite).get("repos") or {}).get(repo)
-    if not info or "records" not in info:
-        return KnownBugs()
-    lines = record_lines(suite / info["records"])
-    return KnownBugs(frozenset(line["task_id"] for line in lines), function_load(lines))
-
-
 def _index(suite: Path) -> dict[str, Any]:
-    path = suite / "suite.json"
     try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MergeError(f"{path}: no suite.json (merge reads compact suites, as generate and history write them)") from None
-    except json.JSONDecodeError as exc:
-        raise MergeError(f"{path}: not JSON: {exc}") from None
-    if index.get("storage") != "compact":
-        raise MergeError(f"{path}: not a compact suite (storage {index.get('storage')!r}); merge needs records/*.jsonl")
-    return index
+        return suite_index(suite)
+    except SuiteError as exc:
+        raise MergeError(str(exc)) from None
 
 
 def record_lines(path: Path) -> list[dict[str, Any]]:
-    """The lines of a compact suite's records or behaviour file (none when it is missing), each with
-    its ``task_id``; a malformed line is a :class:`MergeError` naming the file and line."""
-    out = []
-    if not path.is_file():
-        return out
-    for n, data, problem in json_lines(path):
-        if problem is not None or not isinstance(data, dict) or not isinstance(data.get("task_id"), str):
-            raise MergeError(f"{path}:{n}: a line needs a 'task_id' ({problem or 'malformed'})")
-        out.append(data)
-    return out
+    """:func:`~termgym.factory.swesynth.known.record_lines`, its errors a :class:`MergeError`."""
+    try:
+        return known_record_lines(path)
+    except SuiteError as exc:
+        raise MergeError(str(exc)) from None
 
 
 def _baseline(suite: Path, info: dict[str, Any], repo: str) -> list[str]:
@@ -157,7 +110,7 @@ def _differs(ours: list[str], theirs: list[str]) -> str:
 def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
                  max_per_function: int | None = None) -> MergeResult:
     """Merge the compact suite ``src`` into ``dst`` (see the module's doc); returns what moved."""
-    from termgym.factory.swesynth.bundle import MAX_TASKS_PER_FUNCTION, TEST_ID_FRACTION, project_held_out
+    from termgym.factory.swesynth.bundle import TEST_ID_FRACTION, project_held_out
 
     cap = MAX_TASKS_PER_FUNCTION if max_per_function is None else max_per_function
     src, dst = Path(src), Path(dst)
@@ -196,7 +149,7 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
                 after = function_load([*existing.values(), *fresh, line])
                 # over the cap: the load of a function it breaks grows past the cap
                 if cap and any(after.get(key, 0) > load.get(key, 0) and after.get(key, 0) > cap
-                               for key in _functions(line)):
+                               for key in bug_functions(line)):
                     result.over_cap[repo] = result.over_cap.get(repo, 0) + 1
                     continue
                 fresh.append(line)

@@ -1,0 +1,92 @@
+"""What a compact suite holds of one project already: the bugs its tasks carry and how many of its
+tasks break each function. Two consumers need it: ``merge`` checks the per-function cap against it,
+and a ``generate`` batch made for a suite (``--extends``) skips the bugs the suite has and counts
+its tasks against the same cap."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termgym.jsonl import json_lines
+
+#: The most tasks that may break any one function (near-duplicates by function; issue 26's card).
+MAX_TASKS_PER_FUNCTION = 10
+
+
+def bug_functions(line: dict[str, Any]) -> set[tuple[str, str]]:
+    """The ``(path, function)`` pairs a task's bugs change (a record line); module-level code is
+    ``<module>``, as :func:`~termgym.factory.swesynth.generate.function_key` names it."""
+    bug = line.get("bug") if isinstance(line.get("bug"), dict) else {}
+    return {(str(m.get("path")), str(m.get("function") or "<module>"))
+            for m in bug.get("mutations") or [] if isinstance(m, dict)}
+
+
+def function_load(lines: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """How many of one project's tasks (record lines) break each ``(path, function)``: a task counts
+    once for each function its bugs change, except that a multi-bug task stops counting for a
+    function once a task split out of it (``origin.split_from``, ``termgym swesynth split``)
+    breaks that function: there the single-bug task stands in for it. What the per-function cap
+    is checked against."""
+    stood_in = {(source, key) for line in lines for source in (line.get("origin") or {}).get("split_from") or ()
+                for key in bug_functions(line)}
+    load: dict[tuple[str, str], int] = {}
+    for line in lines:
+        for key in bug_functions(line):
+            if (line["task_id"], key) not in stood_in:
+                load[key] = load.get(key, 0) + 1
+    return load
+
+
+@dataclass(frozen=True)
+class KnownBugs:
+    """What a compact suite holds of one project: the ``task_ids`` of its tasks (a task id is its
+    bug patch's hash, so a candidate with one of these ids is a bug the suite has) and the
+    per-function ``load`` (:func:`function_load`)."""
+
+    task_ids: frozenset[str] = frozenset()
+    load: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+class SuiteError(ValueError):
+    """A compact suite's file does not read; the message names the file (and line)."""
+
+
+def suite_index(suite: str | Path) -> dict[str, Any]:
+    """A compact suite's ``suite.json``."""
+    path = Path(suite) / "suite.json"
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: no suite.json (a compact suite, as generate and history write them)") from None
+    except json.JSONDecodeError as exc:
+        raise SuiteError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(index, dict) or index.get("storage") != "compact":
+        storage = index.get("storage") if isinstance(index, dict) else None
+        raise SuiteError(f"{path}: not a compact suite (storage {storage!r}); its tasks need records/*.jsonl")
+    return index
+
+
+def record_lines(path: Path) -> list[dict[str, Any]]:
+    """The lines of a compact suite's records or behaviour file (none when it is missing), each with
+    its ``task_id``; a malformed line is a :class:`SuiteError` naming the file and line."""
+    out = []
+    if not path.is_file():
+        return out
+    for n, data, problem in json_lines(path):
+        if problem is not None or not isinstance(data, dict) or not isinstance(data.get("task_id"), str):
+            raise SuiteError(f"{path}:{n}: a line needs a 'task_id' ({problem or 'malformed'})")
+        out.append(data)
+    return out
+
+
+def known_bugs(suite: str | Path, repo: str) -> KnownBugs:
+    """The bugs the compact suite ``suite`` holds for the project ``repo`` (none when it has no such
+    project); a suite that does not read is a :class:`SuiteError`."""
+    info = (suite_index(suite).get("repos") or {}).get(repo)
+    if not info or "records" not in info:
+        return KnownBugs()
+    lines = record_lines(Path(suite) / info["records"])
+    return KnownBugs(frozenset(line["task_id"] for line in lines), function_load(lines))
