@@ -1,6 +1,6 @@
 """Distinct tasks (termgym.tasks.swesynth.distinct): what makes two tasks near-duplicates, the rule the
 default suite serves by (at most three per first repro call and per (function, bug type), no
-``test_id`` near-duplicate of a ``train`` task, no project above 5 %), and that rule on the real
+``test_id`` near-duplicate of a ``train`` task, no project above 5 %, no bug type above 20 %), and that rule on the real
 default suite, with the rule switched off as the sabotage that the same checks catch."""
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from termgym.tasks.swesynth.distinct import (
     HISTORY,
     MAX_PER_KEY,
     MAX_PROJECT_SHARE,
+    MAX_TYPE_SHARE,
     MULTI_TOKEN,
     ONE_TOKEN,
     PROJECT_SHARE,
     SAME_CALL,
     SAME_FUNCTION,
+    TYPE_SHARE,
     TaskKeys,
     fix_rank,
     held_out_duplicates,
@@ -75,6 +77,9 @@ def violations(splits, keys, share=MAX_PROJECT_SHARE):
     per_project = Counter(keys[t].project for t in ids)
     if len(per_project) * share >= 1:
         out += [f"{p} holds {n} of {len(ids)}" for p, n in per_project.items() if n > max(10, share * len(ids))]
+    per_type = Counter(b for t in ids for b in {f[2] for f in keys[t].functions})
+    if len(per_type) * MAX_TYPE_SHARE >= 1:
+        out += [f"bug type {b} makes {n} of {len(ids)}" for b, n in per_type.items() if n > MAX_TYPE_SHARE * len(ids)]
     return out
 
 
@@ -185,11 +190,41 @@ def test_the_project_cap_leaves_out_the_smallest_fixes_first():
     assert len(loose) == len(kept) and max(loose) > min(left)
 
 
+def test_no_bug_type_above_twenty_percent_its_smallest_fixes_from_the_largest_projects_left_out():
+    def typed(project, i, bug_type, rank):
+        return TaskKeys(project, f"f({i})", frozenset({("p.py", f"f{i}", bug_type)}), rank)
+
+    kinds = ["off-by-one", "missing-return", "logic-inversion", "wrong-constant", "late-check"]
+    keys = {}
+    for j in range(24):  # 24 projects of 12 tasks: 4 wrong-variable (one of them a larger fix), 8 others
+        for i in range(12):
+            kind = "wrong-variable" if i < 4 else kinds[i % 5]
+            keys[f"p{j:02}-{i}"] = typed(f"p{j:02}", i, kind, MULTI_TOKEN if i in (0, 5) else ONE_TOKEN)
+    keys.update({f"big-{i}": typed("big", i, "wrong-variable" if i < 8 else kinds[i % 5], ONE_TOKEN)
+                 for i in range(14)})
+    chosen = select({"train": sorted(keys)}, keys)
+    kept = chosen.splits["train"]
+    share = Counter(next(iter(keys[t].functions))[2] for t in kept)["wrong-variable"] / len(kept)
+    assert share <= MAX_TYPE_SHARE and not violations(chosen.splits, keys)
+    left = [t for t, why in chosen.dropped.items() if why == TYPE_SHARE]
+    assert left and all(keys[t].rank == ONE_TOKEN for t in left)  # the larger wrong-variable fixes stay
+    assert sum(t.startswith("big") for t in left) >= 4  # the largest project gives first
+    # the sabotage: the cap off, wrong-variable keeps a third of the served tasks and the check says so
+    loose = select({"train": sorted(keys)}, keys, max_type_share=1)
+    assert len(loose.splits["train"]) == len(keys)
+    assert any(v.startswith("bug type wrong-variable") for v in violations(loose.splits, keys))
+    # one bug type alone: no cap could hold, none is applied
+    one = {t: dataclasses.replace(k, functions=frozenset({("p.py", t, "off-by-one")})) for t, k in keys.items()}
+    assert TYPE_SHARE not in select({"train": sorted(one)}, one).dropped.values()
+
+
 def test_bad_caps_are_named():
     with pytest.raises(ValueError, match="max_per_key must be at least 1, not 0"):
         select({"train": []}, {}, max_per_key=0)
     with pytest.raises(ValueError, match=r"max_project_share must be in \(0, 1\], not 1.5"):
         select({"train": []}, {}, max_project_share=1.5)
+    with pytest.raises(ValueError, match=r"max_type_share must be in \(0, 1\], not 0"):
+        select({"train": []}, {}, max_type_share=0)
 
 
 def test_task_keys_read_the_record():
@@ -215,7 +250,7 @@ def test_the_default_suite_serves_distinct_tasks(served):
     splits, keys = _of(served)
     assert not violations(splits, keys)
     assert held_out_duplicates(splits, keys) == 0 and len(splits["test_id"]) > 0
-    for why in (SAME_CALL, SAME_FUNCTION, PROJECT_SHARE):  # each rule left tasks out, counted
+    for why in (SAME_CALL, SAME_FUNCTION, PROJECT_SHARE, TYPE_SHARE):  # each rule left tasks out, counted
         assert served.unserved[why] > 0, why
     pool = SweSynthSuite("projects", distinct=False)
     assert set(served.task_ids("all")) < set(pool.task_ids("all"))
@@ -276,6 +311,8 @@ def test_the_default_suite_serves_fewer_of_its_commonest_bug_type(monkeypatch):
     pool = SweSynthSuite("projects", distinct=False)
     splits, keys = _of(pool)
     share = _share_of_commonest_type(select(splits, keys), keys)
+    assert share <= MAX_TYPE_SHARE
+    assert _share_of_commonest_type(select(splits, keys, max_type_share=1), keys) > MAX_TYPE_SHARE  # cap off
     monkeypatch.setattr(distinct, "_types", lambda k: set())  # the sabotage: types ignored
     assert _share_of_commonest_type(select(splits, keys), keys) > share + 0.02
 

@@ -549,14 +549,20 @@ def _near_share(dup: dict[str, Any]) -> str:
 
 def _distinct_lines(served: dict[str, Any], unique: dict[str, Any]) -> list[str]:
     """The card's lines on leaving near-duplicates out of the served tasks (:mod:`~termgym.tasks.swesynth.distinct`)."""
-    from termgym.tasks.swesynth.distinct import MAX_PER_KEY, MAX_PROJECT_SHARE, MIN_PROJECT_TASKS
+    from termgym.tasks.swesynth.distinct import (
+        MAX_PER_KEY,
+        MAX_PROJECT_SHARE,
+        MAX_TYPE_SHARE,
+        MIN_PROJECT_TASKS,
+    )
 
     n = served["tasks"]
     (big, big_n), (small, small_n) = unique["largest"], unique["smallest"]
     below = unique["below_minimum"]
     return [f"**Distinct tasks** (`distinct=True`, the default suite's default: at most {MAX_PER_KEY} served tasks per "
             f"first repro call and per (function, bug type), no `test_id` task that is a near-duplicate of a `train` "
-            f"task, no project above {100 * MAX_PROJECT_SHARE:.0f} %; where a key allows only some of its tasks, "
+            f"task, no project above {100 * MAX_PROJECT_SHARE:.0f} %, no bug type above {100 * MAX_TYPE_SHARE:.0f} % "
+            f"(its one-token fixes from the largest projects left out first); where a key allows only some of its tasks, "
             f"release-history bugs are served first, then fixes of two or more tokens, then one-token fixes, "
             f"and within each the rarer bug types first; "
             f"`termgym.tasks.swesynth.distinct`): of the "

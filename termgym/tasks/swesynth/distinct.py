@@ -19,7 +19,11 @@ is not held out: a policy trained on the one has seen the other.
 3. no project holds more than :data:`MAX_PROJECT_SHARE` of what is kept (applied until it holds,
    and only where it can: with at least ``1 / share`` projects and a cap of at least
    :data:`MIN_PROJECT_TASKS`; the tasks over the cap are the last ones taken, so one-token fixes go
-   first); a project below :data:`MIN_PROJECT_TASKS` has no more distinct tasks to give.
+   first); a project below :data:`MIN_PROJECT_TASKS` has no more distinct tasks to give;
+4. no bug type makes more than :data:`MAX_TYPE_SHARE` of what is kept (a task counts for each type
+   it carries; where there are at least ``1 / share`` types): of the commonest type above it, its
+   smallest fixes are left out first, each from the project holding the most tasks at that point;
+   3 and 4 are applied again until both hold.
 
 Where a key lets only three of its tasks be served, which three is a choice: it costs no task to
 serve the ones with the larger, realer fixes and the rarer bug types (on v2 the served one-token
@@ -34,6 +38,7 @@ count stayed; a policy learns what the suite serves most).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,12 +53,15 @@ MAX_PROJECT_SHARE = 0.05
 #: The project cap is not applied below this many tasks a project (and a project with fewer served
 #: tasks has no more distinct ones to give).
 MIN_PROJECT_TASKS = 10
+#: The largest share of the served tasks one bug type may hold (a task counts for each type it carries).
+MAX_TYPE_SHARE = 0.20
 
 #: Why :func:`select` leaves a task out (``SweSynthSuite.unserved`` counts them by these).
 SAME_CALL = f"a near-duplicate: {MAX_PER_KEY} served tasks of its project already open their repro with its first call"
 SAME_FUNCTION = (f"a near-duplicate: {MAX_PER_KEY} served tasks already break one of its functions with the same "
                  "bug type")
 PROJECT_SHARE = f"its project already holds {100 * MAX_PROJECT_SHARE:.0f} % of the served tasks"
+TYPE_SHARE = f"its bug type already makes {100 * MAX_TYPE_SHARE:.0f} % of the served tasks"
 
 TRAIN, HELD_OUT_IN_DISTRIBUTION = "train", "test_id"
 
@@ -132,12 +140,14 @@ class Selection:
 
 
 def select(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys], *, max_per_key: int = MAX_PER_KEY,
-           max_project_share: float = MAX_PROJECT_SHARE) -> Selection:
+           max_project_share: float = MAX_PROJECT_SHARE, max_type_share: float = MAX_TYPE_SHARE) -> Selection:
     """The distinct tasks of ``splits`` (module docstring), ``keys`` giving each task's :class:`TaskKeys`."""
     if max_per_key < 1:
         raise ValueError(f"max_per_key must be at least 1, not {max_per_key}")
     if not 0 < max_project_share <= 1:
         raise ValueError(f"max_project_share must be in (0, 1], not {max_project_share}")
+    if not 0 < max_type_share <= 1:
+        raise ValueError(f"max_type_share must be in (0, 1], not {max_type_share}")
     split_of = {tid: split for split, ids in splits.items() for tid in ids}
     train_keys = {k for tid, split in split_of.items() if split == TRAIN for k in keys[tid].all()}
     moved: list[str] = []
@@ -163,23 +173,13 @@ def select(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys], *,
         else:
             kept.append(tid)
             counts.update(own.all())
-    projects = {keys[tid].project for tid in kept}
-    while len(projects) * max_project_share >= 1:
-        cap = int(max_project_share * len(kept))
-        if cap < MIN_PROJECT_TASKS:
-            break
-        seen: Counter = Counter()
-        over = []
-        for tid in kept:  # already in the order taken: the last taken go first
-            seen[keys[tid].project] += 1
-            if seen[keys[tid].project] > cap:
-                over.append(tid)
+    while True:  # the shares, until both hold (leaving tasks out can put a project above its share)
+        over = dict.fromkeys(_over_project_share(kept, keys, max_project_share), PROJECT_SHARE) or \
+            dict.fromkeys(_over_type_share(kept, keys, max_type_share), TYPE_SHARE)
         if not over:
             break
-        for tid in over:
-            dropped[tid] = PROJECT_SHARE
-        gone = set(over)
-        kept = [tid for tid in kept if tid not in gone]
+        dropped.update(over)
+        kept = [tid for tid in kept if tid not in over]
     keep = set(kept)
     out: dict[str, list[str]] = {split: [] for split in splits}
     out.setdefault(TRAIN, [])
@@ -187,6 +187,52 @@ def select(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys], *,
         out[split].extend(tid for tid in ids if tid in keep and split_of[tid] == split)
     out[TRAIN].extend(tid for tid in moved if tid in keep)
     return Selection({split: ids for split, ids in out.items() if ids or split in splits}, moved, dropped)
+
+
+def _over_project_share(kept: list[str], keys: Mapping[str, TaskKeys], share: float) -> list[str]:
+    """The tasks of ``kept`` (in the order taken) over the project share: of each project above it,
+    the last ones taken. None where no cap can hold (fewer than ``1 / share`` projects, or a cap
+    below :data:`MIN_PROJECT_TASKS`)."""
+    cap = int(share * len(kept))
+    if len({keys[tid].project for tid in kept}) * share < 1 or cap < MIN_PROJECT_TASKS:
+        return []
+    seen: Counter = Counter()
+    over = []
+    for tid in kept:  # already in the order taken: the last taken go first
+        seen[keys[tid].project] += 1
+        if seen[keys[tid].project] > cap:
+            over.append(tid)
+    return over
+
+
+def _over_type_share(kept: list[str], keys: Mapping[str, TaskKeys], share: float) -> list[str]:
+    """Tasks of ``kept`` (in the order taken) to leave out so that the commonest bug type holds no
+    more than ``share`` of what stays: its smallest fixes first (rank), each from the project that
+    holds the most tasks at that point (so the project share does not cut the largest projects
+    again once the total shrinks), its last taken first. None where no cap can hold (fewer than
+    ``1 / share`` bug types)."""
+    counts = Counter(t for tid in kept for t in _types(keys[tid]))
+    if not counts or len(counts) * share < 1 or share >= 1:
+        return []
+    kind, n = counts.most_common(1)[0]
+    if n <= share * len(kept):
+        return []
+    need = math.ceil((n - share * len(kept)) / (1 - share))
+    per_project = Counter(keys[tid].project for tid in kept)
+    left: dict[tuple[int, str], list[str]] = {}  # (rank, project) -> its holders, last taken first
+    for tid in reversed(kept):
+        if kind in _types(keys[tid]):
+            left.setdefault((keys[tid].rank, keys[tid].project), []).append(tid)
+    out: list[str] = []
+    while len(out) < need and left:
+        rank = max(r for r, _ in left)
+        project = max((p for r, p in left if r == rank), key=lambda p: (per_project[p], p))
+        holders = left[(rank, project)]
+        out.append(holders.pop(0))
+        per_project[project] -= 1
+        if not holders:
+            del left[(rank, project)]
+    return out
 
 
 def held_out_duplicates(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys]) -> int:
