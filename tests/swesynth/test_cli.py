@@ -50,6 +50,10 @@ def test_generate_command_on_a_repository(repo_copy, tmp_path, capsys):
     assert main(["swesynth", "generate", "--repo", str(tmp_path / "missing"), "--test-cmd", "x", "--n", "1",
                  "--out", str(out)]) == 1
     assert "neither a directory nor a git URL" in capsys.readouterr().err
+    # a batch for a suite that is not one: named before anything runs
+    assert main(["swesynth", "generate", "--repo", str(repo), "--test-cmd", "x", "--n", "1", "--out", str(out),
+                 "--extends", str(tmp_path / "nowhere")]) == 1
+    assert "--extends: " in (err := capsys.readouterr().err) and "nowhere/suite.json: no suite.json" in err
 
 
 def test_progress_bar_draws_in_place_on_a_terminal():
