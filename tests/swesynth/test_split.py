@@ -86,3 +86,20 @@ def test_a_single_bug_record_is_read_back_and_bad_input_is_named(two_bug_tasks, 
         split_project("base58", tmp_path / "out", only=["base58-not-a-task"])
     assert main(["swesynth", "split", "base58", "--out", str(tmp_path / "out"), "--suite", str(tmp_path)]) == 2
     assert "neither a compact suite directory nor a suite name" in capsys.readouterr().err
+
+
+def test_a_release_history_revert_is_one_bug_however_many_functions_it_touches():
+    """The rfc3986 revert of ``to_bytes`` and ``encode_component`` (0.4.1 -> 2.0.0) is one change the
+    tests pin: the audit's per-bug checks and ``split`` take it whole (the older ``to_bytes`` alone
+    breaks no test; the audit of session 28 counted that as a bug breaking none). Coordinated edits
+    are one bug too; two procedural bugs are two."""
+    from types import SimpleNamespace
+
+    def record(*kinds):
+        return SimpleNamespace(mutations=[{"bug_type": k, "path": "a.py", "line": i, "function": f"f{i}"}
+                                          for i, k in enumerate(kinds)])
+
+    assert len(bug_units(record("regression", "regression"))) == 1
+    assert len(bug_units(record("coordinated-constant", "coordinated-constant"))) == 1
+    assert len(bug_units(record("off-by-one", "wrong-variable"))) == 2
+    assert len(bug_units(record("off-by-one", "off-by-one"))) == 2
