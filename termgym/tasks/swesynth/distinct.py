@@ -21,7 +21,8 @@ is not held out: a policy trained on the one has seen the other.
    :data:`MIN_PROJECT_TASKS`; the tasks over the cap are the last ones taken, so one-token fixes go
    first); a project below :data:`MIN_PROJECT_TASKS` has no more distinct tasks to give;
 4. no bug type makes more than :data:`MAX_TYPE_SHARE` of what is kept (a task counts for each type
-   it carries; where there are at least ``1 / share`` types): of the commonest type above it, its
+   it carries; where there are at least ``1 / share`` types and the cap is at least
+   :data:`MIN_PROJECT_TASKS` tasks): of the commonest type above it, its
    smallest fixes are left out first, each from the project holding the most tasks at that point;
    3 and 4 are applied again until both hold.
 
@@ -210,10 +211,11 @@ def _over_type_share(kept: list[str], keys: Mapping[str, TaskKeys], share: float
     more than ``share`` of what stays: its smallest fixes first (rank), each from the project that
     holds the most tasks at that point (so the project share does not cut the largest projects
     again once the total shrinks), its last taken first. None where no cap can hold (fewer than
-    ``1 / share`` bug types)."""
+    ``1 / share`` bug types) or the cap would be below :data:`MIN_PROJECT_TASKS` tasks (a pool as
+    small as one project's)."""
     counts = Counter(t for tid in kept for t in _types(keys[tid]))
-    if not counts or len(counts) * share < 1 or share >= 1:
-        return []
+    if not counts or len(counts) * share < 1 or share >= 1 or share * len(kept) < MIN_PROJECT_TASKS:
+        return []  # no cap could hold, or one of fewer than ten tasks: a small pool (one project) keeps its mix
     kind, n = counts.most_common(1)[0]
     if n <= share * len(kept):
         return []
