@@ -143,11 +143,17 @@ def functions_at(source: str, lines: set[int]) -> list[str]:
 def changed_functions(record) -> list[tuple[str, str]]:
     """``(repository path, qualified name)`` of every function or method the bug patch changes,
     read from the clean tree (``record.repo_dir``)."""
+    return patch_functions(record.bug_patch, record.repo_dir)
+
+
+def patch_functions(patch: str, repo: str | Path) -> list[tuple[str, str]]:
+    """``(repository path, qualified name)`` of every function or method ``patch`` changes, read
+    from the clean tree ``repo``."""
     out = []
-    for path, lines in changed_lines(record.bug_patch).items():
+    for path, lines in changed_lines(patch).items():
         if not path.endswith(".py"):
             continue
-        source = (Path(record.repo_dir) / path).read_text(encoding="utf-8")
+        source = (Path(repo) / path).read_text(encoding="utf-8")
         out += [(path, qual) for qual in functions_at(source, lines)]
     return out
 

@@ -396,6 +396,11 @@ _BUILTIN_METHODS = frozenset(name for kind in (str, bytes, list, dict, set, froz
                              for name in dir(kind) if not name.startswith("_"))
 
 
+#: The tail :func:`chained_behaviour` puts after the call a method is chained to (``(...).find`` of
+#: ``parse(...).find()``), for the readers of a report's named behaviour.
+CHAIN_TAIL = r"\((?:\.\.\.)?\)\.[A-Za-z_]\w*"
+
+
 def chained_behaviour(call: str, behaviour: str | None, methods: Collection[str] = ()) -> str | None:
     """The behaviour of a call that chains a method to a project call, named with both:
     ``parse('foo').update_or_create({}, 42)`` is about ``parse(...).update_or_create()`` (a report

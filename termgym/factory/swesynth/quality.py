@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym.factory.swesynth.failures import Failure, find_test_function, read_failure, split_test_id
+from termgym.factory.swesynth.failures import (
+    CHAIN_TAIL,
+    Failure,
+    find_test_function,
+    read_failure,
+    split_test_id,
+)
 from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.repro import repro_code
 from termgym.tasks.swesynth.tree import list_source_files
@@ -57,7 +63,7 @@ def named_api(statement: str) -> str | None:
     """The API the report names as broken: in its opening, the first backticked ``name()`` or dotted
     name (an exception's name is the symptom, not the API), without ``()``."""
     first = statement.strip().split("\n\n", 1)[0]
-    spans = re.findall(r"`([A-Za-z_][\w.]*(?:\((?:\.\.\.)?\)\.[A-Za-z_]\w*)?)(\(\))?`", first)
+    spans = re.findall(rf"`([A-Za-z_][\w.]*(?:{CHAIN_TAIL})?)(\(\))?`", first)
     for name, call in spans:
         if call or ("." in name and name.split(".")[0] not in _BUILTINS):
             return name

@@ -458,21 +458,15 @@ def check_examples(draft: str, run: ExampleRunner) -> list[str]:
 
 def changed_names(patch: str, repo: str | Path | None) -> set[str]:
     """The names of the functions and methods ``patch`` changes, read from the clean tree ``repo``
-    (none without it)."""
-    from termgym.factory.swesynth.behaviour_record import changed_lines, functions_at
+    (none without it, or where the tree does not hold what the patch changes)."""
+    from termgym.factory.swesynth.behaviour_record import patch_functions
 
-    out: set[str] = set()
     if repo is None:
-        return out
-    for path, lines in changed_lines(patch).items():
-        source = Path(repo) / path
-        if not (path.endswith(".py") and source.is_file()):
-            continue
-        try:
-            out |= {qual.rsplit(".", 1)[-1] for qual in functions_at(source.read_text(encoding="utf-8"), lines)}
-        except (SyntaxError, ValueError, UnicodeDecodeError):
-            continue
-    return out
+        return set()
+    try:
+        return {qual.rsplit(".", 1)[-1] for _, qual in patch_functions(patch, repo)}
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return set()
 
 
 def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: str, *,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from termgym.factory.swesynth.failures import split_test_id, test_names
+from termgym.factory.swesynth.failures import CHAIN_TAIL, split_test_id, test_names
 from termgym.factory.swesynth.patches import changed_lines, hunk_contexts, patch_files
 
 _ALLOWED = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls", "args", "kwargs", "test", "tests"}
@@ -64,7 +64,7 @@ def _keep(names: set[str]) -> set[str]:
 
 
 #: A behaviour named as a method chained to a call, in backticks: ```parse(...).find()```.
-_CHAINED_NAME = re.compile(r"`[A-Za-z_][\w.]*\(\.\.\.\)\.[A-Za-z_]\w*\(\)`")
+_CHAINED_NAME = re.compile(rf"`[A-Za-z_][\w.]*{CHAIN_TAIL}\(\)`")
 
 
 def banned_identifiers(patch: str, visible: Iterable[str] = ()) -> set[str]:

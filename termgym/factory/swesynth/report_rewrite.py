@@ -36,7 +36,7 @@ from typing import Any
 
 from termgym.factory.swesynth.audit import bug_units, buggy_files, example_runner, unit_files
 from termgym.factory.swesynth.examples import examples
-from termgym.factory.swesynth.failures import Failure, call_behaviour, chained_behaviour
+from termgym.factory.swesynth.failures import CHAIN_TAIL, Failure, call_behaviour, chained_behaviour
 from termgym.factory.swesynth.report import (
     ExampleRuns,
     ReportError,
@@ -98,7 +98,7 @@ def _behaviour(statement: str) -> str | None:
     """The API a report's opening names (as written there: ``URL.navigate()``, ``Node.height``)."""
     first = statement.strip().split("\n\n", 1)[0]
     spans = [x for x in re.findall(r"`([^`\n]+)`", first) if not _EXCEPTION.match(x)]
-    named = [x for x in spans if re.fullmatch(r"[A-Za-z_][\w.]*(?:\((?:\.\.\.)?\)\.[A-Za-z_]\w*)?(?:\(\))?", x)]
+    named = [x for x in spans if re.fullmatch(rf"[A-Za-z_][\w.]*(?:{CHAIN_TAIL})?(?:\(\))?", x)]
     return next((x for x in named if x.endswith("()") or "." in x), named[0] if named else None)
 
 
