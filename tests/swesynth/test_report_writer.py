@@ -796,3 +796,134 @@ def test_a_method_chained_to_a_project_call_is_named_with_that_call(tmp_path):
     assert check_report(report, target_tests=["tests/test_create.py::test_update_or_create"]) == []
     cut = report.replace("`{'foo': 42}`", "`{'foo': ...}`")
     assert any("cut short" in p for p in check_report(cut, target_tests=["tests/test_create.py::test_x"]))
+
+
+# -- tests whose failure text does not state the facts: the example's runs do --------------------------
+
+GARDEN = '''\
+"""Beds of plants."""
+
+
+def total(counts):
+    return sum(counts)
+
+
+def tallest(heights):
+    return sorted(heights, reverse=True)[:2]
+
+
+def save(target, text):
+    target.write_text(text.upper())
+    return len(text)
+'''
+
+GARDEN_BUGS = [("return sum(counts)", "return sum(counts[1:])"), ("reverse=True)[:2]", "reverse=True)[:1]"),
+               ("text.upper()", "text.lower()")]
+
+GARDEN_HELPER = '''\
+def eq_(one, other):
+    assert one == other, f"{one} != {other}"
+'''
+
+GARDEN_TESTS = '''\
+from garden.beds import save, tallest, total
+
+from .helper import eq_
+
+
+def test_total_of_a_bed():
+    eq_(total([4, 1, 2]), 7)
+
+
+def test_two_tallest():
+    heights = [3, 9, 4]
+    expected = [max(heights), sorted(heights)[1]]
+    assert tallest(heights) == expected
+
+
+def test_saved_in_capitals(tmp_path):
+    save(tmp_path / "note.txt", "rose")
+    assert (tmp_path / "note.txt").read_text() == "ROSE"
+'''
+
+
+def _local_runner(clean: Path, buggy: Path):
+    """Run an example as the sandbox's runner does, here on the host (the writer's ``run``)."""
+    import subprocess
+    import sys
+
+    from termgym.factory.swesynth.quality import _RUNNER, _outcome
+
+    def one(root: Path, code: str):
+        (root / "_runner.py").write_text(_RUNNER)
+        (root / "_repro.py").write_text(code)
+        done = subprocess.run([sys.executable, "-B", "_runner.py", "_repro.py"], cwd=root, capture_output=True,
+                              text=True, timeout=60, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+        return _outcome(done.stdout + done.stderr)
+
+    return lambda code: (one(clean, code), one(buggy, code))
+
+
+@pytest.fixture(scope="module")
+def garden(tmp_path_factory):
+    """The garden project, clean and with its three bugs; the failing tests and their messages."""
+    trees = {}
+    for name, source in (("clean", GARDEN), ("buggy", GARDEN)):
+        root = tmp_path_factory.mktemp(name) / "garden-repo"
+        (root / "garden").mkdir(parents=True)
+        (root / "tests").mkdir()
+        (root / "garden" / "__init__.py").write_text("")
+        (root / "tests" / "__init__.py").write_text("")
+        (root / "tests" / "helper.py").write_text(GARDEN_HELPER)
+        (root / "tests" / "test_beds.py").write_text(GARDEN_TESTS)
+        (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+        if name == "buggy":
+            for old, new in GARDEN_BUGS:
+                assert old in source
+                source = source.replace(old, new, 1)
+        (root / "garden" / "beds.py").write_text(source)
+        trees[name] = root
+    run = run_tests(trees["buggy"], PYTEST)
+    failed = sorted(t for t, outcome in run.outcomes.items() if outcome == "failed")
+    assert len(failed) == 3, run.outcomes
+    patch = make_patch({"garden/beds.py": GARDEN}, {"garden/beds.py": (trees["buggy"] / "garden/beds.py").read_text()})
+    return trees, failed, run.messages, patch
+
+
+def test_a_suite_s_equality_helper_reads_as_an_assert(garden):
+    trees, failed, messages, _ = garden
+    test = next(t for t in failed if "test_total" in t)
+    f = read_failure(test, messages[test], trees["buggy"])
+    assert (f.call, f.behaviour, f.relation) == ("total([4, 1, 2])", "total()", "==")
+    assert f.self_contained and "eq_" not in " ".join(f.setup)
+
+
+def test_pytest_s_tmp_path_is_a_folder_the_repro_makes(garden):
+    trees, failed, messages, _ = garden
+    test = next(t for t in failed if "test_saved" in t)
+    f = read_failure(test, messages[test], trees["buggy"])
+    assert "tmp_path = pathlib.Path(tempfile.mkdtemp())" in f.setup and f.self_contained
+
+
+def test_failures_whose_text_states_no_facts_are_worded_from_their_runs(garden):
+    """The helper's own message (``6 != 7``, no values pytest wrote) gives no report from the text
+    alone; with the examples run on both trees it gives one whose example runs and shows its
+    difference, the expected value taken from the clean run. The tmp_path test and the one whose
+    expected value is a variable of the test are worded as they run too."""
+    from termgym.factory.swesynth.audit import run_examples
+    from termgym.factory.swesynth.examples import examples, undefined_names
+
+    trees, failed, messages, patch = garden
+    helper = [t for t in failed if "test_total" in t]
+    assert usable_failures(helper, messages, trees["buggy"]) == []  # the text alone: nothing
+    with pytest.raises(ReportError, match="no failing test shows a concrete call"):
+        write_report(helper, messages, patch, repo=trees["buggy"], seed=0)
+    by_runs = usable_failures(helper, messages, trees["buggy"], runs=True)
+    assert [f.call for f in by_runs] == ["total([4, 1, 2])"] and by_runs[0].expected is None
+    run = _local_runner(trees["clean"], trees["buggy"])
+    for test, value in (("test_total", "`7`"), ("test_two_tallest", "`[9, 4]`"), ("test_saved", "`'ROSE'`")):
+        only = [t for t in failed if test in t]
+        report = write_report(only, messages, patch, repo=trees["buggy"], seed=0, run=run)
+        assert value in report, report
+        assert run_examples(report, run) == "" and not any(undefined_names(e) for e in examples(report)), report
+        assert check_report(report, target_tests=only, patch=patch, repo=trees["buggy"]) == [], report

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tarfile
 import time
 
 import pytest
@@ -103,6 +104,26 @@ def test_tree_is_unpacked_once_from_the_verified_sdist(tmp_path, monkeypatch):
     sdist.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     with pytest.raises(ProjectError, match="has sha256 .* the manifest says"):
         project_tree(load_project(folder), cache=tmp_path / "other-cache")
+
+
+def test_python_files_get_lf_line_endings_in_new_and_old_trees(tmp_path, monkeypatch):
+    """A patch made from a file's text has LF lines, which ``git apply`` cannot apply to a CRLF file:
+    mistletoe's sdist ships CRLF sources, its tree has none; a tree unpacked before this rule is
+    given LF endings in place the next time it is asked for."""
+    monkeypatch.setenv("TERMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    with tarfile.open(get_project("mistletoe").sdist_path) as tar:
+        shipped = [m for m in tar.getmembers() if m.name.endswith(".py") and b"\r\n" in tar.extractfile(m).read()]
+    assert len(shipped) > 10
+    tree = project_tree("mistletoe")
+    assert not [p for p in tree.rglob("*.py") if b"\r\n" in p.read_bytes()]
+    # an older tree: CRLF files and the marker without the format
+    old = tree / "mistletoe" / "core_tokens.py"
+    text = old.read_bytes()
+    old.write_bytes(text.replace(b"\n", b"\r\n"))
+    (tree / ".termgym-tree").write_text(get_project("mistletoe").sha256 + "\n")
+    monkeypatch.setattr(P, "_trees", {})
+    assert project_tree("mistletoe") == tree and old.read_bytes() == text
+    assert (tree / ".termgym-tree").read_text().split()[1:] == ["lf"]
 
 
 def test_missing_test_environment_names_the_command(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ import builtins
 import re
 import sys
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from termgym.tasks.swesynth import pyparse
@@ -555,6 +555,30 @@ def _raises_name(stmt: ast.stmt) -> str | None:
     return None
 
 
+#: Test helpers named for an equality check, read as ``assert a == b``: nose's ``eq_`` (anytree's
+#: ``tests/helper.py`` keeps one), ``assert_equal`` of a suite's own ``common.py`` (tabulate's).
+_EQUALITY_HELPERS = frozenset({"eq_", "assert_equal", "assert_equals", "assert_eq"})
+
+
+def _helper_check(stmt: ast.stmt) -> ast.Call | None:
+    """The call of an equality helper's statement (``eq_(a, b)``: :data:`_EQUALITY_HELPERS`)."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
+            and stmt.value.func.id in _EQUALITY_HELPERS and len(stmt.value.args) == 2 and not stmt.value.keywords \
+            and not any(isinstance(a, ast.Starred) for a in stmt.value.args):
+        return stmt.value
+    return None
+
+
+def _compared(left: ast.expr, op: str, right: ast.expr) -> tuple[ast.expr, str, ast.expr, bool]:
+    """:func:`_subject` of ``left OP right``: the side that calls something is what was evaluated,
+    a display or a constant is what was expected (``expected == f(x)`` is ``f(x) == expected``)."""
+    displays = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant)
+    if (_has_call(left) or not _has_call(right)) and not (isinstance(left, displays)
+                                                         and not isinstance(right, displays)):
+        return left, op, right, False
+    return right, _SWAPPED[op], left, True
+
+
 def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | None:
     """(the evaluated expression, relation, the expected operand, whether that operand comes first in
     the source, as pytest's summary prints it) of the failing statement."""
@@ -565,11 +589,7 @@ def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | No
             left, right = test.left, test.comparators[0]
             if op in ("in", "not in"):
                 return (right, op, left, True) if _has_call(right) or not _has_call(left) else None
-            displays = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant)
-            if (_has_call(left) or not _has_call(right)) and not (isinstance(left, displays)
-                                                                 and not isinstance(right, displays)):
-                return left, op, right, False
-            return right, _SWAPPED[op], left, True  # ``expected == f(x)``
+            return _compared(left, op, right)
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return test.operand, "falsy", None, False
         if not isinstance(test, (ast.BoolOp, ast.Compare)):
@@ -580,6 +600,9 @@ def _subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, bool] | No
         return unittest_subject
     if _unittest_check(stmt) is not None:
         return None  # a check this reader cannot phrase (assertIsInstance, assertAlmostEqual...)
+    helper = _helper_check(stmt)
+    if helper is not None:  # ``eq_(f(x), 3)``: the suite's own ``assert a == b``
+        return _compared(helper.args[0], "==", helper.args[1])
     if isinstance(stmt, ast.With) and _raises_name(stmt):
         for inner in reversed(stmt.body):
             value = getattr(inner, "value", None)
@@ -705,6 +728,9 @@ def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Modu
             if found is not None:
                 imported |= _module_names(mod, root)[1]
                 break
+        if found is None and name == "tmp_path":  # pytest's own fixture: a fresh folder, as a user makes one
+            stmts += pyparse.parse("import pathlib\nimport tempfile\ntmp_path = pathlib.Path(tempfile.mkdtemp())").body
+            continue
         if found is None or depth > 1 or len(found.body) > 10:
             continue
         inner = [a.arg for a in found.args.args if a.arg not in ("self", "request")]
@@ -772,6 +798,18 @@ def _assigns(node: ast.AST, name: str) -> bool:
 
 
 # -- putting it together -------------------------------------------------------------------------------
+
+
+def without_expected(f: Failure) -> Failure:
+    """``f`` to be stated as its example runs (the runs give what comes back and what should): its
+    expected operand, a variable of the test (``assert r.get(root, 'sub0') == sub0``), and the setup
+    statements only that operand read are left out."""
+    call = pyparse.parse(f.call, mode="eval").body if f.call else None
+    setup = [pyparse.parse(line).body[0] for line in f.setup]
+    setup = _drop_unread(setup, [call] if call is not None else [])
+    names = {n.id if isinstance(n, ast.Name) else n.attr for node in [*([call] if call is not None else []), *setup]
+             for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
+    return replace(f, setup=[ast.unparse(s) for s in setup], expected=None, observed=None, names=names)
 
 
 def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
@@ -842,7 +880,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     # checks that passed before the failing one are not part of a repro (nor is a docstring)
     body = [s for s in func.body if s.end_lineno < top.lineno and not isinstance(s, ast.Assert)
             and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) and not _raises_name(s)
-            and _unittest_check(s) is None]
+            and _unittest_check(s) is None and _helper_check(s) is None]
     if resolver is not None:  # ``setUp`` first, then the test, ``self.X`` written as a user would
         body = [resolver.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in body]
         body = _needed(set_up, [*body, expr, *([expected_node] if expected_node is not None else [])]) + body
@@ -1068,11 +1106,7 @@ def _unittest_subject(stmt: ast.stmt) -> tuple[ast.expr, str, ast.expr | None, b
         op, left, right = _UNITTEST_COMPARE[name], args[0], args[1]
         if op in ("in", "not in"):
             return right, op, left, True
-        displays = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant)
-        if (_has_call(left) or not _has_call(right)) and not (isinstance(left, displays)
-                                                             and not isinstance(right, displays)):
-            return left, op, right, False
-        return right, _SWAPPED[op], left, True
+        return _compared(left, op, right)
     if name in _UNITTEST_TRUTH and args:
         return args[0], _UNITTEST_TRUTH[name], None, False
     if name in _UNITTEST_NONE and args:

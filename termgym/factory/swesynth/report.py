@@ -32,7 +32,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from termgym.factory.swesynth.failures import Failure, chained_behaviour, read_failure, test_names
+from termgym.factory.swesynth.failures import (
+    Failure,
+    chained_behaviour,
+    read_failure,
+    test_names,
+    without_expected,
+)
 from termgym.factory.swesynth.report_check import (
     RULES,
     LeakError,
@@ -335,27 +341,39 @@ def _rng(patch: str, seed: int | str | None) -> random.Random:
 
 
 def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo: str | Path | None,
-                    limit: int = 40, source_dirs: Sequence[str] = ()) -> list[Failure]:
+                    limit: int = 40, source_dirs: Sequence[str] = (), runs: bool = False) -> list[Failure]:
     """The failing tests that give a report its facts (call, behaviour, outcome), best first:
     one-liners before repros with setup; one per distinct call and outcome. A test whose call needs
-    something a user would not have (a fixture, ``self``, a loop variable) is left out."""
-    seen, found = set(), []
+    something a user would not have (a fixture, ``self``, a loop variable) is left out.
+
+    ``runs``: the writer runs every example on the clean and the buggy tree (:class:`ExampleRuns`),
+    so a test whose failure text does not give the outcome and the expected one (pytest cut the
+    values short, the expected value is a variable the test built, a helper's bare ``assert``) still
+    gives an example, its outcomes left to the runs (:func:`~termgym.factory.swesynth.failures.without_expected`);
+    such examples come after those whose test states the facts."""
+    seen, found, by_runs = set(), [], set()
     for test in list(target_tests)[:limit]:
         f = read_failure(test, messages.get(test, ""), repo)
-        key = (f.call, f.observed, f.error)
         uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""]
                         if not line.startswith(("class ", "def ")))  # a helper class may use self
         # an expected "value" that is a variable of the test (``expected``) tells a reader nothing
         leftover = bool(f.expected and re.fullmatch(r"[a-z_]\w*", f.expected) and f.expected not in ("inf", "nan"))
-        if f.usable and f.self_contained and not uses_self and not leftover and key not in seen:
+        stated = f.usable and not leftover
+        by_run = not stated and runs and bool(f.call and f.behaviour) and f.relation != "raises"
+        if by_run:
+            f = without_expected(f)
+        key = (f.call, f.observed, f.error)
+        if (stated or by_run) and f.self_contained and not uses_self and key not in seen:
             if repo is not None and not _add_imports(f, Path(repo), source_dirs):
                 continue  # the repro needs a name that exists only in the test suite
             seen.add(key)
             found.append(f)
+            if by_run:
+                by_runs.add(id(f))
     # public calls first (a private one only when no test shows the bug through the public API),
-    # then those whose failure says what should come back, then the shortest
-    return sorted(found, key=lambda f: (bool(_private_note(f)), f.error is not None and f.expected is None,
-                                        len(f.setup), len(f.call or "")))
+    # then those whose failure says what happened, then what should come back, then the shortest
+    return sorted(found, key=lambda f: (bool(_private_note(f)), id(f) in by_runs,
+                                        f.error is not None and f.expected is None, len(f.setup), len(f.call or "")))
 
 
 def _symptom_key(f: Failure) -> tuple:
@@ -496,7 +514,7 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
     """
     if not target_tests:
         raise ValueError("write_report needs at least one failing test")
-    failures = usable_failures(target_tests, messages, repo, source_dirs=source_dirs)
+    failures = usable_failures(target_tests, messages, repo, source_dirs=source_dirs, runs=run is not None)
     if not failures:
         raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
     methods = changed_names(patch, repo)

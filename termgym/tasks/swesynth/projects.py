@@ -335,7 +335,8 @@ def project_tree(name: str | Project, cache: str | Path | None = None) -> Path:
     """The project's clean source tree, unpacked from its verified sdist once into the cache.
 
     The sdist's top folder is stripped (the tree's root holds ``pyproject.toml``), egg-info and
-    byte-code are dropped, and every member must stay inside the tree (no links out, no devices).
+    byte-code are dropped, every member must stay inside the tree (no links out, no devices), and
+    Python files get LF line endings (:func:`lf_endings`).
     Treat the result as read-only: every task of the project starts from it.
     """
     project = _as_project(name)
@@ -346,14 +347,19 @@ def project_tree(name: str | Project, cache: str | Path | None = None) -> Path:
     if known is not None and known.is_dir():
         return known
     target = cache / "projects" / f"{project.name}-{project.version}-{project.sha256[:12]}"
-    if not (target / ".termgym-tree").is_file():
+    marker = target / ".termgym-tree"
+    if marker.is_file() and marker.read_text().split()[1:] != [_TREE_FORMAT]:
+        lf_endings(target)  # unpacked before Python files were given LF endings: given them in place
+        marker.write_text(f"{project.sha256} {_TREE_FORMAT}\n")
+    if not marker.is_file():
         verify_sdist(project)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{project.name}-", dir=target.parent))
         try:
             _unpack(project, tmp)
             tree = tmp / "tree"
-            (tree / ".termgym-tree").write_text(project.sha256 + "\n")
+            lf_endings(tree)
+            (tree / ".termgym-tree").write_text(f"{project.sha256} {_TREE_FORMAT}\n")
             try:
                 os.rename(tree, target)
             except OSError:
@@ -364,6 +370,32 @@ def project_tree(name: str | Project, cache: str | Path | None = None) -> Path:
     with _lock:
         _trees[key] = target
     return target
+
+
+#: What a tree's marker says after its sha256: its Python files have LF line endings (:func:`lf_endings`).
+_TREE_FORMAT = "lf"
+
+
+def lf_endings(tree: Path) -> list[Path]:
+    """Give every Python file under ``tree`` LF line endings (``\\r\\n`` -> ``\\n``); the files changed.
+
+    Bug and fix patches are made from file texts read with universal newlines, so their lines end
+    in ``\\n``; ``git apply`` of such a patch fails on a file whose lines end in ``\\r\\n``
+    (mistletoe 1.6.0 ships 45 such files: each of its candidate bugs that got as far as the behaviour
+    check failed there, and none became a task). Python
+    reads both the same, so the project's code and tests behave as the sdist's do."""
+    changed = []
+    for path in sorted(tree.rglob("*.py")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if b"\r\n" in data:
+            tmp = path.with_name(f".{path.name}.lf")
+            tmp.write_bytes(data.replace(b"\r\n", b"\n"))
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+            os.replace(tmp, path)
+            changed.append(path)
+    return changed
 
 
 def _unpack(project: Project, dest: Path) -> None:
