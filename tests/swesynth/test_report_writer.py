@@ -841,6 +841,13 @@ def test_two_tallest():
     assert tallest(heights) == expected
 
 
+def test_total_through_a_helper():
+    def twice(counts):
+        return 2 * total(counts)
+
+    assert twice([4, 1, 2]) == 14
+
+
 def test_saved_in_capitals(tmp_path):
     save(tmp_path / "note.txt", "rose")
     assert (tmp_path / "note.txt").read_text() == "ROSE"
@@ -885,17 +892,25 @@ def garden(tmp_path_factory):
         trees[name] = root
     run = run_tests(trees["buggy"], PYTEST)
     failed = sorted(t for t, outcome in run.outcomes.items() if outcome == "failed")
-    assert len(failed) == 3, run.outcomes
+    assert len(failed) == 4, run.outcomes
     patch = make_patch({"garden/beds.py": GARDEN}, {"garden/beds.py": (trees["buggy"] / "garden/beds.py").read_text()})
     return trees, failed, run.messages, patch
 
 
 def test_a_suite_s_equality_helper_reads_as_an_assert(garden):
     trees, failed, messages, _ = garden
-    test = next(t for t in failed if "test_total" in t)
+    test = next(t for t in failed if "test_total_of" in t)
     f = read_failure(test, messages[test], trees["buggy"])
     assert (f.call, f.behaviour, f.relation) == ("total([4, 1, 2])", "total()", "==")
     assert f.self_contained and "eq_" not in " ".join(f.setup)
+
+
+def test_a_helper_the_test_defines_is_not_the_behaviour_the_call_it_makes_is(garden):
+    trees, failed, messages, _ = garden
+    test = next(t for t in failed if "through_a_helper" in t)
+    f = read_failure(test, messages[test], trees["buggy"])
+    assert (f.call, f.behaviour, f.observed, f.expected) == ("twice([4, 1, 2])", "total()", "6", "14")
+    assert f.setup[0].startswith("def twice(counts):")
 
 
 def test_pytest_s_tmp_path_is_a_folder_the_repro_makes(garden):
@@ -914,16 +929,28 @@ def test_failures_whose_text_states_no_facts_are_worded_from_their_runs(garden):
     from termgym.factory.swesynth.examples import examples, undefined_names
 
     trees, failed, messages, patch = garden
-    helper = [t for t in failed if "test_total" in t]
+    helper = [t for t in failed if "test_total_of" in t]
     assert usable_failures(helper, messages, trees["buggy"]) == []  # the text alone: nothing
     with pytest.raises(ReportError, match="no failing test shows a concrete call"):
         write_report(helper, messages, patch, repo=trees["buggy"], seed=0)
     by_runs = usable_failures(helper, messages, trees["buggy"], runs=True)
     assert [f.call for f in by_runs] == ["total([4, 1, 2])"] and by_runs[0].expected is None
     run = _local_runner(trees["clean"], trees["buggy"])
-    for test, value in (("test_total", "`7`"), ("test_two_tallest", "`[9, 4]`"), ("test_saved", "`'ROSE'`")):
+    for test, value in (("test_total_of", "`7`"), ("test_two_tallest", "`[9, 4]`"), ("test_saved", "`'ROSE'`")):
         only = [t for t in failed if test in t]
         report = write_report(only, messages, patch, repo=trees["buggy"], seed=0, run=run)
         assert value in report, report
         assert run_examples(report, run) == "" and not any(undefined_names(e) for e in examples(report)), report
         assert check_report(report, target_tests=only, patch=patch, repo=trees["buggy"]) == [], report
+
+
+def test_an_earlier_report_that_named_its_example_s_own_helper_names_the_call_the_helper_makes():
+    """``termgym swesynth reports`` words a report again from its own examples and keeps the API it
+    named, unless that is a function the example itself defines (croniter-38750a7dd6 said
+    ``efst()``): then the project call the helper makes is named."""
+    from termgym.factory.swesynth.report_rewrite import _from_code
+
+    code = "from garden.beds import total\ndef twice(counts):\n    return 2 * total(counts)\n\ntwice([4, 1, 2])"
+    assert _from_code(code, "twice()").behaviour == "total()"
+    assert _from_code(code, "total()").behaviour == "total()"
+    assert _from_code("from garden.beds import total\ntotal([1])", "total()").behaviour == "total()"

@@ -447,8 +447,10 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                helpers: dict[str, ast.FunctionDef] | None = None,
                imported_modules: set[str] = frozenset()) -> str | None:
     """The public function or method ``expr`` exercises, outermost first, builtins and test helpers
-    skipped; a variable holding a callable (``mf = memoize(f)``) stands for what made it."""
+    skipped (a helper's arguments, then the calls its body makes, give it); a variable holding a
+    callable (``mf = memoize(f)``) stands for what made it."""
     origins, helpers = origins or {}, helpers or {}
+    entered: set[str] = set()
 
     def owner(node: ast.AST) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id[:1].isupper():
@@ -505,6 +507,9 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
                 found = visit(arg)
                 if found:
                     return found
+            if isinstance(func, ast.Name) and func.id in helpers and func.id not in entered:
+                entered.add(func.id)  # a helper of the test (``multi(root)``): the project call it makes
+                return next((found for st in helpers[func.id].body if (found := visit(st))), None)
             return None
         if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
             cls = owner(node.value)
@@ -529,6 +534,13 @@ def _behaviour(expr: ast.AST, types: dict[str, str], origins: dict[str, ast.expr
         return None
 
     return visit(expr)
+
+
+def helper_behaviour(call: ast.expr, helpers: dict[str, ast.FunctionDef]) -> str | None:
+    """The public API ``call`` exercises when it goes through functions its example defines
+    (``helpers``): ``list(multi(root))[5]`` with ``def multi(root): ... RenderTree(root)`` is
+    about ``RenderTree()``, never ``multi()``; ``None`` when nothing of the project is called."""
+    return _behaviour(call, {}, {}, helpers)
 
 
 def _raises_name(stmt: ast.stmt) -> str | None:
@@ -902,7 +914,9 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
                and isinstance(s.targets[0], ast.Name)}
     all_modules = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
     all_modules |= {a.asname or a.name.split(".")[0] for s in setup if isinstance(s, ast.Import) for a in s.names}
-    failure.behaviour = _behaviour(expr, types, origins, _module_helpers(tree)[0], all_modules | modules)
+    # the test module's helpers and those the test defines itself (``def multi(root): ...``)
+    test_helpers = {**_module_helpers(tree)[0], **{s.name: s for s in setup if isinstance(s, ast.FunctionDef)}}
+    failure.behaviour = _behaviour(expr, types, origins, test_helpers, all_modules | modules)
     if failure.behaviour is None and relation in ("in", "not in") and isinstance(expr, ast.Name) \
             and expr.id in types:  # ``self.assertNotIn(1, cache)``: membership is the cache's behaviour
         failure.behaviour = f"{types[expr.id]}.__contains__()"

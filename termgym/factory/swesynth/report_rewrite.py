@@ -36,7 +36,13 @@ from typing import Any
 
 from termgym.factory.swesynth.audit import bug_units, buggy_files, example_runner, unit_files
 from termgym.factory.swesynth.examples import examples
-from termgym.factory.swesynth.failures import CHAIN_TAIL, Failure, call_behaviour, chained_behaviour
+from termgym.factory.swesynth.failures import (
+    CHAIN_TAIL,
+    Failure,
+    call_behaviour,
+    chained_behaviour,
+    helper_behaviour,
+)
 from termgym.factory.swesynth.report import (
     ExampleRuns,
     ReportError,
@@ -115,6 +121,9 @@ def _from_code(code: str, behaviour: str | None, methods: Collection[str] = ()) 
         return None
     imports = [x for node, x in zip(tree.body[:-1], segment) if isinstance(node, (ast.Import, ast.ImportFrom))]
     setup = [x for node, x in zip(tree.body[:-1], segment) if not isinstance(node, (ast.Import, ast.ImportFrom))]
+    defined = {node.name: node for node in tree.body[:-1] if isinstance(node, ast.FunctionDef)}
+    if behaviour and behaviour.removesuffix("()") in defined:  # an earlier report named the example's own helper
+        behaviour = helper_behaviour(tree.body[-1].value, defined) or behaviour
     return Failure(test="", call=segment[-1], setup=setup,
                    behaviour=_qualified(behaviour, tree.body[-1].value, segment[-1], methods), imports=imports)
 
