@@ -227,6 +227,9 @@ def register(subparsers) -> None:
                           "open with a call not yet used up (so they can be served)")
     rep.add_argument("--project", action="append", default=None, metavar="NAME",
                      help="with --new-openings: only this project (repeatable)")
+    rep.add_argument("--larger-fixes", action="store_true",
+                     help="with --new-openings: only tasks whose fix is a release-history revert or more than one "
+                          "token (what the served set needs more of)")
     rep.add_argument("--time-budget", type=float, default=None, metavar="S", help="start no task after S seconds")
     rep.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     rep.add_argument("--write", action="store_true", help="replace the reports in the suite's records "
@@ -633,6 +636,9 @@ def cmd_reports(args: argparse.Namespace) -> int:
         return 2
     if args.new_openings:
         return _new_openings(args, folder)
+    if args.larger_fixes:
+        print("termgym swesynth reports: --larger-fixes goes with --new-openings", file=sys.stderr)
+        return 2
     if args.project:
         print("termgym swesynth reports: --project goes with --new-openings", file=sys.stderr)
         return 2
@@ -677,6 +683,7 @@ def _new_openings(args: argparse.Namespace, folder) -> int:
             return 2
     before = len(SweSynthSuite(folder, behaviour="required").task_ids("all"))
     result = reopen_duplicates(folder, backend=args.backend, projects=args.project, time_budget=args.time_budget,
+                               larger_fixes=args.larger_fixes,
                                progress=lambda tid, what: print(f"{tid}: {what}", file=sys.stderr, flush=True))
     print(f"{len(result['written'])} of {result['candidates']} left-out reports written to open another way, "
           f"{len(result['failed'])} kept, {len(result['skipped'])} skipped (time budget), in {result['seconds']} s")

@@ -354,7 +354,7 @@ def test_tasks_left_out_for_a_used_up_opening_get_reports_that_open_another_way_
     from termgym.factory.swesynth.report_rewrite import reopen_duplicates, replace_statements
     from termgym.factory.swesynth.screen import ProjectEnv, ScreenWorker
     from termgym.tasks.swesynth.behaviour import task_sys_path
-    from termgym.tasks.swesynth.distinct import SAME_CALL, select
+    from termgym.tasks.swesynth.distinct import ONE_TOKEN, SAME_CALL, select
     from termgym.tasks.swesynth.repro import first_call
 
     suite_dir = one_project_suite(tmp_path, "webcolors")
@@ -372,6 +372,9 @@ def test_tasks_left_out_for_a_used_up_opening_get_reports_that_open_another_way_
     served_before = {tid for ids in before.splits.values() for tid in ids}
     left_out = [tid for tid, why in before.dropped.items() if why == SAME_CALL]
     assert len(left_out) >= 3
+    larger = [tid for tid in left_out if keys[tid].rank != ONE_TOKEN]  # --larger-fixes: no one-token fix tried
+    assert reopen_duplicates(suite_dir, max_per_key=1, larger_fixes=True, time_budget=0)["candidates"] == len(larger)
+    assert len(larger) < len(left_out)
     result = reopen_duplicates(suite_dir, max_per_key=1)
     assert result["candidates"] == len(left_out) and not result["skipped"]
     written = result["written"]
@@ -429,5 +432,7 @@ def test_the_reports_command_names_bad_input(tmp_path, capsys):
     suite = str(tmp_path / "suite")
     assert main(["swesynth", "reports", "--suite", suite, "--project", "isoweek"]) == 2
     assert "--project goes with --new-openings" in capsys.readouterr().err
+    assert main(["swesynth", "reports", "--suite", suite, "--larger-fixes"]) == 2
+    assert "--larger-fixes goes with --new-openings" in capsys.readouterr().err
     assert main(["swesynth", "reports", "--suite", suite, "--new-openings", "--task", "isoweek-nope"]) == 2
     assert "--task does not go with --new-openings" in capsys.readouterr().err

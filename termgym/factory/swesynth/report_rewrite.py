@@ -326,7 +326,7 @@ def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", t
 
 
 def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects: Sequence[str] | None = None,
-                      time_budget: float | None = None, max_per_key: int | None = None,
+                      time_budget: float | None = None, max_per_key: int | None = None, larger_fixes: bool = False,
                       progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """New reports for the tasks the near-duplicate rule leaves out only for their first repro call
     (:data:`~termgym.tasks.swesynth.distinct.SAME_CALL`: three served tasks of the project already
@@ -335,7 +335,8 @@ def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects
 
     The served selection of the compact suite at ``suite_dir`` is computed as the default serves it;
     a task is tried when its functions are not used up too and its project is below the project
-    share cap (a task of a capped project would stay out anyway). Tasks are tried in the selection's
+    share cap (a task of a capped project would stay out anyway); ``larger_fixes``: only tasks whose
+    fix is not a one-token change (:func:`~termgym.tasks.swesynth.distinct.fix_rank`). Tasks are tried in the selection's
     order, and each report written counts against its new call at once, so no call ends up opening
     more than :data:`~termgym.tasks.swesynth.distinct.MAX_PER_KEY` served tasks (``max_per_key``: another
     limit, as :func:`~termgym.tasks.swesynth.distinct.select` takes it). Returns
@@ -344,7 +345,7 @@ def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects
     sandbox and must show its difference, as at generation. No task starts after ``time_budget``
     seconds. The records are not changed (:func:`replace_statements` writes both)."""
     from termgym.factory.swesynth.quality import repro_check
-    from termgym.tasks.swesynth.distinct import MAX_PER_KEY, PROJECT_SHARE, SAME_CALL, select
+    from termgym.tasks.swesynth.distinct import MAX_PER_KEY, ONE_TOKEN, PROJECT_SHARE, SAME_CALL, select
     from termgym.tasks.swesynth.repro import first_call
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
@@ -358,7 +359,8 @@ def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects
     wanted = set(projects) if projects else None
     candidates = [tid for tid, why in chosen.dropped.items()  # in the selection's order
                   if why == SAME_CALL and keys[tid].project not in capped
-                  and (wanted is None or keys[tid].project in wanted)]
+                  and (wanted is None or keys[tid].project in wanted)
+                  and not (larger_fixes and keys[tid].rank == ONE_TOKEN)]
     out: dict[str, Any] = {"written": {}, "repro": {}, "failed": {}, "candidates": len(candidates), "skipped": []}
 
     def each(tid: str, worker, _ids: list[str]) -> tuple[str | None, str]:
