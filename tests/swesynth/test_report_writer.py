@@ -837,7 +837,7 @@ def test_total_of_a_bed():
 
 def test_two_tallest():
     heights = [3, 9, 4]
-    expected = [max(heights), sorted(heights)[1]]
+    expected = [9, 4]
     assert tallest(heights) == expected
 
 
@@ -935,6 +935,9 @@ def test_failures_whose_text_states_no_facts_are_worded_from_their_runs(garden):
         write_report(helper, messages, patch, repo=trees["buggy"], seed=0)
     by_runs = usable_failures(helper, messages, trees["buggy"], runs=True)
     assert [f.call for f in by_runs] == ["total([4, 1, 2])"] and by_runs[0].expected is None
+    # a value pytest printed is quoted: the variable the test built it in leaves the example
+    tallest = usable_failures([t for t in failed if "two_tallest" in t], messages, trees["buggy"])
+    assert [(f.call, f.expected, f.setup) for f in tallest] == [("tallest([3, 9, 4])", "[9, 4]", [])]
     run = _local_runner(trees["clean"], trees["buggy"])
     for test, value in (("test_total_of", "`7`"), ("test_two_tallest", "`[9, 4]`"), ("test_saved", "`'ROSE'`")):
         only = [t for t in failed if test in t]

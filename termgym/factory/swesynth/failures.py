@@ -812,16 +812,22 @@ def _assigns(node: ast.AST, name: str) -> bool:
 # -- putting it together -------------------------------------------------------------------------------
 
 
-def without_expected(f: Failure) -> Failure:
-    """``f`` to be stated as its example runs (the runs give what comes back and what should): its
-    expected operand, a variable of the test (``assert r.get(root, 'sub0') == sub0``), and the setup
-    statements only that operand read are left out."""
+def only_what_the_call_reads(f: Failure) -> Failure:
+    """``f`` with the setup statements its call does not read left out: what only the test's
+    expected operand needed (``expected = '[a|b]'`` when the report quotes that value anyway)."""
     call = pyparse.parse(f.call, mode="eval").body if f.call else None
     setup = [pyparse.parse(line).body[0] for line in f.setup]
     setup = _drop_unread(setup, [call] if call is not None else [])
     names = {n.id if isinstance(n, ast.Name) else n.attr for node in [*([call] if call is not None else []), *setup]
              for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
-    return replace(f, setup=[ast.unparse(s) for s in setup], expected=None, observed=None, names=names)
+    return replace(f, setup=[ast.unparse(s) for s in setup], names=names)
+
+
+def without_expected(f: Failure) -> Failure:
+    """``f`` to be stated as its example runs (the runs give what comes back and what should): its
+    expected operand, a variable of the test (``assert r.get(root, 'sub0') == sub0``), and the setup
+    statements only that operand read are left out (:func:`only_what_the_call_reads`)."""
+    return replace(only_what_the_call_reads(f), expected=None, observed=None)
 
 
 def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:

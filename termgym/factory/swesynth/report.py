@@ -24,6 +24,7 @@ pass the same checker.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import random
 import re
@@ -35,6 +36,7 @@ from typing import Any
 from termgym.factory.swesynth.failures import (
     Failure,
     chained_behaviour,
+    only_what_the_call_reads,
     read_failure,
     test_names,
     without_expected,
@@ -362,6 +364,8 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
         by_run = not stated and runs and bool(f.call and f.behaviour) and f.relation != "raises"
         if by_run:
             f = without_expected(f)
+        elif stated and f.expected is not None and _literal(f.expected):
+            f = only_what_the_call_reads(f)  # the value is quoted: the variable the test built it in is not needed
         key = (f.call, f.observed, f.error)
         if (stated or by_run) and f.self_contained and not uses_self and key not in seen:
             if repo is not None and not _add_imports(f, Path(repo), source_dirs):
@@ -412,6 +416,15 @@ def _quotable(value: str | None) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def _literal(value: str) -> bool:
+    """Whether ``value`` (a repr) is a Python literal: no name a reader would have to define."""
+    try:
+        node = pyparse.parse(value, mode="eval").body
+    except (SyntaxError, ValueError):
+        return False
+    return not any(isinstance(n, ast.Name) for n in ast.walk(node))
 
 
 def _message(text: str | None) -> str:
