@@ -59,8 +59,8 @@ def register(subparsers) -> None:
                           "merge it there with `merge OUT --into SUITE`): skip bugs SUITE holds already and count "
                           "its tasks against the per-function cap")
     gen.add_argument("--max-per-function", type=int, default=None, metavar="N",
-                     help="keep no task that makes a function broken by more than N tasks (default: no cap; "
-                          "with --extends, the bundled suite's cap, 10)")
+                     help="keep no task that makes a function broken by more than N tasks with fixes of its "
+                          "size, one token or larger (default: no cap; with --extends, the bundled suite's cap, 10)")
     gen.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                      help="stop taking new candidates after this long; keeps what validated")
     gen.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM breaker/writer")
@@ -97,7 +97,8 @@ def register(subparsers) -> None:
                         help="largest share of tasks whose failing test file is named after the buggy module "
                              "(default 1, no cap: the default suite keeps them; the v1 suite used 0.5)")
     bundle.add_argument("--max-per-function", type=int, default=None, metavar="N",
-                        help="most tasks that may break any one function (default 10; 0 turns the cap off)")
+                        help="most tasks with fixes of one size (one token, or larger) that may break any one "
+                             "function (default 10; 0 turns the cap off)")
     bundle.add_argument("--clean", action="store_true", help="empty the suite folder first")
     bundle.add_argument("--resume", action="store_true",
                         help="continue each project's earlier run in the suite (same seed): its tasks stay, the "
@@ -330,8 +331,8 @@ def register(subparsers) -> None:
                                                      "for the bundled default)")
     merge.add_argument("--dry-run", action="store_true", help="check everything and say what would move; write nothing")
     merge.add_argument("--max-per-function", type=int, default=None, metavar="N",
-                       help="leave out a task that would make a function broken by more than N tasks (default: "
-                            "the bundled suite's cap, 10; 0 turns it off)")
+                       help="leave out a task that would make a function broken by more than N tasks with fixes "
+                            "of its size, one token or larger (default: the bundled suite's cap, 10; 0 turns it off)")
     merge.set_defaults(func=cmd_merge)
 
     follow = sub.add_parser("follow-project", help="bring a compact suite's project to the tests its project.toml "

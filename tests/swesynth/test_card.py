@@ -153,8 +153,11 @@ def test_the_card_counts_generation_and_quotes_reports_drawn_by_a_fixed_seed(tmp
 
 def test_the_largest_function_count_counts_tasks_not_bugs(bundled_card):
     """Two bugs in one function are one task there: the per-function figure the cap is checked
-    against counts each task once per function."""
-    per_task = {}
+    against counts each task once per function and fix size (one token, or larger); the figure
+    over both sizes adds the two."""
+    from termgym.factory.swesynth.known import line_fix_size
+
+    per_task, any_size = {}, {}
     rows = [json.loads(row) for line in (SUITE_DIR / "records").glob("*.jsonl") for row in line.read_text().splitlines()]
     # a single-bug task split out of a multi-bug one takes its place at the function it breaks
     replaced = {(source, m.get("path"), m.get("function")) for data in rows
@@ -162,8 +165,11 @@ def test_the_largest_function_count_counts_tasks_not_bugs(bundled_card):
     for data in rows:
         for key in {(data["repo"], m.get("path"), m.get("function")) for m in data["bug"]["mutations"]}:
             if (data["task_id"], *key[1:]) not in replaced:
-                per_task[key] = per_task.get(key, 0) + 1
+                sized = (*key, line_fix_size(data))
+                per_task[sized] = per_task.get(sized, 0) + 1
+                any_size[key] = any_size.get(key, 0) + 1
     assert bundled_card["max_tasks_per_function"] == max(per_task.values())
+    assert bundled_card["max_tasks_per_function_any_size"] == max(any_size.values())
 
 
 def test_every_served_bug_has_its_own_telling_input_and_the_old_rule_would_not(monkeypatch, bundled_card):

@@ -534,8 +534,11 @@ def test_resume_continues_a_run_to_the_tasks_a_single_run_makes(shop, cache, com
 
 def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resume(shop, cache, compact_suite,
                                                                                    tmp_path):
-    """``max_per_function=1``: no two kept tasks break the same function, candidates on a taken
-    function are skipped before they run, and a resumed run counts the first run's functions."""
+    """``max_per_function=1``: no two kept tasks break the same function with fixes of one size (one
+    token, or larger), candidates on a taken function are skipped before they run, and a resumed
+    run counts the first run's functions."""
+    from termgym.factory.swesynth.known import cap_keys
+
     _, fresh = compact_suite
     uncapped = Counter(k for r in fresh.records for k in set(map(function_key, r.mutations)))
     assert max(uncapped.values()) > 1, uncapped  # the uncapped run repeats a function: the cap has work
@@ -543,10 +546,11 @@ def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resu
     options = dict(seed=3, out=out, name="shop", workers=2, storage="compact", source_dirs=["shop"],
                    test_dirs=["tests"], max_attempts=60, max_per_function=1)
     first = generate(shop, PYTEST, n=1, **options)
-    second = generate(shop, PYTEST, n=4, resume=True, **options)  # more than the 3 functions allow
+    second = generate(shop, PYTEST, n=7, resume=True, **options)  # more than the 3 functions' 6 slots allow
     lines = [json.loads(x) for x in (out / "records" / "shop.jsonl").read_text().splitlines()]
-    per_function = Counter(k for line in lines for k in set(map(function_key, line["bug"]["mutations"])))
-    assert len(per_function) == 3 and max(per_function.values()) == 1, per_function
+    per_function = Counter(k for line in lines for k in cap_keys(line))
+    assert len({k[:2] for k in per_function}) == 3 and max(per_function.values()) == 1, per_function
+    assert len(lines) < 7
     assert len(lines) == first.stats.kept + len(second.records)
     reasons = json.loads((out / "suite.json").read_text())["generation"]["shop"]["rejected"]
     assert any(r.startswith("the function quota is full") for r in reasons), reasons
@@ -559,11 +563,13 @@ def test_a_batch_that_extends_a_suite_skips_its_bugs_and_counts_its_functions(sh
     the suite holds (the same seed proposes those first: without ``extends`` it makes them again),
     so all of its tasks merge as new ones; with a per-function cap of 1 it breaks no function the
     suite breaks already; a suite that does not read is a clear error."""
+    from termgym.factory.swesynth.known import cap_keys
     from termgym.factory.swesynth.merge import merge_suites
 
     suite_dir, fresh = compact_suite
     known = {r.task_id for r in fresh.records}
-    known_functions = {k for r in fresh.records for k in map(function_key, r.mutations)}
+    lines = [json.loads(x) for x in (suite_dir / "records" / "shop.jsonl").read_text().splitlines()]
+    known_functions = {k for line in lines for k in cap_keys(line)}
     options = dict(seed=3, name="shop", workers=2, storage="compact", source_dirs=["shop"], test_dirs=["tests"],
                    max_attempts=60)
     batch = generate(shop, PYTEST, n=2, out=tmp_path / "batch", extends=suite_dir, max_per_function=100, **options)
@@ -575,7 +581,8 @@ def test_a_batch_that_extends_a_suite_skips_its_bugs_and_counts_its_functions(sh
     assert merged.added == {"shop": len(batch.records)} and not merged.same_bug, merged.to_dict()
 
     capped = generate(shop, PYTEST, n=2, out=tmp_path / "capped", extends=suite_dir, max_per_function=1, **options)
-    assert not known_functions & {k for r in capped.records for k in map(function_key, r.mutations)}
+    capped_lines = [json.loads(x) for x in (tmp_path / "capped" / "records" / "shop.jsonl").read_text().splitlines()]
+    assert not known_functions & {k for line in capped_lines for k in cap_keys(line)}
     assert any(r.startswith("the function quota is full") for r in capped.stats.rejected), capped.stats.rejected
     with pytest.raises(ValueError, match="--extends: .*no suite.json"):
         generate(shop, PYTEST, n=1, out=tmp_path / "none", extends=tmp_path / "nowhere", **options)

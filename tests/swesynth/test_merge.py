@@ -122,10 +122,11 @@ def test_the_command_line_says_what_moved_and_what_was_wrong(halves, tmp_path, c
 
 def test_no_function_passes_the_cap_and_the_merged_generation_is_counted(tmp_path):
     """A merge keeps the destination's per-function cap (the bundled suite's: 10): with a cap of 1 no
-    merged task breaks a function another task already breaks, and what was left out is counted;
+    merged task breaks a function another task already breaks with a fix of the same size (one
+    token, or larger), and what was left out is counted;
     the card's generation totals count what was merged."""
     from termgym.factory.swesynth.card import _generation
-    from termgym.factory.swesynth.known import bug_functions as _functions
+    from termgym.factory.swesynth.known import cap_keys as _functions
 
     records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
     # a task split out of a multi-bug one stands in for its source at the cap (known.function_load):
@@ -153,7 +154,7 @@ def test_a_task_split_out_of_a_multi_bug_task_stands_in_for_it_under_the_cap(tmp
     place at the function it breaks: under a cap of 1 it is merged although its source breaks the
     function already; a second one there is over the cap; the card counts the same way."""
     from termgym.factory.swesynth.known import bug_functions as _functions
-    from termgym.factory.swesynth.known import function_load
+    from termgym.factory.swesynth.known import function_load, line_fix_size
 
     records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
     source = next(r for r in records if len(_functions(r)) >= 2)
@@ -161,8 +162,9 @@ def test_a_task_split_out_of_a_multi_bug_task_stands_in_for_it_under_the_cap(tmp
     split = {**source, "task_id": f"{PROJECT}-split000001", "origin": {"split_from": [source["task_id"]]},
              "bug": {**source["bug"], "mutations": [first], "patch": source["bug"]["patch"] + "\n"}}
     twin = {**split, "task_id": f"{PROJECT}-split000002", "bug": {**split["bug"], "patch": split["bug"]["patch"] + "\n"}}
-    key = (first["path"], first["function"])
-    assert function_load([source])[key] == 1 and function_load([source, split])[key] == 1
+    source_key = (first["path"], first["function"], line_fix_size(source))
+    key = (first["path"], first["function"], line_fix_size(split))
+    assert function_load([source])[source_key] == 1 and function_load([source, split])[key] == 1
     assert function_load([source, split, twin])[key] == 2
     assert function_load([source, {**split, "origin": {}}])[key] == 2  # sabotage: no stand-in, the source counts
     dst = _part(tmp_path / "dst", [source], [])
@@ -204,3 +206,33 @@ def test_two_merged_tasks_breaking_one_function_count_against_each_other(tmp_pat
     src = _part(tmp_path / "src", [first, twin], [])
     result = merge_suites(src, dst, max_per_function=1)
     assert result.added == {PROJECT: 1} and result.over_cap == {PROJECT: 1}
+
+
+def test_the_cap_counts_one_token_and_larger_fixes_of_a_function_apart(tmp_path, monkeypatch):
+    """A function full of one-token fixes still takes a bug with a larger fix (a dropped guard, two
+    statements swapped), up to the cap again; sabotage: with one size for every fix, the larger
+    fix is over the cap."""
+    from termgym.factory.swesynth import known
+    from termgym.factory.swesynth.known import bug_functions as _functions
+    from termgym.factory.swesynth.known import function_load
+
+    records = [json.loads(line) for line in (SUITE_V2_DIR / "records" / f"{PROJECT}.jsonl").read_text().splitlines()]
+    small = next(r for r in records if len(_functions(r)) == 1 and known.line_fix_size(r) == "one token"
+                 and not (r.get("origin") or {}).get("split_from"))
+
+    def larger(n):
+        return {**small, "task_id": f"{PROJECT}-larger{n:05d}", "signals": {**small["signals"], "tokens_changed": 6},
+                "bug": {**small["bug"], "patch": small["bug"]["patch"] + "\n" * n}}
+
+    (path, function), = _functions(small)
+    assert function_load([small, larger(1)]) == {(path, function, "one token"): 1, (path, function, "larger"): 1}
+    for sabotaged in (False, True):
+        if sabotaged:
+            monkeypatch.setattr(known, "fix_size", lambda tokens: "any")
+        dst = _part(tmp_path / f"dst{sabotaged}", [small], [])
+        src = _part(tmp_path / f"src{sabotaged}", [larger(1), larger(2)], [])
+        result = merge_suites(src, dst, max_per_function=1)
+        if sabotaged:
+            assert result.added == {PROJECT: 0} and result.over_cap == {PROJECT: 2}
+        else:
+            assert result.added == {PROJECT: 1} and result.over_cap == {PROJECT: 1}

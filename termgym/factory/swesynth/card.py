@@ -139,13 +139,17 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
         multi_site += size["sites"] >= 2
         multi_bug += is_multi_bug(data)
 
-    # a task counts once per function it breaks (two bugs in one function are one task there), and a
-    # split-out single-bug task stands in for its multi-bug source there (the per-function cap's rule)
+    # a task counts once per function it breaks with a fix of its size (two bugs in one function are
+    # one task there), and a split-out single-bug task stands in for its multi-bug source there (the
+    # per-function cap's rule, known.function_load)
     by_project: dict[str, list[dict[str, Any]]] = {}
     for project, data in seen:
         by_project.setdefault(project, []).append(data)
     for project, lines in by_project.items():
         functions.update({(project, *key): n for key, n in function_load(lines).items()})
+    any_size: Counter = Counter()
+    for (project, path, function, _size), n in functions.items():
+        any_size[project, path, function] += n
     projects = {}
     for name in per_project:
         try:
@@ -172,6 +176,7 @@ def measure(suite_dir: str | Path) -> dict[str, Any]:
             "sizes": sizes, "cross_module": cross, "multi_site": multi_site, "multi_bug": multi_bug,
             "largest_project_share": max((c["tasks"] for c in per_project.values()), default=0) / max(total, 1),
             "max_tasks_per_function": max(functions.values(), default=0),
+            "max_tasks_per_function_any_size": max(any_size.values(), default=0),
             "near_duplicates": near_duplicates(seen)}
 
 
@@ -434,7 +439,9 @@ def render(card: dict[str, Any], audit: dict[str, Any] | None = None, *, generat
     lines.append(f"Measured from the records of `{card['suite']}`{generated}: **{total} tasks** from "
                  f"**{len(card['projects'])} projects**; the largest project holds "
                  f"{100 * card['largest_project_share']:.0f} % of the tasks, and at most "
-                 f"{card['max_tasks_per_function']} tasks break one function.")
+                 f"{card['max_tasks_per_function']} tasks with fixes of one size (one token, or larger) break one "
+                 f"function ({card.get('max_tasks_per_function_any_size', card['max_tasks_per_function'])} "
+                 "of both sizes).")
     served = card.get("served")
     if served is not None:
         lines.append("")

@@ -43,6 +43,7 @@ from termgym.factory.swesynth.adapters import (
     task_signals,
 )
 from termgym.factory.swesynth.audit import example_runner
+from termgym.factory.swesynth.bugs.signals import count_changed_tokens
 from termgym.factory.swesynth.flaky import CANDIDATE_RUNS
 from termgym.factory.swesynth.inject import (
     Attempt,
@@ -54,7 +55,7 @@ from termgym.factory.swesynth.inject import (
     scan_repository,
     units,
 )
-from termgym.factory.swesynth.known import MAX_TASKS_PER_FUNCTION, KnownBugs, known_bugs
+from termgym.factory.swesynth.known import MAX_TASKS_PER_FUNCTION, KnownBugs, cap_keys, fix_size, known_bugs
 from termgym.factory.swesynth.patches import make_patch, patch_files
 from termgym.factory.swesynth.plausible import implausible_failure
 from termgym.factory.swesynth.quality import report_quality, repro_check
@@ -253,8 +254,9 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     task of this project in one split (held out by project); otherwise ``test_fraction`` of the
     tasks (by id hash) go to ``test``. ``stall_limit`` stops after that many candidates in a row
     that ran tests without giving a task. ``max_per_function`` caps the kept tasks that break any one
-    function (a task counts for every function its bugs change; a candidate whose functions are all
-    taken is skipped before it runs, and acceptance checks again in plan order).
+    function with a fix of one size, one token or larger (a task counts for every function its bugs
+    change; a candidate with a function full at its size is skipped before it runs, and acceptance
+    checks again in plan order).
 
     ``served_only`` (needs ``sandbox_check``) keeps only tasks whose behaviour check decides a grade
     alone (:func:`~termgym.tasks.swesynth.behaviour.servable`), the tasks ``gym.make`` serves by
@@ -369,9 +371,10 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             bad = [p for p in mutated if is_test_path(p, test_dirs)]
             if bad:
                 return attempt, f"the bug touches test files: {', '.join(bad)}"
-            if known.task_ids and task_id_of(name, make_patch({p: files[p] for p in mutated}, mutated)) in known.task_ids:
+            patch = make_patch({p: files[p] for p in mutated}, mutated)
+            if known.task_ids and task_id_of(name, patch) in known.task_ids:
                 return attempt, "the suite it extends has this bug already"
-            full = functions_full(attempt.mutations)
+            full = functions_full(attempt.mutations, fix_size(count_changed_tokens(patch)))
             if full:
                 return attempt, f"the function quota is full ({full})"
             selected: set[str] | None = set()
@@ -509,15 +512,16 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             record.difficulty = difficulty_tier(signals)
             return record
 
-        per_function: Counter[tuple[str, str]] = Counter(known.load)
+        # the cap counts a function's tasks by the size of their fix (known.function_load)
+        per_function: Counter[tuple[str, str, str]] = Counter(known.load)
 
-        def functions_full(mutations) -> str | None:
+        def functions_full(mutations, size: str) -> str | None:
             # one full function is enough: the task would push it past the cap
             if max_per_function is None:
                 return None
-            for key in sorted(set(map(function_key, mutations))):
+            for key in sorted({(*function_key(m), size) for m in mutations}):
                 if per_function[key] >= max_per_function:
-                    return f"{key[0]}:{key[1]} has {per_function[key]} tasks"
+                    return f"{key[0]}:{key[1]} has {per_function[key]} tasks with a fix of {size}"
             return None
 
         kept: list[TaskRecord] = []
@@ -534,7 +538,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             counts["named"] = sum(bool((line.get("signals") or {}).get("test_file_names_module"))
                                   for line in prior_lines)
             for line in prior_lines:
-                per_function.update(set(map(function_key, (line.get("bug") or {}).get("mutations") or ())))
+                per_function.update(cap_keys(line))
             previous.restore(stats)
         want = n - len(prior_lines)  # tasks this run still has to find
         run_started = time.monotonic()
@@ -586,14 +590,15 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                                 counts["named"] + 1 > max_named_share * n:
                             outcome = "test file named after the module (over the suite's share)"
                         if isinstance(outcome, TaskRecord):
-                            full = functions_full(outcome.mutations)
+                            outcome_size = fix_size(int(outcome.signals.get("tokens_changed", 0)))
+                            full = functions_full(outcome.mutations, outcome_size)
                             if full:
                                 outcome = f"the function quota is full ({full})"
                         if isinstance(outcome, TaskRecord):
                             seen_ids.add(outcome.task_id)
                             kept.append(outcome)
                             counts["named"] += bool(outcome.signals.get("test_file_names_module"))
-                            per_function.update(set(map(function_key, outcome.mutations)))
+                            per_function.update({(*function_key(m), outcome_size) for m in outcome.mutations})
                             counts["since_kept"] = 0
                             stats.kept += 1
                         else:

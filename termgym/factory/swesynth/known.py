@@ -1,7 +1,7 @@
 """What a compact suite holds of one project already: the bugs its tasks carry and how many of its
-tasks break each function. Two consumers need it: ``merge`` checks the per-function cap against it,
-and a ``generate`` batch made for a suite (``--extends``) skips the bugs the suite has and counts
-its tasks against the same cap."""
+tasks break each function, by the size of their fix. Two consumers need it: ``merge`` checks the
+per-function cap against it, and a ``generate`` batch made for a suite (``--extends``) skips the
+bugs the suite has and counts its tasks against the same cap."""
 
 from __future__ import annotations
 
@@ -10,10 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym.factory.swesynth.bugs.signals import count_changed_tokens
 from termgym.jsonl import json_lines
 
-#: The most tasks that may break any one function (near-duplicates by function; issue 26's card).
+#: The most tasks of one fix size (:func:`fix_size`) that may break any one function
+#: (near-duplicates by function; issue 26's card). The two sizes are capped apart so that the
+#: one-token mutations a function took first leave room for bugs a person would make there
+#: (a dropped guard, two statements swapped), which the suite needs more of (issue 42).
 MAX_TASKS_PER_FUNCTION = 10
+
+#: The fix sizes the cap counts apart: a fix of at most one token, and any larger one.
+FIX_SIZES = ("one token", "larger")
 
 
 def bug_functions(line: dict[str, Any]) -> set[tuple[str, str]]:
@@ -24,18 +31,39 @@ def bug_functions(line: dict[str, Any]) -> set[tuple[str, str]]:
             for m in bug.get("mutations") or [] if isinstance(m, dict)}
 
 
-def function_load(lines: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
-    """How many of one project's tasks (record lines) break each ``(path, function)``: a task counts
-    once for each function its bugs change, except that a multi-bug task stops counting for a
-    function once a task split out of it (``origin.split_from``, ``termgym swesynth split``)
-    breaks that function: there the single-bug task stands in for it. What the per-function cap
-    is checked against."""
+def fix_size(tokens: int) -> str:
+    """The size class of a fix that changes ``tokens`` tokens (:data:`FIX_SIZES`)."""
+    return FIX_SIZES[0] if tokens <= 1 else FIX_SIZES[1]
+
+
+def line_fix_size(line: dict[str, Any]) -> str:
+    """The size class of a task's fix (a record line): its ``signals.tokens_changed``, or counted
+    from its bug patch where a record has no signals."""
+    tokens = (line.get("signals") or {}).get("tokens_changed")
+    if not isinstance(tokens, int):
+        tokens = count_changed_tokens(str((line.get("bug") or {}).get("patch") or ""))
+    return fix_size(tokens)
+
+
+def cap_keys(line: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """The ``(path, function, fix size)`` slots a task (a record line) takes under the cap."""
+    size = line_fix_size(line)
+    return {(path, function, size) for path, function in bug_functions(line)}
+
+
+def function_load(lines: list[dict[str, Any]]) -> dict[tuple[str, str, str], int]:
+    """How many of one project's tasks (record lines) break each ``(path, function)`` with a fix of
+    each size (:func:`cap_keys`): a task counts once for each function its bugs change, except
+    that a multi-bug task stops counting for a function once a task split out of it
+    (``origin.split_from``, ``termgym swesynth split``) breaks that function: there the
+    single-bug task stands in for it, whatever the sizes. What the per-function cap is checked
+    against."""
     stood_in = {(source, key) for line in lines for source in (line.get("origin") or {}).get("split_from") or ()
                 for key in bug_functions(line)}
-    load: dict[tuple[str, str], int] = {}
+    load: dict[tuple[str, str, str], int] = {}
     for line in lines:
-        for key in bug_functions(line):
-            if (line["task_id"], key) not in stood_in:
+        for key in cap_keys(line):
+            if (line["task_id"], key[:2]) not in stood_in:
                 load[key] = load.get(key, 0) + 1
     return load
 

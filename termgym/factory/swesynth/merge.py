@@ -17,7 +17,8 @@
 * every merged task goes to the split ``DST`` decides for it: ``test`` for a project ``DST`` holds out
   (:func:`~termgym.factory.swesynth.bundle.project_held_out`), else ``test_id`` for the hashed
   share :data:`~termgym.factory.swesynth.bundle.TEST_ID_FRACTION` of ids and ``train`` for the rest;
-* no function ends up broken by more than ``max_per_function`` tasks (default: the bundled
+* no function ends up broken by more than ``max_per_function`` tasks of one fix size, one token
+  or larger (default: the bundled
   suite's cap, :data:`~termgym.factory.swesynth.bundle.MAX_TASKS_PER_FUNCTION`): a task that would
   pass it is left out and counted (``over_cap``); a single-bug task split out of a multi-bug one
   stands in for it at the functions it breaks (:func:`function_load`);
@@ -39,7 +40,7 @@ from typing import Any
 from termgym.factory.swesynth.known import (
     MAX_TASKS_PER_FUNCTION,
     SuiteError,
-    bug_functions,
+    cap_keys,
     function_load,
     suite_index,
 )
@@ -149,7 +150,7 @@ def merge_suites(src: str | Path, dst: str | Path, *, dry_run: bool = False,
                 after = function_load([*existing.values(), *fresh, line])
                 # over the cap: the load of a function it breaks grows past the cap
                 if cap and any(after.get(key, 0) > load.get(key, 0) and after.get(key, 0) > cap
-                               for key in bug_functions(line)):
+                               for key in cap_keys(line)):
                     result.over_cap[repo] = result.over_cap.get(repo, 0) + 1
                     continue
                 fresh.append(line)
