@@ -361,6 +361,15 @@ def _is_literal(node: ast.AST) -> bool:
         return False
 
 
+def is_literal_repr(value: str) -> bool:
+    """Whether ``value`` (a repr a report quotes) is a Python literal: nothing a reader would have
+    to define or import to read it."""
+    try:
+        return _is_literal(pyparse.parse(value, mode="eval").body)
+    except (SyntaxError, ValueError):
+        return False
+
+
 def _has_call(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Call, ast.Attribute, ast.Subscript)) for n in ast.walk(node))
 
@@ -818,9 +827,14 @@ def only_what_the_call_reads(f: Failure) -> Failure:
     call = pyparse.parse(f.call, mode="eval").body if f.call else None
     setup = [pyparse.parse(line).body[0] for line in f.setup]
     setup = _drop_unread(setup, [call] if call is not None else [])
-    names = {n.id if isinstance(n, ast.Name) else n.attr for node in [*([call] if call is not None else []), *setup]
-             for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
-    return replace(f, setup=[ast.unparse(s) for s in setup], names=names)
+    shown = [*([call] if call is not None else []), *setup]
+    return replace(f, setup=[ast.unparse(s) for s in setup], names=_shown_names(shown))
+
+
+def _shown_names(nodes: list[ast.AST]) -> set[str]:
+    """The identifiers a user sees in a repro made of ``nodes``: every name and attribute written."""
+    return {n.id if isinstance(n, ast.Name) else n.attr for node in nodes
+            for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
 
 
 def without_expected(f: Failure) -> Failure:
@@ -985,13 +999,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     if len(failure.call) > _MAX_CALL or any(len(s) > 3 * _MAX_CALL for s in failure.setup):
         failure.call = None
         return failure
-    failure.names = set()
-    for node in [expr, *setup]:
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name):
-                failure.names.add(n.id)
-            elif isinstance(n, ast.Attribute):
-                failure.names.add(n.attr)
+    failure.names = _shown_names([expr, *setup])
     _read_values(failure, message, relation, expected_node, expected_first, unittest=is_unittest)
     return failure
 

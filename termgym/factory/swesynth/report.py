@@ -24,7 +24,6 @@ pass the same checker.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import random
 import re
@@ -36,6 +35,7 @@ from typing import Any
 from termgym.factory.swesynth.failures import (
     Failure,
     chained_behaviour,
+    is_literal_repr,
     only_what_the_call_reads,
     read_failure,
     test_names,
@@ -356,16 +356,17 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
     seen, found, by_runs = set(), [], set()
     for test in list(target_tests)[:limit]:
         f = read_failure(test, messages.get(test, ""), repo)
-        uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""]
-                        if not line.startswith(("class ", "def ")))  # a helper class may use self
         # an expected "value" that is a variable of the test (``expected``) tells a reader nothing
         leftover = bool(f.expected and re.fullmatch(r"[a-z_]\w*", f.expected) and f.expected not in ("inf", "nan"))
         stated = f.usable and not leftover
         by_run = not stated and runs and bool(f.call and f.behaviour) and f.relation != "raises"
         if by_run:
             f = without_expected(f)
-        elif stated and f.expected is not None and _literal(f.expected):
+        elif stated and f.expected is not None and is_literal_repr(f.expected):
             f = only_what_the_call_reads(f)  # the value is quoted: the variable the test built it in is not needed
+        # read once the example's setup is trimmed: a test's ``self`` only its expected value used is gone
+        uses_self = any(re.search(r"\bself\b", line) for line in [*f.setup, f.call or ""]
+                        if not line.startswith(("class ", "def ")))  # a helper class may use self
         key = (f.call, f.observed, f.error)
         if (stated or by_run) and f.self_contained and not uses_self and key not in seen:
             if repo is not None and not _add_imports(f, Path(repo), source_dirs):
@@ -416,15 +417,6 @@ def _quotable(value: str | None) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
-
-
-def _literal(value: str) -> bool:
-    """Whether ``value`` (a repr) is a Python literal: no name a reader would have to define."""
-    try:
-        node = pyparse.parse(value, mode="eval").body
-    except (SyntaxError, ValueError):
-        return False
-    return not any(isinstance(n, ast.Name) for n in ast.walk(node))
 
 
 def _message(text: str | None) -> str:
