@@ -551,6 +551,13 @@ def test_the_function_cap_keeps_at_most_n_tasks_per_function_and_survives_a_resu
     per_function = Counter(k for line in lines for k in cap_keys(line))
     assert len({k[:2] for k in per_function}) == 3 and max(per_function.values()) == 1, per_function
     assert len(lines) < 7
+    # the sizes kept apart, a function holds a one-token fix and a larger one; over both sizes
+    # (release history's cap), one task a function
+    assert max(Counter(k[:2] for k in per_function).values()) == 2, per_function
+    whole = tmp_path / "whole"
+    generate(shop, PYTEST, n=7, **{**options, "out": whole, "sizes_apart": False})
+    kept_whole = [json.loads(x) for x in (whole / "records" / "shop.jsonl").read_text().splitlines()]
+    assert max(Counter(k[:2] for line in kept_whole for k in cap_keys(line)).values()) == 1
     assert len(lines) == first.stats.kept + len(second.records)
     reasons = json.loads((out / "suite.json").read_text())["generation"]["shop"]["rejected"]
     assert any(r.startswith("the function quota is full") for r in reasons), reasons

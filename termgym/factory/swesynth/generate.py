@@ -222,7 +222,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              project: str | None = None, storage: str = "folders", max_named_share: float | None = None,
              exclude_tests: Sequence[str] = (), import_time: str = "auto", time_budget: float | None = None,
              split: str | None = None, stall_limit: int | None = None, resume: bool = False,
-             early_stop: bool = True, max_per_function: int | None = None,
+             early_stop: bool = True, max_per_function: int | None = None, sizes_apart: bool = True,
              flaky_check: bool = True, served_only: bool = False,
              extends: str | Path | None = None) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
@@ -256,7 +256,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     that ran tests without giving a task. ``max_per_function`` caps the kept tasks that break any one
     function with a fix of one size, one token or larger (a task counts for every function its bugs
     change; a candidate with a function full at its size is skipped before it runs, and acceptance
-    checks again in plan order).
+    checks again in plan order); ``sizes_apart=False`` caps a function's tasks over both sizes
+    (release history: two reverts of one function are near-duplicates whatever their size).
 
     ``served_only`` (needs ``sandbox_check``) keeps only tasks whose behaviour check decides a grade
     alone (:func:`~termgym.tasks.swesynth.behaviour.servable`), the tasks ``gym.make`` serves by
@@ -512,16 +513,23 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             record.difficulty = difficulty_tier(signals)
             return record
 
-        # the cap counts a function's tasks by the size of their fix (known.function_load)
-        per_function: Counter[tuple[str, str, str]] = Counter(known.load)
+        # the cap counts a function's tasks by the size of their fix (known.function_load), or over
+        # both sizes where they are not kept apart
+        def slot(key: tuple[str, str, str]) -> tuple[str, str, str]:
+            return key if sizes_apart else (key[0], key[1], "any size")
+
+        per_function: Counter[tuple[str, str, str]] = Counter()
+        for key, count in known.load.items():
+            per_function[slot(key)] += count
 
         def functions_full(mutations, size: str) -> str | None:
             # one full function is enough: the task would push it past the cap
             if max_per_function is None:
                 return None
-            for key in sorted({(*function_key(m), size) for m in mutations}):
+            for key in sorted({slot((*function_key(m), size)) for m in mutations}):
                 if per_function[key] >= max_per_function:
-                    return f"{key[0]}:{key[1]} has {per_function[key]} tasks with a fix of {size}"
+                    return f"{key[0]}:{key[1]} has {per_function[key]} tasks" + (
+                        f" with a fix of {size}" if sizes_apart else "")
             return None
 
         kept: list[TaskRecord] = []
@@ -538,7 +546,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             counts["named"] = sum(bool((line.get("signals") or {}).get("test_file_names_module"))
                                   for line in prior_lines)
             for line in prior_lines:
-                per_function.update(cap_keys(line))
+                per_function.update(map(slot, cap_keys(line)))
             previous.restore(stats)
         want = n - len(prior_lines)  # tasks this run still has to find
         run_started = time.monotonic()
@@ -598,7 +606,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                             seen_ids.add(outcome.task_id)
                             kept.append(outcome)
                             counts["named"] += bool(outcome.signals.get("test_file_names_module"))
-                            per_function.update({(*function_key(m), outcome_size) for m in outcome.mutations})
+                            per_function.update({slot((*function_key(m), outcome_size)) for m in outcome.mutations})
                             counts["since_kept"] = 0
                             stats.kept += 1
                         else:

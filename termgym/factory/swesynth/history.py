@@ -1065,8 +1065,9 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
     ``versions``), propose function-level reverts and run them through
     :func:`~termgym.factory.swesynth.generate.generate`, keeping up to ``n`` tasks (default: as many
     as validate). ``max_per_function`` (default 1; ``None``: no cap) keeps at most that many tasks
-    reverting any one function: the same function put back as two releases had it, or alone and
-    with its helper, are near-duplicates (whichever the seed's plan judges first is kept).
+    reverting any one function, whatever the size of their fixes: the same function put back as
+    two releases had it, or alone and with its helper, are near-duplicates (whichever the seed's
+    plan judges first is kept).
     ``import_time`` is generate's: ``"run"`` (the default here) judges a revert that changes code
     run at import (a signature, a decorator, a constant put back: common in release history) with a
     full run of the required tests. ``offline`` uses only what the cache holds."""
@@ -1115,7 +1116,7 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
                       project_env=ProjectEnv.for_project(project.name, backend=backend), project=project.name,
                       storage="compact", exclude_tests=[d.test for d in project.deselect], breaker=source,
                       workers=workers, time_budget=time_budget, stall_limit=stall_limit, split=splitter,
-                      max_per_function=max_per_function, import_time=import_time,
+                      max_per_function=max_per_function, sizes_apart=False, import_time=import_time,
                       backend=backend, suite_name=f"{project.name}-history", progress=progress,
                       flaky_check=flaky_check)
     kinds = Counter(r.origin.get("kind", "?") for r in result.records)
