@@ -266,6 +266,12 @@ class SandboxExamples:
                 if first is not None and again is not None:  # else: run alone when asked (a batch failed)
                     cache[key] = _stable(first, again)
 
+    def calls(self, tests: Sequence[str], timeout: float = 120.0) -> dict[str, list[dict[str, Any]]]:
+        """Where ``tests``' code calls into the project as they run on the buggy tree, with the
+        caller's literal locals (:attr:`~termgym.factory.swesynth.screen.ScreenRun.calls`): the
+        report writer's examples for tests whose cases come from data files."""
+        return self.worker.run(self.files, list(tests), calls=True, timeout=timeout).calls
+
     def __call__(self, code: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         key = _key(code)
         for cache, files in ((self.clean, {}), (self.buggy, self.files)):

@@ -518,6 +518,10 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
         def slot(key: tuple[str, str, str]) -> tuple[str, str, str]:
             return key if sizes_apart else (key[0], key[1], "any size")
 
+        def slots(mutations, size: str) -> set[tuple[str, str, str]]:
+            # the cap slots a task with these bugs and a fix of this size fills, once each
+            return {slot((*function_key(m), size)) for m in mutations}
+
         per_function: Counter[tuple[str, str, str]] = Counter()
         for key, count in known.load.items():
             per_function[slot(key)] += count
@@ -526,7 +530,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
             # one full function is enough: the task would push it past the cap
             if max_per_function is None:
                 return None
-            for key in sorted({slot((*function_key(m), size)) for m in mutations}):
+            for key in sorted(slots(mutations, size)):
                 if per_function[key] >= max_per_function:
                     return f"{key[0]}:{key[1]} has {per_function[key]} tasks" + (
                         f" with a fix of {size}" if sizes_apart else "")
@@ -606,7 +610,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
                             seen_ids.add(outcome.task_id)
                             kept.append(outcome)
                             counts["named"] += bool(outcome.signals.get("test_file_names_module"))
-                            per_function.update({slot((*function_key(m), outcome_size)) for m in outcome.mutations})
+                            per_function.update(slots(outcome.mutations, outcome_size))
                             counts["since_kept"] = 0
                             stats.kept += 1
                         else:

@@ -75,7 +75,7 @@ class KnownBugs:
     per-function ``load`` (:func:`function_load`)."""
 
     task_ids: frozenset[str] = frozenset()
-    load: dict[tuple[str, str], int] = field(default_factory=dict)
+    load: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 class SuiteError(ValueError):

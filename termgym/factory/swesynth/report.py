@@ -381,6 +381,25 @@ def usable_failures(target_tests: Sequence[str], messages: dict[str, str], repo:
                                         f.error is not None and f.expected is None, len(f.setup), len(f.call or "")))
 
 
+def traced_examples(target_tests: Sequence[str], run: Any, repo: Path, source_dirs: Sequence[str] = (),
+                    limit: int = 3) -> list[Failure]:
+    """Examples from the calls the first ``limit`` failing tests make into the project as they run
+    on the buggy tree (``run.calls(tests)``, :meth:`~termgym.factory.swesynth.audit.SandboxExamples.calls`),
+    for tests whose source shows no concrete call (their cases come from data files;
+    :mod:`~termgym.factory.swesynth.traced`); each with the imports a user needs, its outcome left to
+    its runs. One per call, public calls first."""
+    from termgym.factory.swesynth.traced import traced_failures
+
+    tests = list(target_tests)[:limit]
+    recorded = run.calls(tests)
+    found: dict[str, Failure] = {}
+    for test in tests:
+        for f in traced_failures(test, recorded.get(test, []), repo):
+            if f.call not in found and _add_imports(f, repo, source_dirs):
+                found[f.call or ""] = f
+    return sorted(found.values(), key=lambda f: (bool(_private_note(f)), len(f.call or "")))
+
+
 def _symptom_key(f: Failure) -> tuple:
     """What a reader learns from one example: the call and what it gave."""
     return (f.call, f.observed, f.error)
@@ -513,6 +532,11 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
     result"), an example whose runs show no difference is not used, and a draft passes only when
     every one of its examples shows what its text claims (:func:`check_examples`).
 
+    A ``run`` that can also record the calls the failing tests make into the project as they run
+    (its ``calls``, :meth:`~termgym.factory.swesynth.audit.SandboxExamples.calls`) gives examples
+    where what the tests' source shows gives no report (:func:`traced_examples`: a suite that reads
+    its cases from data files, or whose statically read examples all fail the checks).
+
     ``avoid``: first repro calls (:func:`~termgym.tasks.swesynth.repro.first_call`) the report must
     not open with (calls other tasks of the project already open with): the primary example is then
     taken from a failing test whose example opens another way.
@@ -520,15 +544,33 @@ def write_report(target_tests: Sequence[str], messages: dict[str, str], patch: s
     if not target_tests:
         raise ValueError("write_report needs at least one failing test")
     failures = usable_failures(target_tests, messages, repo, source_dirs=source_dirs, runs=run is not None)
-    if not failures:
-        raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
+    runs = ExampleRuns(run)
+    traceable = getattr(run, "calls", None) is not None and repo is not None
+    try:
+        if not failures:
+            raise ReportError("no failing test shows a concrete call, its outcome and the expected one")
+        return _report_from(failures, target_tests, patch, repo=repo, seed=seed, tries=tries, groups=groups,
+                            source_dirs=source_dirs, request=request, runs=runs, avoid=avoid)
+    except ReportError:
+        # what the tests' source shows gives no report: the calls they make as they run may
+        traced = traced_examples(target_tests, run, Path(repo), source_dirs) if traceable else []
+        if not traced:
+            raise
+    return _report_from(traced, target_tests, patch, repo=repo, seed=seed, tries=tries, groups=groups,
+                        source_dirs=source_dirs, request=request, runs=runs, avoid=avoid)
+
+
+def _report_from(failures: list[Failure], target_tests: Sequence[str], patch: str, *, repo: str | Path | None,
+                 seed: int | str | None, tries: int, groups: Sequence[Sequence[str]] | None,
+                 source_dirs: Sequence[str], request: bool, runs: ExampleRuns, avoid: Collection[str]) -> str:
+    """:func:`write_report` from the examples ``failures`` gives (read from the tests' source, or
+    from the calls they make as they run)."""
     methods = changed_names(patch, repo)
     failures = [replace(f, behaviour=chained) if (chained := chained_behaviour(f.call, f.behaviour, methods)) else f
                 for f in failures]
     from termgym.factory.swesynth.quality import project_packages
 
     packages = project_packages(Path(repo), source_dirs) if repo is not None else set()
-    runs = ExampleRuns(run)
     more: list[Failure] = []
     if groups is not None and len(groups) > 1:
         by_test = {f.test: f for f in failures}

@@ -110,6 +110,9 @@ class ScreenRun(RunResult):
     durations: dict[str, dict[str, float]] = field(default_factory=dict)  # node id -> phase -> seconds
     overran: str = ""  # the test that outlived its budget (the run then counts as timed out)
     stopped_early: bool = False  # more than ``stop_after_failures`` tests failed; the rest did not run
+    #: node id -> the calls its test code made into the project (``run(..., calls=True)``): each
+    #: ``{"file", "line", "callee", "locals"}``, locals written as literals (``None``: not one)
+    calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def tree_hash(root: Path) -> str:
@@ -391,8 +394,12 @@ class ScreenWorker:
 
     def run(self, files: Mapping[str, str], node_ids: Sequence[str] | None, *, trace: bool = False,
             timeout: float = 600.0, budgets: Mapping[str, float] | None = None,
-            stop_after_failures: int | None = None) -> ScreenRun:
+            stop_after_failures: int | None = None, calls: bool = False) -> ScreenRun:
         """Run ``node_ids`` (``None``: the whole suite) with ``files`` (path -> text) swapped in.
+
+        ``calls``: record where each test's code calls into the project and the caller's literal
+        locals there (:attr:`ScreenRun.calls`; the report writer's examples for tests that read
+        their cases from data files, :mod:`~termgym.factory.swesynth.traced`).
 
         ``budgets`` (node id -> seconds, from :meth:`Baseline.test_budgets`) ends the run as soon as
         a test outlives its budget: the result is then timed out, as if ``timeout`` had passed, with
@@ -404,7 +411,7 @@ class ScreenWorker:
         out, log, config = (f"{PLUGIN_DIR}/{token}.json", f"{PLUGIN_DIR}/{token}.log", f"{PLUGIN_DIR}/{token}.cfg")
         overrun = f"{PLUGIN_DIR}/{token}.overrun"
         roots = [f"{self.workdir.rstrip('/')}/{d.strip('/')}" for d in self.source_dirs] or [self.workdir]
-        self.box.write_file(config, json.dumps({"out": out, "trace": trace, "roots": roots,
+        self.box.write_file(config, json.dumps({"out": out, "trace": trace, "calls": calls, "roots": roots,
                                                "budgets": dict(budgets or {}),
                                                "stop_after_failures": stop_after_failures,
                                                "overrun_file": overrun}))
@@ -445,7 +452,7 @@ class ScreenWorker:
                          versions={"python": data.get("python", ""), "pytest": data.get("pytest", "")},
                          lines=data.get("lines", {}), import_lines=data.get("import_lines", {}),
                          spawners=list(data.get("spawners", [])), durations=data.get("durations", {}),
-                         stopped_early=bool(data.get("stopped_early")))
+                         stopped_early=bool(data.get("stopped_early")), calls=data.get("calls", {}))
 
     def _overrun(self, path: str) -> str:
         """The node id faulthandler's timer ended the run in, or ``""`` when it did not fire."""

@@ -15,6 +15,11 @@ environment provides). It is loaded with ``-p termgym_screen`` from a directory 
   code that never releases the interpreter lock (a regular expression backtracking) starves that
   watchdog; ``faulthandler``'s own thread, which needs no lock, then ends the process a second
   later, after writing the test's node id and the stacks to ``overrun_file``;
+* ``calls`` (optional) — record, per test, the places where test code calls into the project
+  (``roots``): the test file and line of the call and the caller's local variables written as
+  Python literals where their value is one (``None`` where it is not), the last such call per
+  line. A report writer rebuilds the call from that line's source with the values filled in: a
+  concrete example for a test that reads its cases from a data file;
 * ``stop_after_failures`` (optional) — once more tests than this have failed, the session stops
   after the current test (as ``--maxfail`` does: exit status 1) and the result holds
   ``stopped_early``: the candidate breaks too many tests whatever the rest do.
@@ -22,7 +27,7 @@ environment provides). It is loaded with ``-p termgym_screen`` from a directory 
 Every result also holds ``durations`` (node id -> {phase: seconds} for ``setup``, ``call`` and
 ``teardown``), so a clean run tells how long each test takes and what its fixtures cost. The result holds ``outcomes`` (node id -> passed/failed/skipped, decided like the grader: a test
 passes when its setup, call and teardown all pass), ``messages`` (node id -> failure text, for bug
-reports), and with ``trace``: ``lines`` (node id -> {file: [line, ...]}), ``import_lines``
+reports), with ``calls``: ``calls`` (node id -> [{file, line, callee, locals}]), and with ``trace``: ``lines`` (node id -> {file: [line, ...]}), ``import_lines``
 (lines executed outside any test: imports, class bodies, ``def`` lines, defaults, collection) and
 ``spawners`` (tests that started a process, whose code line tracing cannot follow).
 
@@ -30,6 +35,7 @@ It is a generation tool, not a grader: nothing here is trusted for a grade. Grad
 grader's own plugin (:mod:`termgym.tasks.swesynth.grader_plugin`).
 """
 
+import ast
 import faulthandler
 import json
 import os
@@ -95,6 +101,42 @@ if _CONFIG.get("trace"):
     sys.addaudithook(_audit)
 
 
+#: Calls from test code into the project, per test: node id -> {(file, line): (callee, locals)}.
+_calls = {}
+_MAX_SITES = 40  # call sites kept per test
+_LITERAL_TYPES = (str, bytes, int, float, complex, bool, type(None), tuple, list, dict, set, frozenset)
+
+
+def _profile(frame, event, arg):
+    # A profile hook sees each Python call once: a project function called from test code (a file
+    # of the working tree outside the project's roots) records its caller's line and locals.
+    if event != "call" or not _is_project_file(frame.f_code.co_filename):
+        return
+    caller = frame.f_back
+    if caller is None or caller.f_code.co_name == "<module>" or _is_project_file(caller.f_code.co_filename):
+        return
+    real = os.path.realpath(caller.f_code.co_filename)
+    if not real.startswith(_WORKDIR) or os.sep + "site-packages" + os.sep in real:
+        return
+    sites = _calls.setdefault(_state["test"], {})
+    key = (_relative(real), caller.f_lineno)
+    if key in sites or len(sites) < _MAX_SITES:  # the last call of a line: a failing case ends the test
+        sites[key] = (frame.f_code.co_name, dict(caller.f_locals))
+
+
+def _literal(value):
+    """``value`` as a Python literal that reads back equal, or ``None``."""
+    if not isinstance(value, _LITERAL_TYPES):
+        return None
+    try:
+        text = repr(value)
+        if len(text) > 400 or ast.literal_eval(text) != value:
+            return None
+    except Exception:  # a repr that raises or does not read back
+        return None
+    return text
+
+
 def _watchdog():
     # A bug that makes a test loop would hold the run until the sandbox's timeout kills it: end the
     # run as soon as a test outlives its budget. A daemon thread gets the interpreter lock every
@@ -142,6 +184,16 @@ def _disarm():
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _arm(item.nodeid, _budget(item.nodeid))
+    if _CONFIG.get("calls"):
+        _state["test"] = item.nodeid
+        sys.setprofile(_profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(None)
+            _disarm()
+            _state["test"] = None
+        return
     if not _CONFIG.get("trace"):
         try:
             yield
@@ -217,6 +269,11 @@ def pytest_sessionfinish(session, exitstatus):
               "stopped_early": bool(_STOP_AFTER is not None and len(_failed) > _STOP_AFTER),
               "durations": _durations,
               "python": sys.version.split()[0], "pytest": pytest.__version__}
+    if _CONFIG.get("calls"):
+        result["calls"] = {nodeid: [{"file": f, "line": line, "callee": callee,
+                                     "locals": {k: _literal(v) for k, v in local.items()}}
+                                    for (f, line), (callee, local) in sites.items()]
+                           for nodeid, sites in _calls.items()}
     if _CONFIG.get("trace"):
         result["lines"] = {nodeid: _grouped(seen) for nodeid, seen in _lines.items()}
         result["import_lines"] = _grouped(_import_lines)
