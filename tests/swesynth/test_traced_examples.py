@@ -20,6 +20,7 @@ from termgym.factory.swesynth.audit import example_runner, run_examples
 from termgym.factory.swesynth.examples import examples, undefined_names
 from termgym.factory.swesynth.report import ReportError, usable_failures, write_report
 from termgym.factory.swesynth.traced import assignments, calls_on_line, filled_call, traced_failures
+from termgym.sandbox.base import SandboxError
 
 SOURCE = '''\
 def title_case(text):
@@ -163,6 +164,15 @@ def test_a_data_driven_test_gets_a_concrete_example_from_its_recorded_calls(proj
     with pytest.raises(ReportError, match="no failing test shows a concrete call"):
         write_report([TEST], run.messages, PATCH, repo=project, seed=3, source_dirs=["casebook"],
                      run=Blind(examples_run))
+
+    # a recording run that fails in the sandbox leaves the reason the tests' source gave
+    class Broken(Blind):
+        def calls(self, tests):
+            raise SandboxError("the sandbox died")
+
+    with pytest.raises(ReportError, match="no failing test shows a concrete call"):
+        write_report([TEST], run.messages, PATCH, repo=project, seed=3, source_dirs=["casebook"],
+                     run=Broken(examples_run))
 
 
 def test_a_call_that_shows_no_difference_is_not_an_example(project, worker):

@@ -387,11 +387,16 @@ def traced_examples(target_tests: Sequence[str], run: Any, repo: Path, source_di
     on the buggy tree (``run.calls(tests)``, :meth:`~termgym.factory.swesynth.audit.SandboxExamples.calls`),
     for tests whose source shows no concrete call (their cases come from data files;
     :mod:`~termgym.factory.swesynth.traced`); each with the imports a user needs, its outcome left to
-    its runs. One per call, public calls first."""
+    its runs. One per call, public calls first; none when that run fails in the sandbox (the report
+    then fails for the reason the tests' source gave)."""
     from termgym.factory.swesynth.traced import traced_failures
+    from termgym.sandbox.base import SandboxError
 
     tests = list(target_tests)[:limit]
-    recorded = run.calls(tests)
+    try:
+        recorded = run.calls(tests)
+    except SandboxError:
+        return []
     found: dict[str, Failure] = {}
     for test in tests:
         for f in traced_failures(test, recorded.get(test, []), repo):
