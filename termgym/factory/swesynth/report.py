@@ -400,8 +400,8 @@ def traced_examples(target_tests: Sequence[str], run: Any, repo: Path, source_di
     found: dict[str, Failure] = {}
     for test in tests:
         for f in traced_failures(test, recorded.get(test, []), repo):
-            if f.call not in found and _add_imports(f, repo, source_dirs):
-                found[f.call or ""] = f
+            if f.call and f.call not in found and _add_imports(f, repo, source_dirs):
+                found[f.call] = f
     return sorted(found.values(), key=lambda f: (bool(_private_note(f)), len(f.call or "")))
 
 

@@ -103,6 +103,9 @@ if _CONFIG.get("trace"):
 
 #: Calls from test code into the project, per test: node id -> {(file, line): (callee, locals)}.
 _calls = {}
+#: A caller's file name -> its path in the working tree when it is test code (a file of the tree
+#: outside the project's roots and any installed package), else ``""``; resolved once per file.
+_test_files = {}
 _MAX_SITES = 40  # call sites kept per test
 _LITERAL_TYPES = (str, bytes, int, float, complex, bool, type(None), tuple, list, dict, set, frozenset)
 
@@ -113,15 +116,25 @@ def _profile(frame, event, arg):
     if event != "call" or not _is_project_file(frame.f_code.co_filename):
         return
     caller = frame.f_back
-    if caller is None or caller.f_code.co_name == "<module>" or _is_project_file(caller.f_code.co_filename):
+    if caller is None or caller.f_code.co_name == "<module>":
         return
-    real = os.path.realpath(caller.f_code.co_filename)
-    if not real.startswith(_WORKDIR) or os.sep + "site-packages" + os.sep in real:
+    where = _test_file(caller.f_code.co_filename)
+    if not where:
         return
     sites = _calls.setdefault(_state["test"], {})
-    key = (_relative(real), caller.f_lineno)
+    key = (where, caller.f_lineno)
     if key in sites or len(sites) < _MAX_SITES:  # the last call of a line: a failing case ends the test
         sites[key] = (frame.f_code.co_name, dict(caller.f_locals))
+
+
+def _test_file(filename):
+    hit = _test_files.get(filename)
+    if hit is None:
+        real = os.path.realpath(filename)
+        test_code = real.startswith(_WORKDIR) and os.sep + "site-packages" + os.sep not in real \
+            and not _is_project_file(filename)
+        hit = _test_files[filename] = real[len(_WORKDIR):] if test_code else ""
+    return hit
 
 
 def _literal(value):

@@ -42,12 +42,15 @@ def traced_failures(test: str, sites: list[dict[str, Any]], repo: str | Path) ->
     root = Path(repo)
     found: list[Failure] = []
     seen: set[str] = set()
+    modules_of: dict[str, tuple[ast.Module, set[str], set[str], dict[str, Any]] | None] = {}  # per test file
     for site in reversed(sites):
-        tree = _parse_file(root / str(site.get("file", "")))
-        if tree is None:
+        path = str(site.get("file", ""))
+        if path not in modules_of:
+            tree = _parse_file(root / path)
+            modules_of[path] = None if tree is None else (tree, *_imports(tree), _module_helpers(tree)[0])
+        if modules_of[path] is None:
             continue
-        modules, whole = _imported_names(tree), _imported_modules(tree)
-        helpers = _module_helpers(tree)[0]
+        tree, modules, whole, helpers = modules_of[path]
         line = int(site.get("line", 0))
         made = assignments(tree, line)
         for call in calls_on_line(tree, line, str(site.get("callee", ""))):
@@ -173,21 +176,17 @@ def _root(func: ast.expr) -> str:
     return func.id if isinstance(func, ast.Name) else ""
 
 
-def _imported_modules(tree: ast.Module) -> set[str]:
-    """The names the test module binds to whole modules (``import mistune``)."""
-    return {a.asname or a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-            for a in node.names}
-
-
-def _imported_names(tree: ast.Module) -> set[str]:
-    """The names the test module's own import statements bind (anywhere in the module)."""
+def _imports(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The names the test module's own import statements bind (anywhere in the module), and those
+    of them bound to whole modules (``import mistune``)."""
     names: set[str] = set()
+    whole: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+            whole |= {a.asname or a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             names |= {a.asname or a.name for a in node.names if a.name != "*"}
-    return names
+    return names | whole, whole
 
 
 __all__ = ["MAX_CALL", "assignments", "calls_on_line", "filled_call", "traced_failures"]
