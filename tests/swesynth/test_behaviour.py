@@ -368,10 +368,10 @@ def test_a_private_method_resolves_through_its_mangled_name(tmp_path, monkeypatc
 
 
 
-class _HoldsALock:
-    # made with a factory that does not pickle either, so it cannot be made again from its arguments
-    def __init__(self, make=lambda: __import__("threading").Lock()):
-        self.lock = make()
+class _HoldsAGenerator:
+    # made from a generator, which does not pickle, so it cannot be made again from its arguments either
+    def __init__(self, items):
+        self.items = items
 
     def size(self, n):
         return n + 1
@@ -382,36 +382,39 @@ def _takes_a_test_object(value):
 
 
 def test_the_recorder_says_why_it_kept_no_call(tmp_path):
-    """A call whose ``self`` does not pickle, or whose arguments need a test module, is counted by
-    why; the recording's "no replayable call" names those reasons (the lever for what to replay next)."""
+    """A call whose ``self`` does not pickle, or whose arguments need a module outside the standard
+    library and the project (pytest's own classes), is counted by why; the recording's "no
+    replayable call" names those reasons (the lever for what to replay next)."""
     import sys
 
     rel = "tests/swesynth/test_behaviour.py"
-    recorder = probe._Recorder({"targets": [[rel, "_HoldsALock.size"], [rel, "_takes_a_test_object"]],
+    recorder = probe._Recorder({"targets": [[rel, "_HoldsAGenerator.size"], [rel, "_takes_a_test_object"]],
                                 "allowed_modules": ["termgym"], "max_per_target": 8, "max_bytes": 4000,
                                 "out": str(tmp_path / "calls.json"), "dropped_out": str(tmp_path / "dropped.json")})
     sys.settrace(recorder.on_call)
     try:
-        _HoldsALock().size(1)
-        _HoldsALock().size(2)
-        _takes_a_test_object(HoldsAValidator(3))
+        _HoldsAGenerator(i for i in range(3)).size(1)
+        _HoldsAGenerator(i for i in range(4)).size(2)
+        _takes_a_test_object(pytest.MonkeyPatch())
     finally:
         sys.settrace(None)
     recorder.write()
     dropped = json.loads((tmp_path / "dropped.json").read_text())
     assert json.loads((tmp_path / "calls.json").read_text()) == []
-    [(test_reason, once), (lock_reason, twice)] = sorted(dropped.items())
-    assert lock_reason.startswith("self (") and "_HoldsALock) does not pickle: cannot pickle '_thread.lock'" in lock_reason
+    [(outside_reason, once), (generator_reason, twice)] = sorted(dropped.items())
+    assert generator_reason.startswith("self (") and "_HoldsAGenerator) does not pickle: cannot pickle 'generator'" \
+        in generator_reason
     assert twice == 2
-    assert test_reason == ("its arguments need tests.swesynth.test_behaviour.HoldsAValidator, outside the "
-                           "standard library and the project") and once == 1
+    assert outside_reason == ("its arguments need _pytest.monkeypatch.MonkeyPatch, outside the "
+                              "standard library and the project") and once == 1
 
 
 class _Splitter:
-    """Holds a local function (does not pickle); made again from its constructor's arguments it splits alike."""
+    """Holds a generator (does not pickle); made again from its constructor's arguments it splits alike."""
 
     def __init__(self, sep, *, limit=-1):
         self.rule = lambda text: text.split(sep, limit)
+        self.pending = (part for part in (sep, limit))
         self.sep = sep
 
     def parse(self, text):

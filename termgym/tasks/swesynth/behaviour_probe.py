@@ -19,6 +19,7 @@ The canonical form walks actual types (``type(x)``, never ``x.__class__``, ``__e
 plus their instance ``__dict__`` and ``__slots__``, depth- and size-limited.
 """
 
+import ast
 import base64
 import datetime
 import decimal
@@ -265,8 +266,17 @@ def _memoryview_again(m):
     return memoryview, (m.tobytes(),)
 
 
+def _lock_again(lock):
+    """A lock as a new one of its kind, not held (a cache's ``lock=RLock()``: what it guards is the
+    state around it, which pickles on its own)."""
+    import threading
+    return (threading.RLock if type(lock) is type(threading.RLock()) else threading.Lock), ()
+
+
 #: Standard types that do not pickle, rebuilt from standard-library calls (:class:`_Pickler`).
 _REBUILT = {type(re.match("", "")): _match_again, memoryview: _memoryview_again}
+for _lock in ("Lock", "RLock"):
+    _REBUILT[type(getattr(__import__("threading"), _lock)())] = _lock_again
 
 
 #: Objects that may pickle as the constructor call that made them (:func:`remember_built`):
@@ -373,6 +383,265 @@ def _held_by_module(obj):
     return entry[1] if entry is not None and entry[0] is obj else None
 
 
+# -- functions of the test code, pickled as their source ------------------------------------------
+
+#: The module name a function remade from its source pickles under (:func:`source_function`): not a
+#: real module, so :class:`_Loader` answers it itself and a plain unpickler in another process fails.
+SOURCE_MODULE = "__termgym_probe__"
+_TREES = {}  # filename -> parsed module (or None when it does not parse)
+_RECIPES = {}  # code object -> (source, name) or None
+
+
+def _test_module(name):
+    """Whether a module name is test code (``tests.test_cache``, ``conftest``, ``toolz.tests.x``)."""
+    return type(name) is str and any(p.startswith("test") or p == "conftest" for p in name.split("."))
+
+
+def _by_source(module, qualname):
+    """Whether a function or class ``module.qualname`` is pickled as its source: while recording
+    (the replayable packages known), when a replay could not import it: code outside those packages
+    that is not installed either (the test tree: ``tests/``, ``jsonpickle_test.py``, ``conftest``),
+    and any defined inside a function or as a lambda (``toolz.tests``' local
+    ``mycurry``, the lambda funcy's ``isa(int)`` returns). A closure of the project's code is then
+    made from the clean tree's source, like any other argument value the tests made."""
+    if HELD_PACKAGES[0] is None or type(module) is not str or type(qualname) is not str:
+        return False
+    top = module.split(".")[0]
+    local = "<locals>" in qualname or "<lambda>" in qualname
+    if top in sys.stdlib_module_names:
+        return False
+    if top in HELD_PACKAGES[0]:
+        return local
+    filename = getattr(sys.modules.get(module), "__file__", None)
+    if type(filename) is not str:
+        return _test_module(module)
+    # outside the replayable packages and not installed: the test tree's (``tests/jsonpickle_test.py``)
+    return "site-packages" not in filename and "dist-packages" not in filename
+
+
+def _tree(filename):
+    if filename not in _TREES:
+        import linecache
+        try:
+            _TREES[filename] = ast.parse("".join(linecache.getlines(filename)))
+        except Exception:
+            _TREES[filename] = None
+    return _TREES[filename]
+
+
+def _arg_names(args):
+    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    names += [args.vararg.arg] if args.vararg else []
+    names += [a.arg for a in args.kwonlyargs]
+    return names + ([args.kwarg.arg] if args.kwarg else [])
+
+
+def _code_arg_names(code):
+    n = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:n])
+    if code.co_flags & 0x04:
+        names.insert(code.co_argcount, code.co_varnames[n])
+        n += 1
+    if code.co_flags & 0x08:
+        names.append(code.co_varnames[n])
+    return names
+
+
+def _within(node, position):
+    line, end_line, col, end_col = position
+    return (node.lineno, node.col_offset) <= (line, col) and (end_line, end_col) <= (node.end_lineno, node.end_col_offset)
+
+
+def _function_node(code):
+    """The ``def`` or ``lambda`` of the source that compiled to ``code``, or None when it is not
+    found or not found alone."""
+    tree = _tree(code.co_filename)
+    if tree is None:
+        return None
+    arg_names = _code_arg_names(code)
+    if code.co_name == "<lambda>":
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
+                 and _arg_names(n.args) == arg_names]
+        if len(found) > 1 and hasattr(code, "co_positions"):
+            spots = [p for p in code.co_positions() if p[0] is not None and p[2] is not None and p[1] is not None
+                     and p[3] is not None and (p[0], p[2]) != (code.co_firstlineno, 0)]
+            if spots:
+                found = [n for n in found if _within(n.body, spots[0])]
+        return found[0] if len(found) == 1 else None
+    found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and n.name == code.co_name and _arg_names(n.args) == arg_names
+             and min([n.lineno] + [d.lineno for d in n.decorator_list]) == code.co_firstlineno]
+    return found[0] if len(found) == 1 else None
+
+
+def _recipe(code):
+    """``(source, name, names read)`` that defines, run alone, a function with ``code``'s behaviour: its
+    ``def`` without decorators, annotations or default expressions (the defaults are set from the
+    recorded function's values), or ``name = lambda ...``."""
+    if code not in _RECIPES:
+        node = _function_node(code)
+        recipe = None
+        if node is not None:
+            import copy
+            node = copy.deepcopy(node)
+            args = node.args
+            args.defaults = [ast.Constant(None) for _ in args.defaults]
+            args.kw_defaults = [None if d is None else ast.Constant(None) for d in args.kw_defaults]
+            if isinstance(node, ast.Lambda):
+                name = "_recorded_lambda"
+                source = f"{name} = {ast.unparse(node)}"
+            else:
+                node.decorator_list = []
+                node.returns = None
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                    if a is not None:
+                        a.annotation = None
+                name = node.name
+                source = ast.unparse(node)
+            recipe = (source, name, frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)))
+        _RECIPES[code] = recipe
+    return _RECIPES[code]
+
+
+def _global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if type(const) is types.CodeType:
+            names |= _global_names(const)
+    return names
+
+
+def _replayable_module(module):
+    top = module.__name__.split(".")[0]
+    if top in sys.stdlib_module_names:
+        return True
+    return not _test_module(module.__name__) if HELD_PACKAGES[0] is None else top in HELD_PACKAGES[0]
+
+
+def _source_reduce(func):
+    """How :class:`_Pickler` pickles a function of the test code (a lambda the test passes as a key,
+    a helper it defines): :func:`source_function` of its source, with the values of the names it
+    reads from its closure and its module. Replaying it needs no test module; what it reads must
+    pickle like any other argument."""
+    made = func.__dict__.get("__tg_recipe__")
+    if made is not None:
+        return source_function, made
+    code = func.__code__
+    recipe = _recipe(code)
+    if recipe is None:
+        return None
+    source, name, read = recipe
+    namespace = {"__name__": func.__module__}
+    module_globals = func.__globals__
+    for global_name in sorted(_global_names(code) & read):
+        if global_name in module_globals and global_name != name:
+            namespace[global_name] = module_globals[global_name]
+    for free, cell in zip(code.co_freevars, func.__closure__ or ()):
+        if free == name:
+            continue
+        try:
+            namespace[free] = cell.cell_contents
+        except ValueError:  # an empty cell: a name the enclosing function binds later
+            return None
+    if any(type(v) is types.ModuleType and not _replayable_module(v) for v in namespace.values()):
+        return None  # ``pytest``: not importable where the replay runs
+    return source_function, (source, name, namespace, func.__defaults__, func.__kwdefaults__)
+
+
+def source_function(source, name, namespace, defaults, kwdefaults):
+    """A function of the test code made again from its source (see :func:`_source_reduce`)."""
+    scope = dict(namespace)
+    exec(compile(source, f"<recorded {name}>", "exec"), scope)
+    func = scope[name]
+    func.__defaults__, func.__kwdefaults__ = defaults, kwdefaults
+    func.__dict__["__tg_recipe__"] = (source, name, namespace, defaults, kwdefaults)
+    return func
+
+
+def _defs_in(node):
+    """The ``def``s and ``class``es directly in ``node``'s body (inside ``if``/``try``/``with`` too)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield child
+        elif isinstance(child, ast.stmt) or isinstance(child, ast.excepthandler):
+            yield from _defs_in(child)
+
+
+def _class_node(cls):
+    """The ``class`` statement that made ``cls``, followed down its qualified name, or None."""
+    module = sys.modules.get(_TYPE_MODULE.__get__(cls, type))
+    filename = getattr(module, "__file__", None)
+    tree = _tree(filename) if type(filename) is str else None
+    if tree is None:
+        return None
+    found = [tree]
+    for part in _TYPE_QUALNAME.__get__(cls, type).split("."):
+        if part == "<locals>":
+            continue
+        found = [d for node in found for d in _defs_in(node) if d.name == part]
+        if not found:
+            return None
+    return found[0] if len(found) == 1 and isinstance(found[0], ast.ClassDef) else None
+
+
+_CLASS_RECIPES = {}  # class -> (source, name, names read) or None
+
+
+def _class_reduce(cls):
+    """How :class:`_Pickler` pickles a class of the test code (a ``Timer`` a test hands a cache, a
+    subclass it defines inside a test): :func:`source_class` of its ``class`` statement, with the
+    values of the names it reads from its module and its methods' closures."""
+    made = _TYPE_DICT.__get__(cls, type).get("__tg_recipe__")
+    if made is not None:
+        return source_class, made
+    if cls not in _CLASS_RECIPES:
+        node = _class_node(cls)
+        _CLASS_RECIPES[cls] = None if node is None else (
+            ast.unparse(node), node.name, frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)))
+    recipe = _CLASS_RECIPES[cls]
+    if recipe is None:
+        return None
+    source, name, read = recipe
+    module = sys.modules.get(_TYPE_MODULE.__get__(cls, type))
+    module_globals = getattr(module, "__dict__", {})
+    namespace = {"__name__": _TYPE_MODULE.__get__(cls, type)}
+    for global_name in sorted(read):
+        if global_name in module_globals and global_name != name:
+            namespace[global_name] = module_globals[global_name]
+    for member in list(_TYPE_DICT.__get__(cls, type).values()):
+        func = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        if type(func) is not types.FunctionType or func.__code__.co_filename != getattr(module, "__file__", None):
+            continue  # a method the class statement does not hold (a dataclass's generated ``__repr__``)
+        for free, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+            if free in (name, "__class__"):
+                continue
+            try:
+                namespace[free] = cell.cell_contents
+            except ValueError:
+                return None
+    if any(type(v) is types.ModuleType and not _replayable_module(v) for v in namespace.values()):
+        return None
+    return source_class, (source, name, namespace)
+
+
+def source_class(source, name, namespace):
+    """A class of the test code made again from its source (see :func:`_class_reduce`)."""
+    scope = dict(namespace)
+    exec(compile(source, f"<recorded {name}>", "exec"), scope)
+    cls = scope[name]
+    type.__setattr__(cls, "__tg_recipe__", (source, name, namespace))
+    return cls
+
+
+source_function.__module__ = SOURCE_MODULE
+source_function.__qualname__ = "source_function"
+sys.modules.setdefault(SOURCE_MODULE, types.ModuleType(SOURCE_MODULE))
+source_class.__module__ = SOURCE_MODULE
+source_class.__qualname__ = "source_class"
+sys.modules[SOURCE_MODULE].source_function = source_function
+sys.modules[SOURCE_MODULE].source_class = source_class
+
+
 class _Pickler(pickle.Pickler):
     """The standard pickler, plus: a module pickles as its import, a match of the ``regex`` package as
     its ``re`` one does (:func:`_match_again`), and an instance of a class
@@ -392,6 +661,17 @@ class _Pickler(pickle.Pickler):
                 return made
         if type(obj) is types.ModuleType:
             return importlib.import_module, (obj.__name__,)
+        if type(obj) is types.FunctionType and ("__tg_recipe__" in obj.__dict__
+                                                  or _by_source(obj.__module__, obj.__qualname__)):
+            made = None if _test_module(obj.__module__) else _held_by_module(obj)  # the project's own object
+            made = made or _source_reduce(obj)
+            if made is not None:
+                return made
+        if isinstance(obj, type) and ("__tg_recipe__" in _TYPE_DICT.__get__(obj, type)
+                                      or _by_source(_TYPE_MODULE.__get__(obj, type), _TYPE_QUALNAME.__get__(obj, type))):
+            made = _class_reduce(obj)
+            if made is not None:
+                return made
         rebuild = _REBUILT.get(type(obj))
         if rebuild is not None:
             return rebuild(obj)
@@ -659,6 +939,8 @@ class _Loader(pickle._Unpickler):
         self.allowed = allowed
 
     def find_class(self, module, name):
+        if module == SOURCE_MODULE and name in ("source_function", "source_class"):
+            return source_function if name == "source_function" else source_class
         if self.allowed is not None:
             top = module.split(".")[0]
             if top in ("__main__", "conftest") or (top not in self.allowed and top not in sys.stdlib_module_names):
