@@ -91,8 +91,9 @@ def test_local_functions():
 
 def test_classes():
     extra = 100
+    base = keyed.Base
 
-    class Plus(keyed.Base):
+    class Plus(base):
         def value(self):
             return super().value() + extra
 

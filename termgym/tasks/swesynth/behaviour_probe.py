@@ -594,8 +594,16 @@ def _class_reduce(cls):
     made = _TYPE_DICT.__get__(cls, type).get("__tg_recipe__")
     if made is not None:
         return source_class, made
+    bases = cls.__bases__
     if cls not in _CLASS_RECIPES:
         node = _class_node(cls)
+        if node is not None and len(node.bases) == len(bases) and not any(
+                isinstance(b, ast.Starred) for b in node.bases):
+            # the bases as the classes they were (``class Table(self._dict, InlineTable)`` reads the
+            # enclosing method's ``self``, which nothing of the class keeps)
+            import copy
+            node = copy.deepcopy(node)
+            node.bases = [ast.Name(f"_recorded_base_{i}", ast.Load()) for i in range(len(bases))]
         _CLASS_RECIPES[cls] = None if node is None else (
             ast.unparse(node), node.name, frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)))
     recipe = _CLASS_RECIPES[cls]
@@ -605,6 +613,7 @@ def _class_reduce(cls):
     module = sys.modules.get(_TYPE_MODULE.__get__(cls, type))
     module_globals = getattr(module, "__dict__", {})
     namespace = {"__name__": _TYPE_MODULE.__get__(cls, type)}
+    namespace.update((f"_recorded_base_{i}", base) for i, base in enumerate(bases) if f"_recorded_base_{i}" in read)
     for global_name in sorted(read):
         if global_name in module_globals and global_name != name:
             namespace[global_name] = module_globals[global_name]
