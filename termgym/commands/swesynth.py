@@ -658,12 +658,13 @@ def cmd_reports(args: argparse.Namespace) -> int:
                              progress=lambda tid, what: print(f"{tid}: {what}", file=sys.stderr, flush=True))
     failing = sorted(t for t, why in result["checked"].items() if why)
     print(f"{len(result['written'])} of {len(ids)} reports written again, {len(result['failed'])} kept "
-          f"({len(failing)} of them with an example that does not show its difference), "
+          f"({len(failing)} of them with an example that does not show its difference or a failed check), "
           f"{len(result['skipped'])} skipped (time budget), in {result['seconds']} s")
     if args.write:
         unserved = {t: result["checked"][t] for t in failing}
         print(f"{replace_statements(folder, result['written'], unserved)} records changed in {folder}"
-              + (f"; {len(unserved)} tasks marked not served (their report's examples do not show the bug)"
+              + (f"; {len(unserved)} tasks marked not served (an example does not show the bug, or the "
+                 "report fails a check)"
                  if unserved else ""))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -316,6 +316,31 @@ def one_project_suite(tmp_path: Path, project: str = "isoweek") -> Path:
     return out
 
 
+def test_a_new_report_that_fails_a_check_is_not_taken(toy):
+    """A report whose example defines its own subclass and names it as the broken API (isoweek's
+    ``MyWeek()``, a reopened report of session 32) or leaves a name undefined fails the audit's
+    checks that read a report; the rewrite does not take it (``_passing``), and a report kept as it
+    stands is checked the same way (``static_problem``), so ``reports --write`` marks it not served."""
+    from termgym.factory.swesynth.audit import static_problem
+    from termgym.factory.swesynth.report_rewrite import _passing
+
+    task = toy.load(TASK)
+    assert static_problem(task, GOOD) == "" and _passing(task, GOOD, "") == (GOOD, "")
+    subclass = GOOD.replace("`Account.normal_side` returns", "`MyAccount()` returns").replace(
+        "from ledgerly.accounts import Account\nAccount('2000', 'x').normal_side",
+        "from ledgerly.accounts import Account\nclass MyAccount(Account):\n    pass\n\n"
+        "MyAccount('2000', 'x').normal_side")
+    assert static_problem(task, subclass) == "repro calls the project: the repro calls only the standard library or built-ins"
+    undefined = GOOD.replace("from ledgerly.accounts import Account\nAccount('3000'", "Account('3000'")
+    problem = static_problem(task, undefined)
+    assert problem == "every example defines its names: undefined in an example: Account"
+    assert _passing(task, undefined, "") == (None, f"the new report fails a check: {problem}")
+    assert _passing(task, None, "no draft") == (None, "no draft")
+    # stated only as "a normal result" is counted by the card against its own limit, not refused here
+    vague = GOOD.replace("I get `'Credit'`. I expected `'credit'`.", "It gives `'Credit'` instead of a normal result.")
+    assert static_problem(task, vague) == ""
+
+
 def test_rewritten_reports_change_only_the_report_and_a_failing_one_is_not_served(tmp_path):
     import json
 

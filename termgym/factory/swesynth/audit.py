@@ -330,6 +330,19 @@ def example_checks(statement: str, packages: Sequence[str] = ()) -> dict[str, st
             CONCRETE: "" if not vague else f"{vague} of {len(found)} examples expect only a normal result"}
 
 
+def static_problem(task, statement: str) -> str:
+    """The first of the audit's checks that read a report (:func:`~termgym.factory.swesynth.quality.static_checks`,
+    :func:`example_checks`) that ``statement`` fails as ``task``'s report, as ``"check: why"``; ``""``
+    when it passes them all. An expected result stated only as "a normal result" does not count
+    here (the card counts those against their own limit)."""
+    record = task.record
+    repo = Path(record.repo_dir)
+    results = dict(static_checks(statement, record.target_tests, repo, task.source_dirs))
+    results.update(example_checks(statement, sorted(project_packages(repo, task.source_dirs))))
+    results.pop(CONCRETE, None)
+    return next((f"{check}: {why}" for check, why in results.items() if why), "")
+
+
 def run_examples(statement: str, run: Callable[[str], tuple[Any, Any]]) -> str:
     """Run every example of ``statement`` (``run(code) -> (clean outcome, buggy outcome)``); why
     one does not show what its text claims (``""``: each does)."""

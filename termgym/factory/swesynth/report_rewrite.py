@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from termgym.factory.swesynth.audit import bug_units, buggy_files, example_runner, unit_files
+from termgym.factory.swesynth.audit import bug_units, buggy_files, example_runner, static_problem, unit_files
 from termgym.factory.swesynth.examples import examples
 from termgym.factory.swesynth.failures import (
     CHAIN_TAIL,
@@ -278,14 +278,27 @@ def _by_project(suite, task_ids: Sequence[str], backend: str, time_budget: float
     out["seconds"] = round(time.monotonic() - started, 1)
 
 
+def _passing(task, statement: str | None, why: str) -> tuple[str | None, str]:
+    """``(statement, why)`` when the new report passes the audit's checks that read a report
+    (:func:`~termgym.factory.swesynth.audit.static_problem`), else ``(None, what it fails)``: a
+    report that names a class its own example defines (``MyWeek()``) as the broken API is not one
+    to serve."""
+    if statement is None:
+        return None, why
+    problem = static_problem(task, statement)
+    return (statement, why) if not problem else (None, f"the new report fails a check: {problem}")
+
+
 def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", time_budget: float | None = None,
                     run_tests: bool = False, progress: Callable[[str, str], None] | None = None,
                     statements: dict[str, str] | None = None) -> dict[str, Any]:
     """New reports for ``task_ids`` of ``suite`` (a :class:`~termgym.tasks.swesynth.suite.SweSynthSuite`),
     one sandbox per project: each worded again from its own report (:func:`rewrite_from_report`),
     else, with ``run_tests``, from its target tests' failures (:func:`rewrite_task`, a test run per
-    bug). A task whose report cannot be written again keeps its report; its examples are then run
-    as they stand (``checked``: task -> why one does not show its difference, ``""`` when all do).
+    bug). A new report counts only when it passes the audit's checks that read a report
+    (:func:`_passing`). A task whose report cannot be written again keeps its report; its examples
+    are then run as they stand, and its checks read (``checked``: task -> why an example does not
+    show its difference or which check it fails, ``""`` when none).
     Returns ``{"written": {task: report}, "how": {task: "report" | "tests"}, "failed": {task: why},
     "checked": {...}, "skipped": [...], "seconds"}``; no task starts after ``time_budget`` seconds.
     ``statements`` (task id -> report) are the reports to word again instead of the records' (an
@@ -309,13 +322,15 @@ def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", t
             example_runner(worker, {}, task_sys_path(suite.load(ids[0])), clean).many(codes, buggy=False)
         task = suite.load(tid)
         statement, why = rewrite_from_report(task, worker, statements.get(tid), clean=clean)
+        statement, why = _passing(task, statement, why)
         how = "report"
         if statement is None and run_tests:
-            statement, why_tests = rewrite_task(task, worker)
+            statement, why_tests = _passing(task, *rewrite_task(task, worker))
             how, why = "tests", why if statement is None and not why_tests else f"{why}; {why_tests}"
-        if statement is None:  # the report stays: do its examples run as they stand?
+        if statement is None:  # the report stays: do its examples run as they stand, and pass every check?
             runner = example_runner(worker, buggy_files(task.record), task_sys_path(task))
-            out["checked"][tid] = run_examples(task.record.problem_statement, runner)
+            out["checked"][tid] = (run_examples(task.record.problem_statement, runner)
+                                   or static_problem(task, task.record.problem_statement))
         else:
             out["how"][tid] = how
         return statement, why
@@ -369,7 +384,8 @@ def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects
         if any(used[k] >= limit for k in functions):
             return None, "its functions are used up by tasks served since"
         avoid = {k[2] for k, n in used.items() if k[0] == project and k[1] == "call" and n >= limit}
-        statement, why = rewrite_task(suite.load(tid), worker, avoid=avoid)
+        task = suite.load(tid)
+        statement, why = _passing(task, *rewrite_task(task, worker, avoid=avoid))
         if statement is None:
             return None, why
         # the record keeps the outcome of its report's repro on both trees (validation["repro"]), as
