@@ -662,7 +662,7 @@ def cmd_reports(args: argparse.Namespace) -> int:
           f"{len(result['skipped'])} skipped (time budget), in {result['seconds']} s")
     if args.write:
         unserved = {t: result["checked"][t] for t in failing}
-        print(f"{replace_statements(folder, result['written'], unserved)} records changed in {folder}"
+        print(f"{replace_statements(folder, result['written'], unserved, result['repro'])} records changed in {folder}"
               + (f"; {len(unserved)} tasks marked not served (an example does not show the bug, or the "
                  "report fails a check)"
                  if unserved else ""))

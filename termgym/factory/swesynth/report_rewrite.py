@@ -299,16 +299,33 @@ def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", t
     (:func:`_passing`). A task whose report cannot be written again keeps its report; its examples
     are then run as they stand, and its checks read (``checked``: task -> why an example does not
     show its difference or which check it fails, ``""`` when none).
-    Returns ``{"written": {task: report}, "how": {task: "report" | "tests"}, "failed": {task: why},
-    "checked": {...}, "skipped": [...], "seconds"}``; no task starts after ``time_budget`` seconds.
+    Returns ``{"written": {task: report}, "how": {task: "report" | "tests"}, "repro": {task: its
+    repro's outcomes on both trees}, "failed": {task: why}, "checked": {...}, "skipped": [...],
+    "seconds"}`` (a new report's repro must show its difference when run in the task's sandbox);
+    no task starts after ``time_budget`` seconds.
     ``statements`` (task id -> report) are the reports to word again instead of the records' (an
     earlier version of the suite's)."""
     statements = statements or {}
     from termgym.factory.swesynth.audit import run_examples
+    from termgym.factory.swesynth.quality import repro_check
     from termgym.tasks.swesynth.behaviour import task_sys_path
 
-    out: dict[str, Any] = {"written": {}, "how": {}, "failed": {}, "checked": {}, "skipped": []}
+    out: dict[str, Any] = {"written": {}, "how": {}, "repro": {}, "failed": {}, "checked": {}, "skipped": []}
     clean: dict[str, Any] = {}  # the clean tree's outcome of each example of the project at hand
+
+    def with_repro(task, statement: str | None, why: str) -> tuple[str | None, str]:
+        # the record keeps its report's repro outcome on both trees (validation["repro"]): a new
+        # report's repro is run in the task's sandbox and must show its difference, as at generation
+        statement, why = _passing(task, statement, why)
+        if statement is None:
+            return None, why
+        keep: dict[str, Any] = {}
+        problem = repro_check(replace(task.record, problem_statement=statement), backend=backend, keep=keep)
+        if problem:
+            return None, f"the new report's repro does not show its difference: {problem}"
+        out["repro"][task.record.task_id] = keep
+        return statement, why
+
     project: list[list[str]] = []
 
     def each(tid: str, worker, ids: list[str]) -> tuple[str | None, str]:
@@ -321,11 +338,10 @@ def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", t
                      for f in found]
             example_runner(worker, {}, task_sys_path(suite.load(ids[0])), clean).many(codes, buggy=False)
         task = suite.load(tid)
-        statement, why = rewrite_from_report(task, worker, statements.get(tid), clean=clean)
-        statement, why = _passing(task, statement, why)
+        statement, why = with_repro(task, *rewrite_from_report(task, worker, statements.get(tid), clean=clean))
         how = "report"
         if statement is None and run_tests:
-            statement, why_tests = _passing(task, *rewrite_task(task, worker))
+            statement, why_tests = with_repro(task, *rewrite_task(task, worker))
             how, why = "tests", why if statement is None and not why_tests else f"{why}; {why_tests}"
         if statement is None:  # the report stays: do its examples run as they stand, and pass every check?
             runner = example_runner(worker, buggy_files(task.record), task_sys_path(task))
