@@ -341,6 +341,23 @@ def test_a_new_report_that_fails_a_check_is_not_taken(toy):
     assert static_problem(task, vague) == ""
 
 
+def test_a_report_written_again_comes_with_its_repro_run_on_both_trees(toy):
+    """The record keeps its report's repro outcome on both trees (``validation["repro"]``, which
+    the v2 data test checks against the report): a report written again brings the outcome of its
+    own repro, run in the task's sandbox (session 32 wrote 186 reports and left 5 records with the
+    old report's outcome until this)."""
+    from termgym.factory.swesynth.quality import shows_difference
+    from termgym.factory.swesynth.report_rewrite import rewrite_reports
+    from termgym.tasks.swesynth.repro import repro_code
+
+    result = rewrite_reports(toy, [TASK], run_tests=True)
+    assert list(result["written"]) == [TASK], result["failed"]
+    statement, repro = result["written"][TASK], result["repro"][TASK]
+    assert repro_code(statement) and set(repro) == {"clean", "buggy"}
+    assert shows_difference(statement, repro["clean"], repro["buggy"]) == ""
+    assert shows_difference(statement, repro["clean"], repro["clean"])  # the clean outcome twice shows none
+
+
 def test_rewritten_reports_change_only_the_report_and_a_failing_one_is_not_served(tmp_path):
     import json
 
