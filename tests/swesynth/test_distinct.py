@@ -329,3 +329,30 @@ def test_suites_of_your_own_and_behaviour_any_keep_every_task(served):
     every = SweSynthSuite(SUITE_DIR, behaviour="any")
     assert not every.distinct and len(every.task_ids("all")) > len(served.task_ids("all"))
     assert SweSynthSuite("toy", distinct=True).distinct  # asked for
+
+
+def test_fix_size_serves_only_larger_fixes_or_only_release_history():
+    """``fix_size="larger"`` (through ``gym.make``) serves no one-token fix, ``"history"`` only
+    release-history reverts; the distinct rules then hold within what is left. The default serves
+    one-token fixes too (the filter is not a no-op); an unknown size is refused by name."""
+    import gymnasium as gym
+
+    import termgym  # noqa: F401  (registers the envs)
+
+    env = gym.make("termgym/SweSynth-v0", fix_size="larger")
+    try:
+        larger = env.unwrapped.suite
+        ids = [tid for split in larger.splits() for tid in larger.task_ids(split)]
+        assert ids and not [tid for tid in ids if larger.fix_rank(tid) == ONE_TOKEN]
+        assert any(larger.fix_rank(tid) == HISTORY for tid in ids)
+        keys = {tid: larger.task_keys(tid) for tid in ids}
+        assert max(Counter((k.project, k.call) for k in keys.values() if k.call).values()) <= MAX_PER_KEY
+    finally:
+        env.close()
+    history = SweSynthSuite("v2", fix_size="history")
+    kept = [tid for split in history.splits() for tid in history.task_ids(split)]
+    assert kept and {history.fix_rank(tid) for tid in kept} == {HISTORY}
+    default = default_suite()
+    assert any(default.fix_rank(tid) == ONE_TOKEN for split in default.splits() for tid in default.task_ids(split))
+    with pytest.raises(ValueError, match="fix_size must be one of any, larger, history, not 'tiny'"):
+        SweSynthSuite("v2", fix_size="tiny")

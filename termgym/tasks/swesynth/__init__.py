@@ -42,7 +42,8 @@ def default_suite(path: str | Path | None = None, **options) -> SweSynthSuite:
     tests — ``gym.make("termgym/SweSynth-v0", path="toy")``; ``"projects"``, the default
     real-project suite; ``"v1"``, termgym 0.2's 1,323-task suite; ``"v2"``) or a suite directory,
     task folder or records file.
-    ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``, ``difficulty``,
+    ``options`` go to :class:`SweSynthSuite` (``bug_types``, ``repos``, ``difficulty``, ``fix_size``
+    (``"larger"``: no one-token fixes; ``"history"``: release-history bugs only),
     ``cache_dir``, ``grade_timeout``, ``grade_tests``: ``"selected"`` (default, fast grades from the
     coverage map, :mod:`.selection`) or ``"full"``, ``behaviour``: ``"required"``, the bundled suites'
     default, serves only tasks whose grade a behaviour check decides outside the graded process, or

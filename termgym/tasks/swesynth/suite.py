@@ -54,6 +54,9 @@ SUITE_DIR = SUITE_V2_DIR
 NAMED_SUITES: dict[str, Path] = {"toy": TOY_DIR, "projects": SUITE_DIR, "v1": SUITE_V1_DIR, "v2": SUITE_V2_DIR}
 #: ``SweSynthSuite(behaviour=...)``: serve only tasks with a behaviour check, or every task.
 BEHAVIOUR_POLICIES = ("required", "any")
+#: ``fix_size=`` values: every task; only tasks whose fix is more than one token or a release-history
+#: revert; only release-history reverts (:func:`~termgym.tasks.swesynth.distinct.fix_rank`).
+FIX_SIZES = ("any", "larger", "history")
 
 
 #: Why a task is not served although its check could decide (:meth:`SweSynthSuite.report_problem`).
@@ -94,6 +97,10 @@ class SweSynthSuite(TaskSuite):
     first repro call and per (function, bug type), no ``test_id`` task that is a near-duplicate of a
     ``train`` task (it moves to ``train``), no project above 5 % of the served tasks; ``distinct=False``
     serves every task the behaviour policy allows. ``unserved`` counts what each rule left out.
+    ``fix_size`` (:data:`FIX_SIZES`): ``"larger"`` serves only tasks whose fix is more than one token
+    or a change the project's maintainers made between releases, ``"history"`` only the latter; the
+    other rules then apply to what is left (a larger-fix suite of its own, near-duplicates and
+    project shares counted within it).
     ``load(task_id)`` still loads any task of the suite by id.
     """
 
@@ -102,13 +109,15 @@ class SweSynthSuite(TaskSuite):
                  cache_dir: str | Path | None = None, grade_timeout: float | None = None,
                  name: str | None = None, difficulty: str | Sequence[str] | None = None,
                  grade_tests: str = "selected", behaviour: str | None = None,
-                 distinct: bool | None = None) -> None:
+                 distinct: bool | None = None, fix_size: str = "any") -> None:
         from termgym.tasks.swesynth.selection import GRADE_TESTS
 
         if grade_tests not in GRADE_TESTS:
             raise ValueError(f"grade_tests must be one of {', '.join(GRADE_TESTS)}, not {grade_tests!r}")
         if behaviour not in (None, *BEHAVIOUR_POLICIES):
             raise ValueError(f"behaviour must be one of {', '.join(BEHAVIOUR_POLICIES)}, not {behaviour!r}")
+        if fix_size not in FIX_SIZES:
+            raise ValueError(f"fix_size must be one of {', '.join(FIX_SIZES)}, not {fix_size!r}")
         bundled = source is None or (isinstance(source, str) and source in NAMED_SUITES)
         #: None until loaded: then "required" wherever a task has a check that decides alone
         self.behaviour = behaviour or ("required" if bundled else None)
@@ -137,7 +146,7 @@ class SweSynthSuite(TaskSuite):
             for record in source:
                 self._add_record(record, "train")
             self.name = name or "swesynth"
-        self._filter(bug_types, repos, _difficulties(difficulty))
+        self._filter(bug_types, repos, _difficulties(difficulty), fix_size)
         if self.behaviour is None:
             self.behaviour = self._default_behaviour()
         if self.behaviour == "required":
@@ -231,8 +240,25 @@ class SweSynthSuite(TaskSuite):
         rec = self.record(tid)
         return rec.bug_types, rec.repo, rec.difficulty
 
+    def fix_rank(self, task_id: str) -> int:
+        """How real the task's fix is (:func:`~termgym.tasks.swesynth.distinct.fix_rank`: release
+        history, more than one token, one token), without building its record when compact."""
+        from termgym.tasks.swesynth.distinct import fix_rank
+
+        raw = self._raw.get(task_id)
+        if raw is not None:
+            return fix_rank(raw.get("origin"), raw.get("signals"))
+        record = self.record(task_id)
+        return fix_rank(record.origin, record.signals)
+
     def _filter(self, bug_types: Sequence[str] | None, repos: Sequence[str] | None,
-                difficulty: set[str] | None = None) -> None:
+                difficulty: set[str] | None = None, fix_size: str = "any") -> None:
+        if fix_size != "any":
+            from termgym.tasks.swesynth.distinct import HISTORY, ONE_TOKEN
+
+            for split, ids in self._splits.items():
+                self._splits[split] = [tid for tid in ids if (self.fix_rank(tid) == HISTORY if fix_size == "history"
+                                                             else self.fix_rank(tid) != ONE_TOKEN)]
         if not bug_types and not repos and not difficulty:
             return
         wanted_types = set(bug_types or [])
