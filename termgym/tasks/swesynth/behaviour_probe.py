@@ -5,7 +5,8 @@ Three jobs, one file (see :mod:`termgym.tasks.swesynth.behaviour`):
 * ``-p <module>`` (a pytest plugin, on the clean tree at generation): a global trace function (called for new frames only) records the
   arguments of every call into the functions the bug changes, pickled *before* the call runs
   (``self`` included), keeping only calls whose pickles need nothing but the standard library and
-  the project's own packages (never a test module).
+  the project's own packages (never a test module: the tests' own functions and classes, and
+  closures no module holds, pickle as their source, :func:`source_function`/:func:`source_class`).
 * ``python3 probe.py perturb CALLS OUT``: perturbed variants of those calls (neighbouring numbers,
   trimmed and extended strings and lists, other dict keys, flipped flags).
 * ``python3 probe.py replay INPUTS``: import the package, run every input under a time limit and
@@ -389,7 +390,7 @@ def _held_by_module(obj):
 #: real module, so :class:`_Loader` answers it itself and a plain unpickler in another process fails.
 SOURCE_MODULE = "__termgym_probe__"
 _TREES = {}  # filename -> parsed module (or None when it does not parse)
-_RECIPES = {}  # code object -> (source, name) or None
+_RECIPES = {}  # code object -> (source, name, names read) or None
 
 
 def _test_module(name):
