@@ -278,6 +278,24 @@ def _by_project(suite, task_ids: Sequence[str], backend: str, time_budget: float
     out["seconds"] = round(time.monotonic() - started, 1)
 
 
+def _taken(task, statement: str | None, why: str, repros: dict[str, Any], backend: str) -> tuple[str | None, str]:
+    """``(statement, why)`` when the new report passes the audit's checks that read a report
+    (:func:`_passing`) and its repro, run on both trees in the task's sandbox, shows its difference,
+    as at generation; the outcome goes into ``repros`` (the record keeps it as
+    ``validation["repro"]``). Else ``(None, why not)``."""
+    from termgym.factory.swesynth.quality import repro_check
+
+    statement, why = _passing(task, statement, why)
+    if statement is None:
+        return None, why
+    keep: dict[str, Any] = {}
+    problem = repro_check(replace(task.record, problem_statement=statement), backend=backend, keep=keep)
+    if problem:
+        return None, f"the new report's repro does not show its difference: {problem}"
+    repros[task.record.task_id] = keep
+    return statement, why
+
+
 def _passing(task, statement: str | None, why: str) -> tuple[str | None, str]:
     """``(statement, why)`` when the new report passes the audit's checks that read a report
     (:func:`~termgym.factory.swesynth.audit.static_problem`), else ``(None, what it fails)``: a
@@ -307,24 +325,10 @@ def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", t
     earlier version of the suite's)."""
     statements = statements or {}
     from termgym.factory.swesynth.audit import run_examples
-    from termgym.factory.swesynth.quality import repro_check
     from termgym.tasks.swesynth.behaviour import task_sys_path
 
     out: dict[str, Any] = {"written": {}, "how": {}, "repro": {}, "failed": {}, "checked": {}, "skipped": []}
     clean: dict[str, Any] = {}  # the clean tree's outcome of each example of the project at hand
-
-    def with_repro(task, statement: str | None, why: str) -> tuple[str | None, str]:
-        # the record keeps its report's repro outcome on both trees (validation["repro"]): a new
-        # report's repro is run in the task's sandbox and must show its difference, as at generation
-        statement, why = _passing(task, statement, why)
-        if statement is None:
-            return None, why
-        keep: dict[str, Any] = {}
-        problem = repro_check(replace(task.record, problem_statement=statement), backend=backend, keep=keep)
-        if problem:
-            return None, f"the new report's repro does not show its difference: {problem}"
-        out["repro"][task.record.task_id] = keep
-        return statement, why
 
     project: list[list[str]] = []
 
@@ -338,10 +342,11 @@ def rewrite_reports(suite, task_ids: Sequence[str], *, backend: str = "local", t
                      for f in found]
             example_runner(worker, {}, task_sys_path(suite.load(ids[0])), clean).many(codes, buggy=False)
         task = suite.load(tid)
-        statement, why = with_repro(task, *rewrite_from_report(task, worker, statements.get(tid), clean=clean))
+        statement, why = _taken(task, *rewrite_from_report(task, worker, statements.get(tid), clean=clean),
+                                out["repro"], backend)
         how = "report"
         if statement is None and run_tests:
-            statement, why_tests = with_repro(task, *rewrite_task(task, worker))
+            statement, why_tests = _taken(task, *rewrite_task(task, worker), out["repro"], backend)
             how, why = "tests", why if statement is None and not why_tests else f"{why}; {why_tests}"
         if statement is None:  # the report stays: do its examples run as they stand, and pass every check?
             runner = example_runner(worker, buggy_files(task.record), task_sys_path(task))
@@ -375,7 +380,6 @@ def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects
     "candidates", "skipped", "seconds"}``: a new report's repro is run on both trees in the task's
     sandbox and must show its difference, as at generation. No task starts after ``time_budget``
     seconds. The records are not changed (:func:`replace_statements` writes both)."""
-    from termgym.factory.swesynth.quality import repro_check
     from termgym.tasks.swesynth.distinct import MAX_PER_KEY, ONE_TOKEN, PROJECT_SHARE, SAME_CALL, select
     from termgym.tasks.swesynth.repro import first_call
     from termgym.tasks.swesynth.suite import SweSynthSuite
@@ -401,16 +405,9 @@ def reopen_duplicates(suite_dir: str | Path, *, backend: str = "local", projects
             return None, "its functions are used up by tasks served since"
         avoid = {k[2] for k, n in used.items() if k[0] == project and k[1] == "call" and n >= limit}
         task = suite.load(tid)
-        statement, why = _passing(task, *rewrite_task(task, worker, avoid=avoid))
+        statement, why = _taken(task, *rewrite_task(task, worker, avoid=avoid), out["repro"], backend)
         if statement is None:
             return None, why
-        # the record keeps the outcome of its report's repro on both trees (validation["repro"]), as
-        # generation wrote it: the new repro is run in the task's sandbox and must show its difference
-        keep: dict[str, Any] = {}
-        problem = repro_check(replace(suite.record(tid), problem_statement=statement), backend=backend, keep=keep)
-        if problem:
-            return None, f"the new report's repro does not show its difference: {problem}"
-        out["repro"][tid] = keep
         used.update([(project, "call", first_call(statement)), *functions])
         return statement, why
 

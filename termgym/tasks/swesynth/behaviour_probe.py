@@ -519,6 +519,24 @@ def _replayable_module(module):
     return not _test_module(module.__name__) if HELD_PACKAGES[0] is None else top in HELD_PACKAGES[0]
 
 
+def _closure_into(namespace, func, skip):
+    """Put the values of ``func``'s closure into ``namespace`` (but the names in ``skip``); False
+    when a cell is empty (a name the enclosing function binds later)."""
+    for free, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        if free in skip:
+            continue
+        try:
+            namespace[free] = cell.cell_contents
+        except ValueError:
+            return False
+    return True
+
+
+def _replayable_namespace(namespace):
+    """Whether every module ``namespace`` holds can be imported where the replay runs (``pytest`` cannot)."""
+    return not any(type(v) is types.ModuleType and not _replayable_module(v) for v in namespace.values())
+
+
 def _source_reduce(func):
     """How :class:`_Pickler` pickles a function of the test code (a lambda the test passes as a key,
     a helper it defines): :func:`source_function` of its source, with the values of the names it
@@ -537,15 +555,8 @@ def _source_reduce(func):
     for global_name in sorted(_global_names(code) & read):
         if global_name in module_globals and global_name != name:
             namespace[global_name] = module_globals[global_name]
-    for free, cell in zip(code.co_freevars, func.__closure__ or ()):
-        if free == name:
-            continue
-        try:
-            namespace[free] = cell.cell_contents
-        except ValueError:  # an empty cell: a name the enclosing function binds later
-            return None
-    if any(type(v) is types.ModuleType and not _replayable_module(v) for v in namespace.values()):
-        return None  # ``pytest``: not importable where the replay runs
+    if not _closure_into(namespace, func, (name,)) or not _replayable_namespace(namespace):
+        return None
     return source_function, (source, name, namespace, func.__defaults__, func.__kwdefaults__)
 
 
@@ -622,14 +633,9 @@ def _class_reduce(cls):
         func = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
         if type(func) is not types.FunctionType or func.__code__.co_filename != getattr(module, "__file__", None):
             continue  # a method the class statement does not hold (a dataclass's generated ``__repr__``)
-        for free, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
-            if free in (name, "__class__"):
-                continue
-            try:
-                namespace[free] = cell.cell_contents
-            except ValueError:
-                return None
-    if any(type(v) is types.ModuleType and not _replayable_module(v) for v in namespace.values()):
+        if not _closure_into(namespace, func, (name, "__class__")):
+            return None
+    if not _replayable_namespace(namespace):
         return None
     return source_class, (source, name, namespace)
 
