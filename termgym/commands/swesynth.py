@@ -138,14 +138,17 @@ def register(subparsers) -> None:
     beh.add_argument("--redo", action="store_true", help="record again tasks that already have a line")
     beh.add_argument("--retry", action="store_true", help="record again tasks whose earlier line has no check")
     beh.add_argument("--reason", default=None, metavar="TEXT",
-                     help="with --retry: only tasks whose recorded reason contains TEXT ('does not pickle')")
+                     help="with --retry: only tasks whose recorded reason contains TEXT ('does not pickle'); "
+                          "with --retry-unserved: only checks whose reason for not being served contains it "
+                          "('answers every held-out input alike')")
     beh.add_argument("--verify", action="store_true",
                      help="replay every stored check in a fresh sandbox; record again those that do not reproduce")
     beh.add_argument("--heldout", action="store_true",
                      help="answer stored checks again in the current canonical form and mark which inputs no "
                           "test makes (checks without marks only)")
     beh.add_argument("--retry-unserved", action="store_true",
-                     help="record again tasks whose marked check has no held-out input that tells the bug apart")
+                     help="record again tasks whose marked check is not served (no held-out input tells the bug "
+                          "apart, or each function's bug, or the held-out answers are all alike)")
     beh.add_argument("--drop-clock", action="store_true",
                      help="repair checks holding inputs whose answer hangs on a clock or on chance: arguments "
                           "that hold a clock (a cache timed by datetime.now), a call that reads one "

@@ -586,3 +586,71 @@ def test_a_match_of_the_regex_package_is_recorded_like_an_re_match():
     match = regex.compile(r"(\w+)-(\d+)").search("x ab-12 y")
     again = probe.loads(probe.dumps({"pos": [match]}), allowed={"regex"})["pos"][0]
     assert type(again) is type(match) and (again.span(), again.groups()) == ((2, 7), ("ab", "12"))
+
+
+def _sums(values):
+    return sum(values)
+
+
+def test_a_function_with_only_large_calls_keeps_its_smallest_one(tmp_path):
+    """Every call of ``_sums`` pickles over ``max_bytes``: the smallest one up to ``max_large_bytes``
+    is stored (one large input rather than no check), while a function that also has a small call
+    keeps only that; calls over the large bound stay out, and the tests' digests hold every call.
+    Sabotage: without ``max_large_bytes`` the large-only function keeps nothing."""
+    import base64
+    import sys
+
+    rel = "tests/swesynth/test_behaviour.py"
+
+    def record(config_extra):
+        recorder = probe._Recorder({"targets": [[rel, "_sums"], [rel, "_takes_a_test_object"]],
+                                    "allowed_modules": ["termgym"], "max_per_target": 8, "max_bytes": 600,
+                                    "out": str(tmp_path / "calls.json"), "digests_out": str(tmp_path / "d.json"),
+                                    **config_extra})
+        sys.settrace(recorder.on_call)
+        try:
+            _sums(list(range(5000)))  # far over both bounds
+            _sums(list(range(1500)))
+            _sums(list(range(900)))  # the smallest large call
+            _takes_a_test_object(list(range(2000)))
+            _takes_a_test_object([1, 2])
+        finally:
+            sys.settrace(None)
+        recorder.write()
+        calls = json.loads((tmp_path / "calls.json").read_text())
+        return {c["target"][1]: [probe.loads(base64.b64decode(x["args"]))["pos"][0]
+                                 for x in calls if x["target"] == c["target"]] for c in calls}
+
+    kept = record({"max_large_bytes": 8000})
+    assert [len(v) for v in kept["_sums"]] == [900]
+    assert kept["_takes_a_test_object"] == [[1, 2]]
+    assert len(json.loads((tmp_path / "d.json").read_text())) == 5
+    sabotaged = record({})
+    assert "_sums" not in sabotaged and sabotaged["_takes_a_test_object"] == [[1, 2]]
+
+
+def test_the_stored_inputs_cover_each_function_and_two_answers():
+    """``choose_inputs`` (what a check stores): with ten telling inputs of one changed function
+    recorded before the only one of the other, both functions get a held-out telling input; when
+    every held-out telling input answers alike, a held-out input answering otherwise comes in. The
+    old order (the first ten telling inputs, then the rest) stored neither: the sabotage."""
+    from termgym.factory.swesynth import behaviour_record as rec
+
+    def inp(i, fn):
+        return {"id": f"i{i}", "module": "pkg", "qualname": fn, "args": "A" * 40}
+
+    stable = [*(inp(i, "first") for i in range(14)), inp(14, "second"), *(inp(i, "first") for i in range(15, 30))]
+    telling = {f"i{i}" for i in range(15)}
+    held = {c["id"] for c in stable}
+    answers = {c["id"]: {"h": "same", "r": "True"} for c in stable}
+    answers["i29"] = {"h": "other", "r": "False"}  # the last quiet held-out input answers otherwise
+    kept = rec.choose_inputs(stable, telling, held, answers)
+    assert "i14" in kept and "i29" in kept and len(kept) <= rec.MAX_INPUTS
+    assert sum(i in telling for i in kept) <= rec.MAX_DISCRIMINATING
+
+    def old_order(stable, telling, held, answers):
+        first = [c for c in stable if c["id"] in telling][:rec.MAX_DISCRIMINATING]
+        return {c["id"] for c in [*first, *(c for c in stable if c["id"] not in telling)][:rec.MAX_INPUTS]}
+
+    before = old_order(stable, telling, held, answers)
+    assert "i14" not in before and "i29" not in before

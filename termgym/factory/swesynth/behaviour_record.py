@@ -51,6 +51,7 @@ from termgym.tasks.swesynth.behaviour import (
     PROBE_SOURCE,
     clock_reference,
     module_name,
+    outcome_digest,
     replay_spec,
     run_replay,
     task_sys_path,
@@ -59,6 +60,7 @@ from termgym.tasks.swesynth.behaviour import (
 #: Bounds that keep the bundled suite's checks small (a few KB per task).
 MAX_PER_TARGET = 8  # distinct recorded calls per changed function
 MAX_INPUT_BYTES = 2048  # pickled arguments of one input
+MAX_LARGE_INPUT_BYTES = 8192  # a function with no call that small keeps its smallest up to this size
 PERTURB_PER_CALL = 9
 MAX_CANDIDATES = 90
 MAX_INPUTS = 16  # stored per task
@@ -264,7 +266,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
             "targets": [list(t) for t in targets],
             "allowed_modules": [*_packages(record, task.source_dirs), *imported_packages(record, task.source_dirs)],
-            "max_per_target": MAX_PER_TARGET, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
+            "max_per_target": MAX_PER_TARGET, "max_bytes": MAX_INPUT_BYTES,
+            "max_large_bytes": MAX_LARGE_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
             "digests_out": "/tmp/.tgb-rec/test_calls.json", "dropped_out": "/tmp/.tgb-rec/dropped.json"}))
         parts = task.test_env_parts()
         pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
@@ -281,7 +284,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             raise NoCheck(f"the recorder wrote no calls (pytest output ends: {log.strip()[-300:]!r})") from None
         if not calls:
             raise NoCheck("no call into the changed functions had replayable arguments (picklable without "
-                          f"test modules, at most {MAX_INPUT_BYTES} bytes){_dropped_calls(box)}")
+                          f"test modules, at most {MAX_INPUT_BYTES} bytes, or {MAX_LARGE_INPUT_BYTES} for a "
+                          f"function with no smaller call){_dropped_calls(box)}")
         box.write_file("/tmp/.tgb-rec/perturb.json", json.dumps({"calls": calls, "sys_path": sys_path,
                                                                   "per_call": PERTURB_PER_CALL}))
         _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
@@ -327,17 +331,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         telling = [c for c in stable if buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]]
         if not telling:
             raise NoCheck("no recorded or perturbed input is answered differently by the buggy code")
-        keep_ids: set[str] = set()
-        budget = MAX_CHECK_BYTES
-        telling_ids = {c["id"] for c in telling}
-        # Held-out telling inputs first (what decides a grade on its own), then the tests' own calls.
-        telling = [*(c for c in telling if c["id"] in held_ids), *(c for c in telling if c["id"] not in held_ids)]
-        for c in [*telling[:MAX_DISCRIMINATING], *(c for c in stable if c["id"] not in telling_ids)]:
-            cost = len(c["args"]) + len(json.dumps(clean1[c["id"]])) + 80
-            if len(keep_ids) >= MAX_INPUTS or (keep_ids and cost > budget):
-                continue
-            keep_ids.add(c["id"])
-            budget -= cost
+        keep_ids = choose_inputs(stable, {c["id"] for c in telling}, held_ids, clean1)
         chosen = [c for c in candidates if c["id"] in keep_ids]
         box.close()
         # Prove the stored answers where nobody ran anything: the chosen inputs alone, in order, in a
@@ -384,6 +378,69 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         except RuntimeError:  # left unmeasured: `termgym swesynth behaviour --per-bug` tries again
             pass
     return check
+
+
+def choose_inputs(stable: list[dict[str, Any]], telling: set[str], held: set[str],
+                  answers: dict[str, dict[str, Any]]) -> set[str]:
+    """The ids of the inputs a check stores, out of ``stable`` (candidates the clean code answers
+    alike twice, in recorded order), within :data:`MAX_INPUTS` and about :data:`MAX_CHECK_BYTES`.
+
+    What decides a grade comes first, in this order:
+
+    1. one held-out telling input of each changed function in turn (``module``, ``qualname``), an
+       answer unlike those taken so far first: a bug in two functions is served only when each has
+       its own (:func:`~termgym.tasks.swesynth.behaviour.uncovered_targets`), and the first input of a
+       function is taken even over the byte budget;
+    2. while the held-out inputs taken answer alike, a held-out input that answers otherwise
+       (telling first): a check whose held-out answers are all one value is not served, as one
+       constant would match them all;
+    3. the other telling inputs, held-out ones first, up to :data:`MAX_DISCRIMINATING` telling in all;
+    4. the inputs that do not tell, held-out ones with an answer not seen yet first.
+    """
+    def outcome(c: dict[str, Any]) -> str | None:
+        answer = answers[c["id"]]
+        return outcome_digest(answer) or answer.get("h")
+
+    keep: list[str] = []
+    seen_held: set[str | None] = set()
+    budget = [MAX_CHECK_BYTES]
+
+    def take(c: dict[str, Any], *, over_budget: bool = False) -> bool:
+        cost = len(c["args"]) + len(json.dumps(answers[c["id"]])) + 80
+        if c["id"] in keep or len(keep) >= MAX_INPUTS or (keep and cost > budget[0] and not over_budget):
+            return False
+        keep.append(c["id"])
+        budget[0] -= cost
+        if c["id"] in held:
+            seen_held.add(outcome(c))
+        return True
+
+    def new_first(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(items, key=lambda c: outcome(c) in seen_held)  # stable: recorded order otherwise
+
+    held_telling = [c for c in stable if c["id"] in telling and c["id"] in held]
+    by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for c in held_telling:
+        by_target.setdefault((c["module"], c["qualname"]), []).append(c)
+    for queue in by_target.values():  # 1
+        for c in new_first(queue):
+            if take(c, over_budget=True):
+                break
+    if len(seen_held) < 2:  # 2
+        for c in new_first([c for c in stable if c["id"] in held and c["id"] in telling]
+                           + [c for c in stable if c["id"] in held and c["id"] not in telling]):
+            if outcome(c) not in seen_held and seen_held and take(c):
+                break
+    rest_telling = ([c for c in held_telling if c["id"] not in keep]
+                    + [c for c in stable if c["id"] in telling and c["id"] not in held])
+    for c in rest_telling:  # 3
+        if sum(i in telling for i in keep) >= MAX_DISCRIMINATING:
+            break
+        take(c)
+    quiet = [c for c in stable if c["id"] not in telling]
+    for c in [*new_first([c for c in quiet if c["id"] in held]), *(c for c in quiet if c["id"] not in held)]:  # 4
+        take(c)
+    return set(keep)
 
 
 def _dropped_calls(box) -> str:
@@ -566,7 +623,8 @@ def mark_heldout(record, check: dict[str, Any], *, backend: str = "local",
                 box.write_file("/tmp/.tgb-rec/probe.py", PROBE_SOURCE.read_bytes())
                 box.write_file("/tmp/.tgb-rec/config.json", json.dumps({
                     "targets": [list(t) for t in targets], "allowed_modules": _packages(record, task.source_dirs),
-                    "max_per_target": 0, "max_bytes": MAX_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
+                    "max_per_target": 0, "max_bytes": MAX_INPUT_BYTES,
+                    "max_large_bytes": MAX_LARGE_INPUT_BYTES, "out": "/tmp/.tgb-rec/calls.json",
                     "digests_out": "/tmp/.tgb-rec/test_calls.json"}))
                 parts = task.test_env_parts()
                 pythonpath = ":".join(["/tmp/.tgb-rec", *(parts.python_path if parts else ())])
@@ -763,8 +821,9 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     whose recorded reason contains that text (``"does not pickle"``); ``redo`` every task.
     ``heldout`` answers every stored check that has no ``"heldout"`` marks again and marks them
     (:func:`mark_heldout`; a task whose marking fails keeps its check and is tried on the next run);
-    ``retry_unserved`` records again the tasks whose marked check has no held-out input that tells
-    the bug apart (:func:`~termgym.tasks.swesynth.behaviour.servable`). ``clock`` repairs the
+    ``retry_unserved`` records again the tasks whose marked check is not served
+    (:func:`~termgym.tasks.swesynth.behaviour.servable`), with ``reason`` only those whose
+    :func:`~termgym.tasks.swesynth.behaviour.unservable_reason` contains it. ``clock`` repairs the
     checks holding inputs whose answer hangs on a clock or on chance (recorded before the recorder
     refused them): every check is replayed on the clean tree under a watch
     (:func:`clock_or_chance_inputs`); the check without those inputs (:func:`drop_clock_inputs`) is
@@ -809,7 +868,8 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
         checks = {tid: suite.record(tid).behaviour for tid in ids}
         todo = [tid for tid in ids if checks[tid] and (
             (heldout and needs_marking(checks[tid]))
-            or (retry_unserved and not needs_marking(checks[tid]) and not servable(checks[tid])))]
+            or (retry_unserved and not needs_marking(checks[tid]) and not servable(checks[tid])
+                and (not reason or reason in unservable_reason(checks[tid], name_functions=False))))]
         by_repo = {}
         for tid in todo:
             by_repo.setdefault(suite._facts(tid)[1], []).append(tid)

@@ -747,6 +747,10 @@ class _Recorder:
         self.allowed = set(config["allowed_modules"])
         self.max_per_target = int(config["max_per_target"])
         self.max_bytes = int(config["max_bytes"])
+        # A function every test call of which pickles larger than ``max_bytes`` keeps its smallest
+        # call up to ``max_large_bytes`` (:meth:`write`): one large input rather than no check.
+        self.max_large_bytes = int(config.get("max_large_bytes", self.max_bytes))
+        self.large = {}
         self.out = config["out"]
         # Digests of *every* call the tests make into the targets (not only the recorded ones): an
         # input among them is one the agent can read off the tests, so it cannot count as held out.
@@ -890,7 +894,8 @@ class _Recorder:
         data = dumps(call)
         # A test call far larger than any stored input (perturbed ones are at most about twice their
         # recorded call) cannot be one of them; a repeated call is digested once.
-        if self.digests_out is not None and len(self.digests) < MAX_TEST_DIGESTS and len(data) <= 4 * self.max_bytes:
+        if (self.digests_out is not None and len(self.digests) < MAX_TEST_DIGESTS
+                and len(data) <= 4 * max(self.max_bytes, self.max_large_bytes)):
             seen = hashlib.sha1(data).digest()
             if seen not in self.digested:
                 self.digested.add(seen)
@@ -905,6 +910,10 @@ class _Recorder:
             return
         if len(data) > self.max_bytes:
             self.drop(f"its pickled arguments are larger than {self.max_bytes} bytes")
+            held = self.large.get(hit)
+            if len(data) <= self.max_large_bytes and (held is None or len(data) < held[0]) \
+                    and not _unreplayable(data, self.allowed):
+                self.large[hit] = (len(data), base64.b64encode(data).decode())
             return
         key = hashlib.sha256(repr(hit).encode() + data).hexdigest()
         if key in self.seen:
@@ -918,6 +927,9 @@ class _Recorder:
         self.calls.append({"target": list(hit), "args": base64.b64encode(data).decode()})
 
     def write(self):
+        for hit, (_size, args) in self.large.items():
+            if not self.counts.get(hit):
+                self.calls.append({"target": list(hit), "args": args, "large": True})
         with open(self.out, "w") as fh:
             json.dump(self.calls, fh)
         if self.digests_out is not None:
