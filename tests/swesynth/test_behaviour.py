@@ -692,3 +692,17 @@ def test_a_call_that_sets_state_answers_by_the_state_it_leaves():
     form, _ = probe.replay_with_entry(made[0], 5.0)
     idle = {**form, "args_after": probe.canonical([[object.__new__(_Holder), 1], [], {}, {}])}
     assert probe.answer_of(idle)["h"] != probe.answer_of(form)["h"]
+
+
+def test_candidates_take_each_changed_function_in_turn():
+    """180 recorded and perturbed inputs of one function before the 5 of another: in turns, the
+    first ``MAX_CANDIDATES`` hold all 5; in recorded order (the sabotage) none."""
+    from termgym.factory.swesynth import behaviour_record as rec
+
+    items = [{"target": ["a.py", "first"], "args": str(i)} for i in range(180)]
+    items += [{"target": ["a.py", "second"], "args": str(i)} for i in range(5)]
+    turns = rec.in_turns(items)
+    assert sorted(map(id, turns)) == sorted(map(id, items))
+    assert sum(i["target"][1] == "second" for i in turns[:rec.MAX_CANDIDATES]) == 5
+    assert sum(i["target"][1] == "second" for i in items[:rec.MAX_CANDIDATES]) == 0
+    assert [i["args"] for i in turns if i["target"][1] == "first"] == [str(i) for i in range(180)]

@@ -299,7 +299,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             raise NoCheck(f"every recorded input's arguments hold a clock ({clocked[0]}): its answer would move "
                           "with the time of the replay")
         candidates = []
-        for n, item in enumerate(raw_inputs[:MAX_CANDIDATES]):
+        for n, item in enumerate(in_turns(raw_inputs)[:MAX_CANDIDATES]):
             path, qual = item["target"]
             candidates.append({"id": f"i{n}", "module": modules[(path, qual)], "qualname": qual,
                                "args": item["args"], "origin": item.get("origin", "test")})
@@ -378,6 +378,18 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         except RuntimeError:  # left unmeasured: `termgym swesynth behaviour --per-bug` tries again
             pass
     return check
+
+
+def in_turns(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` (inputs with a ``"target"``) taken one changed function at a time in turn, each
+    function's in their order: the first :data:`MAX_CANDIDATES` then hold inputs of every function,
+    not only of the one the tests call first (a bug in two functions is served only when each has
+    an input of its own)."""
+    queues: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for item in items:
+        queues.setdefault(tuple(item["target"]), []).append(item)
+    lists = list(queues.values())
+    return [q[i] for i in range(max(map(len, lists), default=0)) for q in lists if i < len(q)]
 
 
 def choose_inputs(stable: list[dict[str, Any]], telling: set[str], held: set[str],
