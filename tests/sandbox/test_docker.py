@@ -255,6 +255,20 @@ CRASHING_RUN = textwrap.dedent(
 )
 
 
+def _settled_count(session: str) -> int:
+    """How many containers ``session`` left, once the engine has finished what the killed run asked
+    of it: a pool fill sent just before SIGKILL can still create a container a moment later (the
+    same count three reads in a row, half a second apart, within 20 s)."""
+    counts: list[int] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        counts.append(len(session_containers(session)))
+        if len(counts) >= 3 and counts[-1] == counts[-2] == counts[-3]:
+            break
+        time.sleep(0.5)
+    return counts[-1]
+
+
 def test_gc_removes_what_a_sigkilled_run_left_behind():
     proc = subprocess.Popen([sys.executable, "-c", CRASHING_RUN], stdout=subprocess.PIPE, text=True)
     try:
@@ -271,7 +285,7 @@ def test_gc_removes_what_a_sigkilled_run_left_behind():
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert len(alive_boxes()) == 3  # SIGKILL skips every cleanup
-    left = len(session_containers(session))
+    left = _settled_count(session)
     result = subprocess.run([sys.executable, "-m", "termgym.cli", "gc"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(f"termgym-{session}") == left >= 3
