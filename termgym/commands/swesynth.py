@@ -159,10 +159,6 @@ def register(subparsers) -> None:
                      help="for checks of bugs in two or more functions: replay the stored inputs with each "
                           "function's bug alone and store which tell it apart (a task is served only when every "
                           "function's bug alone is told apart by a held-out input); with --redo, measure again")
-    beh.add_argument("--outcomes", action="store_true",
-                     help="answer again the checks whose held-out inputs hold one outcome, counting what a call "
-                          "did to its arguments and self (a constructor's inputs that leave different state are "
-                          "different outcomes); the digests that grade are unchanged")
     beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)
@@ -760,7 +756,7 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
     stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
                      redo=args.redo, retry=args.retry, verify=args.verify, heldout=args.heldout,
                      retry_unserved=args.retry_unserved, clock=args.drop_clock, per_bug=args.per_bug,
-                     outcomes=args.outcomes, reason=args.reason,
+                     reason=args.reason,
                      progress=progress)
     print(json.dumps(stats, indent=1))
     return 0

@@ -571,34 +571,6 @@ def _with_outcome(answer: dict[str, Any]) -> dict[str, Any]:
     return {**answer, "r": outcome} if outcome else answer
 
 
-def answer_outcomes(record, check: dict[str, Any], *, backend: str = "local") -> dict[str, Any]:
-    """``check`` with its answers' outcomes (``"r"``) taken again from one replay of its stored
-    inputs on the clean tree, in a fresh sandbox: the outcome now counts what a call did to its
-    arguments and ``self`` (:func:`~termgym.tasks.swesynth.behaviour_probe.outcome_of`), so a
-    constructor check whose held-out inputs all return None, leaving different state, holds several
-    outcomes. Only answers whose digest the replay gives again take the new outcome; the digests
-    that grade are unchanged. Raises :class:`RuntimeError` when the replay fails."""
-    from termgym.sandbox import FreshSandboxes
-    from termgym.tasks.swesynth.task import SweSynthTask
-
-    task = SweSynthTask(record)
-    inputs = list(check["inputs"])
-    with FreshSandboxes(backend) as new_sandbox:
-        box = new_sandbox(_clean_spec(task))
-        try:
-            clean, problem = run_replay(box, replay_spec(inputs, task_sys_path(task)))
-        finally:
-            box.close()
-    if clean is None:
-        raise RuntimeError(f"the clean tree's replay failed: {problem}")
-    answers = dict(check["answers"])
-    for c in inputs:
-        stored, got = answers.get(c["id"]), clean.get(c["id"], {})
-        if stored is not None and got.get("h") == stored.get("h") and isinstance(got.get("r"), str):
-            answers[c["id"]] = {**stored, "r": got["r"]}
-    return {**check, "answers": answers}
-
-
 def mark_heldout(record, check: dict[str, Any], *, backend: str = "local",
                  test_timeout: float | None = None) -> dict[str, Any]:
     """An existing check, answered again in the current canonical form and with its held-out inputs
@@ -850,7 +822,7 @@ def compact_sidecar(path: Path) -> int:
 def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
              limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
              verify: bool = False, heldout: bool = False, retry_unserved: bool = False,
-             clock: bool = False, per_bug: bool = False, reason: str | None = None, outcomes: bool = False,
+             clock: bool = False, per_bug: bool = False, reason: str | None = None,
              progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
 
@@ -872,17 +844,9 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     no such input). ``per_bug`` measures, for the checks of bugs in two or more functions that lack
     it, which inputs tell each function's bug alone apart (:func:`per_bug_telling`; with ``redo``,
     every such check again); a check is served only when each function has a held-out one
-    (:func:`~termgym.tasks.swesynth.behaviour.uncovered_targets`). ``outcomes`` answers again the
-    checks whose held-out inputs hold fewer than two outcomes, with outcomes that count what a call
-    did to its arguments and ``self`` (:func:`answer_outcomes`; ``reanswered`` counts them).
+    (:func:`~termgym.tasks.swesynth.behaviour.uncovered_targets`).
     """
-    from termgym.tasks.swesynth.behaviour import (
-        heldout_outcomes,
-        needs_marking,
-        needs_per_bug,
-        servable,
-        unservable_reason,
-    )
+    from termgym.tasks.swesynth.behaviour import needs_marking, needs_per_bug, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite_dir = Path(suite_dir)
@@ -928,15 +892,12 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     if per_bug:  # the checks of bugs in two or more functions not measured one function at a time yet
         todo = [tid for tid in ids if needs_per_bug(suite.behaviour_check_of(tid)) or (
             redo and len((suite.behaviour_check_of(tid) or {}).get("targets") or ()) >= 2)]
-    if outcomes:  # marked checks whose held-out answers hold one outcome (or none known)
-        todo = [tid for tid in ids if (check := suite.behaviour_check_of(tid)) and "heldout" in check
-                and (heldout_outcomes(check) or 0) < 2]
     if limit is not None:
         todo = todo[:limit]
     lock = threading.Lock()
     stats: dict[str, Any] = {"checked": 0, "no_check": {}, "skipped": len(ids) - len(todo) if limit is None
                              else len(done), "errors": 0, "reverified": 0, "servable": 0,
-                             "clock_pruned": 0, "rerecorded": 0, "clock_free": 0, "reanswered": 0}
+                             "clock_pruned": 0, "rerecorded": 0, "clock_free": 0}
     start = time.monotonic()
 
     def failed(tid: str, what: str, exc: Exception) -> None:
@@ -964,16 +925,6 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                     again = None
                 if again is not None and servable(again):
                     line = {"task_id": tid, "behaviour": again}
-        elif outcomes:
-            try:
-                line = {"task_id": tid, "behaviour": answer_outcomes(record, record.behaviour, backend=backend)}
-            except Exception as exc:  # the check stays as it was; the next run tries again
-                failed(tid, "answering again", exc)
-                return
-            if line["behaviour"] == record.behaviour:
-                return
-            with lock:
-                stats["reanswered"] += 1
         elif per_bug:
             try:
                 line = {"task_id": tid, "behaviour": {**record.behaviour,

@@ -231,34 +231,26 @@ def _value_of(x, mro, walk, depth):
     return None
 
 
-def answer_of(form, before=None):
+def answer_of(form):
     """``{"h": sha256 of the canonical JSON, "c": the form when small, "r": sha256 of the outcome}``:
-    what travels and is stored. The outcome (:func:`outcome_of`) is the return value and exception
-    type, and the arguments after the call only where the call changed them (``before``, their
-    form at entry): how many different outcomes a check holds says whether one constant could
-    answer it."""
+    what travels and is stored. The outcome is the return value and exception type alone (not the
+    arguments after the call): how many different outcomes a check holds says whether one
+    constant could answer it."""
     text = json.dumps(form, sort_keys=True, separators=(",", ":"))
     out = {"h": _digest(text)}
     if len(text) <= SMALL_JSON:
         out["c"] = form
-    outcome = outcome_of(form, before)
+    outcome = outcome_of(form)
     if outcome is not None:
         out["r"] = outcome
     return out
 
 
-def outcome_of(form, before=None):
-    """sha256 of a call's outcome in its canonical form, or None for a form without one (a
-    timeout, an unreplayable input): the return value and exception type, and, when ``before``
-    (the arguments' form at entry) is given and differs from the arguments after the call, those
-    too. A constructor or a method that returns None and sets state answers each input by what it
-    did to ``self``: inputs that leave different state are different outcomes, since one constant
-    cannot leave them; arguments the call left alone add nothing (they differ because the inputs do)."""
+def outcome_of(form):
+    """sha256 of a call's outcome (return value and exception type) in its canonical form, or None
+    for a form without one (a timeout, an unreplayable input)."""
     if type(form) is dict and "return" in form and "raises" in form:
-        parts = [form["return"], form["raises"]]
-        if before is not None and form.get("args_after") != before:
-            parts.append(form.get("args_after"))
-        return _digest(json.dumps(parts, sort_keys=True, separators=(",", ":")))
+        return _digest(json.dumps([form["return"], form["raises"]], sort_keys=True, separators=(",", ":")))
     return None
 
 
@@ -1314,17 +1306,6 @@ def _resolve(module_name, qualname):
 def replay_one(item, seconds, watch=False):
     """One input's canonical form; with ``watch``, :data:`_SEEN` says afterwards whether unpickling
     it or the call read a clock or drew chance (a profile function watches, so the call runs slower)."""
-    return replay_with_entry(item, seconds, watch)[0]
-
-
-def replay_with_entry(item, seconds, watch=False):
-    """:func:`replay_one`'s form and the arguments' canonical form at entry (None where the call
-    did not run): what :func:`outcome_of` compares the arguments after the call with."""
-    entry = [None]
-    return _replay(item, seconds, watch, entry), entry[0]
-
-
-def _replay(item, seconds, watch, entry):
     _SEEN["clock"] = _SEEN["chance"] = False
     signal.setitimer(signal.ITIMER_REAL, seconds)
     if watch:
@@ -1337,7 +1318,6 @@ def _replay(item, seconds, watch, entry):
             raise
         except BaseException as exc:
             return ["unreplayable", _class_name(type(exc))]
-        entry[0] = canonical([args["pos"], args["var"], args["kw"], args["varkw"]])
         try:
             result = func(*args["pos"], *args["var"], **args["kw"], **args["varkw"])
             if type(result) is types.GeneratorType:
@@ -1381,9 +1361,9 @@ def replay(spec):
     results = []
     watch = spec.get("watch") is True
     for item in spec["inputs"]:
-        form, before = replay_with_entry(item, float(spec.get("seconds", CALL_SECONDS)), watch)
+        form = replay_one(item, float(spec.get("seconds", CALL_SECONDS)), watch)
         seen = {kind: True for kind, hit in _SEEN.items() if watch and hit}
-        results.append({"id": item["id"], **answer_of(form, before), **seen})
+        results.append({"id": item["id"], **answer_of(form), **seen})
     out.write(MARKER + json.dumps({"version": 1, "results": results}, separators=(",", ":")) + "\n")
     out.flush()
 
