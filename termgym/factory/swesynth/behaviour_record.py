@@ -38,7 +38,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -388,8 +388,14 @@ def in_turns(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     queues: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for item in items:
         queues.setdefault(tuple(item["target"]), []).append(item)
-    lists = list(queues.values())
-    return [q[i] for i in range(max(map(len, lists), default=0)) for q in lists if i < len(q)]
+    return interleaved(queues.values())
+
+
+def interleaved(queues: Collection[Sequence[Any]]) -> list[Any]:
+    """The first item of each queue, then the second of each, and so on (a queue that runs out is
+    passed over): a run cut short, or a list cut at a length, still has some of every queue."""
+    queues = list(queues)
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
 
 def choose_inputs(stable: list[dict[str, Any]], telling: set[str], held: set[str],
@@ -438,10 +444,9 @@ def choose_inputs(stable: list[dict[str, Any]], telling: set[str], held: set[str
         for c in new_first(queue):
             if take(c, over_budget=True):
                 break
-    if len(seen_held) < 2:  # 2
-        for c in new_first([c for c in stable if c["id"] in held and c["id"] in telling]
-                           + [c for c in stable if c["id"] in held and c["id"] not in telling]):
-            if outcome(c) not in seen_held and seen_held and take(c):
+    if len(seen_held) == 1:  # 2
+        for c in new_first(held_telling + [c for c in stable if c["id"] in held and c["id"] not in telling]):
+            if outcome(c) not in seen_held and take(c):
                 break
     rest_telling = ([c for c in held_telling if c["id"] not in keep]
                     + [c for c in stable if c["id"] in telling and c["id"] not in held])
@@ -872,8 +877,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     for tid in ids:
         if tid not in done:
             by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
-    queues = list(by_repo.values())
-    todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+    todo = interleaved(by_repo.values())
     if verify:
         todo = [tid for tid in ids if tid in done and suite.record(tid).behaviour]
     if heldout or retry_unserved:
@@ -885,8 +889,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
         by_repo = {}
         for tid in todo:
             by_repo.setdefault(suite._facts(tid)[1], []).append(tid)
-        queues = list(by_repo.values())
-        todo = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+        todo = interleaved(by_repo.values())
     if clock:  # every check: a watched clean replay shows which inputs read a clock or draw chance
         todo = [tid for tid in ids if suite.behaviour_check_of(tid)]
     if per_bug:  # the checks of bugs in two or more functions not measured one function at a time yet
