@@ -159,6 +159,11 @@ def register(subparsers) -> None:
                      help="for checks of bugs in two or more functions: replay the stored inputs with each "
                           "function's bug alone and store which tell it apart (a task is served only when every "
                           "function's bug alone is told apart by a held-out input); with --redo, measure again")
+    beh.add_argument("--state", action="store_true",
+                     help="for checks whose held-out inputs hold one outcome (a constructor's None): replay them on "
+                          "each tree noting what every call leaves on its arguments, leaf by leaf; a leaf whose clean "
+                          "values no constant, buggy body or doing nothing gives serves the check; with --redo, "
+                          "measure again")
     beh.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     beh.add_argument("--quiet", action="store_true", help="no line per task")
     beh.set_defaults(func=cmd_behaviour)
@@ -755,7 +760,7 @@ def cmd_behaviour(args: argparse.Namespace) -> int:
 
     stats = backfill(suite, jobs=args.workers, repos=args.repo, limit=args.limit, backend=args.backend,
                      redo=args.redo, retry=args.retry, verify=args.verify, heldout=args.heldout,
-                     retry_unserved=args.retry_unserved, clock=args.drop_clock, per_bug=args.per_bug,
+                     retry_unserved=args.retry_unserved, clock=args.drop_clock, per_bug=args.per_bug, state=args.state,
                      reason=args.reason,
                      progress=progress)
     print(json.dumps(stats, indent=1))

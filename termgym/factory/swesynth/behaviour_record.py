@@ -50,10 +50,12 @@ from termgym.tasks.swesynth.behaviour import (
     CANONICAL_VERSION,
     PROBE_SOURCE,
     clock_reference,
+    heldout_outcomes,
     module_name,
     outcome_digest,
     replay_spec,
     run_replay,
+    state_evidence,
     task_sys_path,
 )
 
@@ -232,6 +234,11 @@ def _apply(box, workdir: str, patch: str, reverse: bool = False) -> None:
                            f"{result.output.strip()[-200:]}")
 
 
+def _without_state(answer: dict[str, Any]) -> dict[str, Any]:
+    """A replayed answer as a check stores it: without what a state replay adds (``"s"``)."""
+    return {k: v for k, v in answer.items() if k not in ("s", "s_more")}
+
+
 def _stable(form_answer: dict[str, Any]) -> bool:
     form = form_answer.get("c")
     return not (isinstance(form, list) and form and form[0] in ("timeout", "unreplayable"))
@@ -339,7 +346,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         for _round in range(3):
             fresh = new_sandbox(_clean_spec(task))
             try:
-                final = replay_spec(chosen, sys_path)
+                final = replay_spec(chosen, sys_path, state=True)
                 clean_final, problem = run_replay(fresh, final)
                 fresh.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
                 _apply(fresh, wd, record.bug_patch)
@@ -357,7 +364,7 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
                               "what the tests left behind or on the inputs replayed before them)")
         else:
             raise NoCheck("the chosen inputs' clean answers keep changing in fresh sandboxes")
-        answers = {c["id"]: clean_final[c["id"]] for c in chosen}
+        answers = {c["id"]: _without_state(clean_final[c["id"]]) for c in chosen}
         telling_final = [c["id"] for c in chosen
                          if (buggy_final or {}).get(c["id"], {}).get("h") != answers[c["id"]]["h"]]
         differs = len(telling_final)
@@ -372,6 +379,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
              # the inputs no test makes (digest of their arguments unlike every call the tests make)
              "heldout": [c["id"] for c in chosen if c["id"] in held_ids],
              "inputs": chosen, "answers": answers}
+    if (heldout_outcomes(check) or 0) < 2:  # one outcome: what the calls leave may still tell, leaf by leaf
+        check["state"] = state_evidence(clean_final, buggy_final or {}, check["heldout"])
     if len(targets) >= 2:  # each function's bug alone, replayed: what serving a multi-function bug needs
         try:
             check["per_bug"] = per_bug_telling(record, check, backend=backend)
@@ -764,6 +773,46 @@ def per_bug_telling(record, check: dict[str, Any], *, backend: str = "local") ->
     return {"telling": telling}
 
 
+def needs_state(check: dict[str, Any] | None) -> bool:
+    """Whether ``termgym swesynth behaviour --state`` has work on a check: it would be served but
+    for its held-out inputs' one outcome (a constructor's None, a mutator's), and what its calls
+    leave on their arguments is not measured yet."""
+    from termgym.tasks.swesynth.behaviour import heldout_telling, needs_marking
+
+    return (bool(check) and not needs_marking(check) and bool(heldout_telling(check))
+            and (heldout_outcomes(check) or 0) < 2 and "state" not in check)
+
+
+def state_of(record, check: dict[str, Any], *, backend: str = "local") -> dict[str, Any]:
+    """What a check's ``"state"`` holds (:func:`~termgym.tasks.swesynth.behaviour.state_evidence`),
+    measured the way :func:`record_behaviour` proves its answers: the stored inputs, in order, in a
+    fresh sandbox of the clean tree, then of the buggy tree (the bug patch applied in the same
+    sandbox), each replay reporting what every call did to its arguments. Raises ``RuntimeError``
+    when a replay fails or the clean tree does not give the stored answers (nothing is measured)."""
+    from termgym.sandbox import FreshSandboxes
+    from termgym.tasks.swesynth.behaviour import compare_answers
+    from termgym.tasks.swesynth.task import SweSynthTask
+
+    task = SweSynthTask(record)
+    spec = replay_spec(check["inputs"], task_sys_path(task), float(check.get("seconds", CALL_SECONDS)),
+                       canonical=int(check.get("canonical", 1)), state=True)
+    expected = {item["id"]: check["answers"][item["id"]] for item in check["inputs"]}
+    with FreshSandboxes(backend) as new_sandbox:
+        box = new_sandbox(_clean_spec(task))
+        try:
+            clean, problem = run_replay(box, spec)
+            if clean is None or compare_answers(expected, clean):
+                raise RuntimeError(f"the clean tree does not give the stored answers ({problem or 'answers differ'})")
+            box.exec("mkdir -p /tmp/.tgb-rec", timeout=30)
+            _apply(box, record.workdir, record.bug_patch)
+            buggy, problem = run_replay(box, spec)
+            if buggy is None:
+                raise RuntimeError(f"the buggy tree's replay failed: {problem}")
+        finally:
+            box.close()
+    return state_evidence(clean, buggy, check.get("heldout") or [])
+
+
 def reproduces(record, check: dict[str, Any], *, backend: str = "local") -> bool:
     """Whether a stored check's clean answers come back in a fresh sandbox of the clean tree."""
     from termgym.tasks.swesynth.behaviour import compare_answers
@@ -827,7 +876,7 @@ def compact_sidecar(path: Path) -> int:
 def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | None = None,
              limit: int | None = None, backend: str = "local", redo: bool = False, retry: bool = False,
              verify: bool = False, heldout: bool = False, retry_unserved: bool = False,
-             clock: bool = False, per_bug: bool = False, reason: str | None = None,
+             clock: bool = False, per_bug: bool = False, reason: str | None = None, state: bool = False,
              progress: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Record behaviour checks for the tasks of an existing suite that have none yet (resumable).
 
@@ -849,7 +898,10 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     no such input). ``per_bug`` measures, for the checks of bugs in two or more functions that lack
     it, which inputs tell each function's bug alone apart (:func:`per_bug_telling`; with ``redo``,
     every such check again); a check is served only when each function has a held-out one
-    (:func:`~termgym.tasks.swesynth.behaviour.uncovered_targets`).
+    (:func:`~termgym.tasks.swesynth.behaviour.uncovered_targets`). ``state`` measures, for the
+    checks whose held-out inputs hold one outcome and lack it, what the calls leave on their
+    arguments (:func:`state_of`; with ``redo``, every such check again): a leaf no cheap forgery
+    gives serves the check (``state_served`` counts those).
     """
     from termgym.tasks.swesynth.behaviour import needs_marking, needs_per_bug, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
@@ -895,12 +947,15 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     if per_bug:  # the checks of bugs in two or more functions not measured one function at a time yet
         todo = [tid for tid in ids if needs_per_bug(suite.behaviour_check_of(tid)) or (
             redo and len((suite.behaviour_check_of(tid) or {}).get("targets") or ()) >= 2)]
+    if state:  # one held-out outcome: what the calls leave on their arguments, not measured yet
+        todo = [tid for tid in ids if needs_state(check := suite.behaviour_check_of(tid)) or (
+            redo and check and "state" in check)]
     if limit is not None:
         todo = todo[:limit]
     lock = threading.Lock()
     stats: dict[str, Any] = {"checked": 0, "no_check": {}, "skipped": len(ids) - len(todo) if limit is None
                              else len(done), "errors": 0, "reverified": 0, "servable": 0,
-                             "clock_pruned": 0, "rerecorded": 0, "clock_free": 0}
+                             "clock_pruned": 0, "rerecorded": 0, "clock_free": 0, "state_served": 0}
     start = time.monotonic()
 
     def failed(tid: str, what: str, exc: Exception) -> None:
@@ -936,6 +991,16 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
             except Exception as exc:  # the check stays unmeasured; the next run tries again
                 failed(tid, "replaying each bug alone", exc)
                 return
+        elif state:
+            try:
+                measured = state_of(record, record.behaviour, backend=backend)
+            except Exception as exc:  # the check stays unmeasured; the next run tries again
+                failed(tid, "replaying for state", exc)
+                return
+            line = {"task_id": tid, "behaviour": {**record.behaviour, "state": measured}}
+            if servable(line["behaviour"]):
+                with lock:
+                    stats["state_served"] += 1
         elif clock:
             try:
                 found = clock_or_chance_inputs(record, record.behaviour, backend=backend)

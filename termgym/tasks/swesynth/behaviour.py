@@ -42,7 +42,7 @@ import json
 import re
 import secrets
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -62,6 +62,7 @@ MARKER = "TGBEHAVIOUR "
 #: Git options for restoring a graded tree: no hooks, no file-system monitor.
 _PLAIN_GIT = "-c core.hooksPath=/dev/null -c core.fsmonitor=false"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_STATE_DIGEST = re.compile(r"^(?:[0-9a-f]{12}|-)$")
 
 
 class BehaviourDataError(ValueError):
@@ -187,17 +188,22 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
 
 
 def replay_spec(inputs: list[dict[str, Any]], sys_path: list[str], seconds: float = CALL_SECONDS,
-                canonical: int = CANONICAL_VERSION, watch: bool = False) -> dict[str, Any]:
+                canonical: int = CANONICAL_VERSION, watch: bool = False, state: bool = False) -> dict[str, Any]:
     """The file the replay sandbox gets: inputs, the import path and which canonical form to answer
     in (the check's), never an answer. ``watch`` (recording only, never a grade): each answer also
     says whether unpickling the input or the call read a clock (``"clock": true``) or drew from the
     shared random generator or the OS's (``"chance": true``), which a check must not depend on:
     ``time_limited`` comparing ``time.monotonic()`` with a recorded start answers by how long the
-    replaying machine has been up, ``_sample_unweighted`` by the seed the OS gave the process."""
+    replaying machine has been up, ``_sample_unweighted`` by the seed the OS gave the process.
+    ``state`` (recording only): each answer also says what the call did to its arguments, leaf by
+    leaf (``"s"``, :func:`~termgym.tasks.swesynth.behaviour_probe.state_change`), what
+    :func:`state_evidence` reads."""
     spec = {"inputs": [{k: item[k] for k in ("id", "module", "qualname", "args")} for item in inputs],
             "sys_path": list(sys_path), "seconds": seconds, "canonical": canonical}
     if watch:
         spec["watch"] = True
+    if state:
+        spec["state"] = True
     return spec
 
 
@@ -232,6 +238,90 @@ def heldout_outcomes(check: dict[str, Any] | None) -> int | None:
     answers = check.get("answers") or {}
     outcomes = [outcome_digest(answers[i]) for i in check.get("heldout") or () if i in answers]
     return None if None in outcomes else len(set(outcomes))
+
+
+#: State paths a check keeps as its witness (:func:`state_evidence`).
+MAX_STATE_PATHS = 2
+
+
+def _state_triple(clean: dict[str, Any], buggy: dict[str, Any] | None, path: str) -> list[str] | None:
+    """``[clean after, buggy after, at entry]`` of one leaf on one input (12-hex digests, ``"-"``
+    for a leaf that does not exist, ``"?"`` for unknown), or None where neither tree's call changed
+    it (all three equal, the value unknown)."""
+    if clean.get("s_more") or (buggy is not None and buggy.get("s_more")):
+        return ["?", "?", "?"]  # more leaves changed than were reported: this one may be among them
+    ours, theirs = clean["s"], (buggy or {}).get("s")
+    if path not in ours and (theirs is None or path not in theirs):
+        return None if theirs is not None else ["?", "?", "?"]
+    entry = ours[path][1] if path in ours else theirs[path][1]
+    after = ours[path][0] if path in ours else entry
+    if theirs is None:
+        return [after, "?", entry]
+    return [after, theirs[path][0] if path in theirs else entry, entry]
+
+
+def _state_tells(triples: list[list[str] | None]) -> tuple[int, int] | None:
+    """``(distinct clean values, inputs where the buggy value differs)`` of one leaf over the
+    held-out inputs when no cheap forgery gives its clean values, else None: the clean values take
+    two or more values (one constant cannot), the buggy code's differ from them on some input
+    (running the buggy body cannot), and so do the values at entry (leaving it alone cannot)."""
+    known = [t for t in triples if t is not None and t[0] != "?"]
+    distinct = len({t[0] for t in known})
+    buggy_differs = sum(1 for t in known if t[1] != "?" and t[1] != t[0])
+    entry_differs = any(t[2] != "?" and t[2] != t[0] for t in known)
+    if distinct >= 2 and buggy_differs and entry_differs:
+        return distinct, buggy_differs
+    return None
+
+
+def state_evidence(clean: dict[str, dict[str, Any]], buggy: dict[str, dict[str, Any]],
+                   heldout: Sequence[str]) -> dict[str, Any]:
+    """What a check's ``"state"`` holds, from a state replay of its held-out inputs on each tree
+    (answers with ``"s"``, :func:`replay_spec`'s ``state``): up to :data:`MAX_STATE_PATHS` leaves of
+    the arguments after the call (``self`` included: ``[0][0].size`` is the first positional
+    argument's attribute ``size``) whose clean values no cheap forgery gives, and per held-out input
+    each leaf's ``[clean, buggy, entry]`` (:func:`state_witness` checks them again). ``{"paths":
+    []}`` where no leaf qualifies (measured, nothing found).
+
+    Why per leaf: a constructor returns None on every input, so its outcomes are one and a
+    constant return would match them; what it leaves on ``self`` can still tell the bug apart
+    where one constant, the buggy body or doing nothing cannot give the clean value of one leaf
+    on every held-out input. A leaf filled the same way by both trees (a cache) or set to one
+    value everywhere (a flag) is not a witness: an agent can run the buggy body and set the flag."""
+    ids = [i for i in heldout if i in clean and isinstance(clean[i].get("s"), dict)]
+    paths = sorted({p for i in ids for answer in (clean[i], buggy.get(i) or {})
+                    if isinstance(answer.get("s"), dict) for p in answer["s"]})
+    scored = []
+    for path in paths:
+        triples = [_state_triple(clean[i], buggy.get(i) if isinstance(buggy.get(i, {}).get("s"), dict) else None,
+                                 path) for i in ids]
+        tells = _state_tells(triples)
+        if tells:
+            scored.append((tells, path, triples))
+    scored.sort(key=lambda item: (-item[0][0], -item[0][1], item[1]))
+    kept = scored[:MAX_STATE_PATHS]
+    return {"paths": [path for _, path, _ in kept],
+            "answers": {i: [triples[n] for _, _, triples in kept] for n, i in enumerate(ids)} if kept else {}}
+
+
+def state_witness(check: dict[str, Any] | None) -> list[str]:
+    """The leaves of a check's ``"state"`` that, checked again over its held-out inputs as stored,
+    no cheap forgery gives (:func:`state_evidence`); empty when there is none (or no ``"state"``)."""
+    state = (check or {}).get("state")
+    if not isinstance(state, dict) or not isinstance(state.get("paths"), list):
+        return []
+    answers = state.get("answers") if isinstance(state.get("answers"), dict) else {}
+    held = [i for i in check.get("heldout") or () if i in answers]
+    witness = []
+    for k, path in enumerate(state["paths"]):
+        triples = []
+        for i in held:
+            row = answers[i]
+            triple = row[k] if isinstance(row, list) and k < len(row) else ["?", "?", "?"]
+            triples.append(triple if triple is None or (isinstance(triple, list) and len(triple) == 3) else ["?"] * 3)
+        if _state_tells(triples):
+            witness.append(path)
+    return witness
 
 
 def target_name(target: dict[str, Any]) -> str:
@@ -290,7 +380,8 @@ def servable(check: dict[str, Any] | None) -> bool:
     printed by code that detects the replay) matches them all, and, for a bug in two or more
     functions, each function's bug alone is told apart by a held-out input (:func:`uncovered_targets`),
     so fixing some of the broken functions does not pass it."""
-    return bool(heldout_telling(check)) and (heldout_outcomes(check) or 0) >= 2 and not uncovered_targets(check)
+    return (bool(heldout_telling(check)) and ((heldout_outcomes(check) or 0) >= 2 or bool(state_witness(check)))
+            and not uncovered_targets(check))
 
 
 def needs_marking(check: dict[str, Any] | None) -> bool:
@@ -318,7 +409,7 @@ def unservable_reason(check: dict[str, Any] | None, *, name_functions: bool = Tr
         return "only calls the tests make tell the bug apart (no held-out input does)"
     if heldout_outcomes(check) is None:
         return "the held-out answers' outcomes are not recorded yet (`termgym swesynth behaviour --heldout`)"
-    if (heldout_outcomes(check) or 0) < 2:
+    if (heldout_outcomes(check) or 0) < 2 and not state_witness(check):
         return "the clean code answers every held-out input alike (one constant would match them all)"
     if needs_per_bug(check):
         return "each changed function's bug alone is not replayed yet (`termgym swesynth behaviour --per-bug`)"
@@ -419,6 +510,16 @@ def parse_replay_output(output: str, ids: list[str]) -> tuple[dict[str, dict] | 
         for kind in ("clock", "chance"):  # the call read a clock or drew chance (a watched replay)
             if got.get(kind) is True:
                 answer[kind] = True
+        if "s" in got:  # what the call did to its arguments, leaf by leaf (a replay asked for state)
+            change = got["s"]
+            if not (isinstance(change, dict) and all(
+                    isinstance(path, str) and isinstance(pair, list) and len(pair) == 2
+                    and all(isinstance(h, str) and _STATE_DIGEST.match(h) for h in pair)
+                    for path, pair in change.items())):
+                return None, f"the replay's result for {want!r} has an invalid state change"
+            answer["s"] = change
+            if got.get("s_more") is True:
+                answer["s_more"] = True
         answers[want] = answer
     return answers, ""
 

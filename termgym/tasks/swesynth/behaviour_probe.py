@@ -254,6 +254,64 @@ def outcome_of(form):
     return None
 
 
+MAX_STATE_LEAVES = 64  # changed leaves one answer reports (more: "s_more", and no state rule for it)
+_ATOM_TAGS = frozenset({"int", "float", "str", "bytes", "bytearray", "complex", "callable", "class", "exception",
+                        "<deep>", "<budget>", "unreadable", "path", "set", "datetime", "date", "time",
+                        "timedelta", "tzinfo", "decimal", "pattern", "timeout", "unreplayable"})
+
+
+def state_leaves(form, prefix="", out=None):
+    """The leaves of a canonical form by path: ``{path: JSON of the leaf}``. A path names what a
+    reader of the code would (an argument's position, a dict's key, an object's attribute, a
+    list's index); a leaf is a scalar, or a form no smaller part of which has its own path (a set,
+    a float, a callable, a value cut short). An object's class is the leaf ``<path>@class``."""
+    if out is None:
+        out = {}
+    if type(form) is list and form and type(form[0]) is str and form[0] not in _ATOM_TAGS:
+        tag = form[0]
+        if tag in ("list", "tuple") and len(form) == 2 and type(form[1]) is list:
+            for n, item in enumerate(form[1]):
+                state_leaves(item, f"{prefix}[{n}]", out)
+            out[prefix + "@len"] = json.dumps(len(form[1]))
+            return out
+        if tag == "dict" and len(form) == 2 and type(form[1]) is list:
+            for pair in form[1]:
+                key = json.dumps(pair[0], sort_keys=True, separators=(",", ":"))
+                state_leaves(pair[1], f"{prefix}[{key}]", out)
+            out[prefix + "@len"] = json.dumps(len(form[1]))
+            return out
+        if tag == "object" and len(form) == 4:
+            out[prefix + "@class"] = json.dumps(form[1])
+            if form[2] is not None:
+                state_leaves(form[2], prefix + "@value", out)
+            for name, value in form[3]:
+                if name == "__dict__" and type(value) is list and value and value[0] == "dict":
+                    for pair in value[1]:
+                        key = pair[0] if type(pair[0]) is str else json.dumps(pair[0], sort_keys=True)
+                        state_leaves(pair[1], f"{prefix}.{key}", out)
+                else:
+                    state_leaves(value, f"{prefix}.{name}", out)
+            return out
+    out[prefix] = json.dumps(form, sort_keys=True, separators=(",", ":"))
+    return out
+
+
+def state_change(entry, after):
+    """What a call did to its arguments (``self`` included), leaf by leaf: ``{path: [digest after,
+    digest at entry]}`` for each leaf whose value changed (``"-"`` where the leaf did not exist),
+    each digest the first 12 hex digits of the leaf's sha256; and whether more than
+    :data:`MAX_STATE_LEAVES` changed (then only the first ones by path are given)."""
+    before, now = state_leaves(entry), state_leaves(after)
+    changed = {}
+    for path in sorted(set(before) | set(now)):
+        old, new = before.get(path), now.get(path)
+        if old != new:
+            changed[path] = ["-" if new is None else _digest(new)[:12], "-" if old is None else _digest(old)[:12]]
+    if len(changed) > MAX_STATE_LEAVES:
+        return dict(list(changed.items())[:MAX_STATE_LEAVES]), True
+    return changed, False
+
+
 # -- pickling what the standard pickler refuses ------------------------------------------------------
 
 def _match_again(m):
@@ -1303,9 +1361,11 @@ def _resolve(module_name, qualname):
     return raw
 
 
-def replay_one(item, seconds, watch=False):
+def replay_one(item, seconds, watch=False, entry=None):
     """One input's canonical form; with ``watch``, :data:`_SEEN` says afterwards whether unpickling
-    it or the call read a clock or drew chance (a profile function watches, so the call runs slower)."""
+    it or the call read a clock or drew chance (a profile function watches, so the call runs slower).
+    ``entry``, a one-item list, receives the arguments' canonical form just before the call (left
+    None where the call did not run)."""
     _SEEN["clock"] = _SEEN["chance"] = False
     signal.setitimer(signal.ITIMER_REAL, seconds)
     if watch:
@@ -1318,6 +1378,8 @@ def replay_one(item, seconds, watch=False):
             raise
         except BaseException as exc:
             return ["unreplayable", _class_name(type(exc))]
+        if entry is not None:
+            entry[0] = canonical([args["pos"], args["var"], args["kw"], args["varkw"]])
         try:
             result = func(*args["pos"], *args["var"], **args["kw"], **args["varkw"])
             if type(result) is types.GeneratorType:
@@ -1360,10 +1422,17 @@ def replay(spec):
     signal.signal(signal.SIGALRM, _on_alarm)
     results = []
     watch = spec.get("watch") is True
+    state = spec.get("state") is True
     for item in spec["inputs"]:
-        form = replay_one(item, float(spec.get("seconds", CALL_SECONDS)), watch)
+        entry = [None] if state else None
+        form = replay_one(item, float(spec.get("seconds", CALL_SECONDS)), watch, entry)
         seen = {kind: True for kind, hit in _SEEN.items() if watch and hit}
-        results.append({"id": item["id"], **answer_of(form), **seen})
+        result = {"id": item["id"], **answer_of(form), **seen}
+        if state and entry[0] is not None and type(form) is dict:
+            result["s"], more = state_change(entry[0], form["args_after"])
+            if more:
+                result["s_more"] = True
+        results.append(result)
     out.write(MARKER + json.dumps({"version": 1, "results": results}, separators=(",", ":")) + "\n")
     out.flush()
 
