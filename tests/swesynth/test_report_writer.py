@@ -796,6 +796,10 @@ def test_a_method_chained_to_a_project_call_is_named_with_that_call(tmp_path):
     assert check_report(report, target_tests=["tests/test_create.py::test_update_or_create"]) == []
     cut = report.replace("`{'foo': 42}`", "`{'foo': ...}`")
     assert any("cut short" in p for p in check_report(cut, target_tests=["tests/test_create.py::test_x"]))
+    for address in ("<pkg.m.Child object at 0x7f296f17e480>", "<function Cache.__delitem__ at 0x7f296f17e480>"):
+        quoted = report.replace("`{'foo': 42}`", f"`{address}`")  # another address each run: no value
+        assert "garbled: a memory address instead of a value" in check_report(
+            quoted, target_tests=["tests/test_create.py::test_x"]), address
 
 
 # -- tests whose failure text does not state the facts: the example's runs do --------------------------

@@ -296,7 +296,7 @@ def _garbled(text: str) -> list[str]:
     if re.search(r"\.\.\.['\"\])}]|\u2026|\.\.\.`", uncut) or any("..." in s for s in spans
                                                                if not _CHAINED_NAME.fullmatch(f"`{s}`")):
         found.append("a value cut short ('...')")
-    if "object at 0x" in text:
+    if re.search(r" at 0x[0-9a-fA-F]{4,}", text):  # `<object at 0x…>`, `<function f at 0x…>`: another each run
         found.append("a memory address instead of a value")
     if text.strip() and not re.search(r"[.!?)`\"'\u201d:]$|```$", text.strip()):
         found.append("the text stops mid-sentence")
