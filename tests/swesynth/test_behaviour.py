@@ -325,6 +325,57 @@ def test_perturbation_reaches_callables_dates_and_object_attributes():
     assert any(m["origin"].endswith(":pos:2.validator") for m in made)
 
 
+class Stamp:
+    """A project object whose state lives in ``__slots__`` (msgpack's ``Timestamp``)."""
+    __slots__ = ("seconds", "nanos")
+
+    def __init__(self, seconds, nanos):
+        self.seconds, self.nanos = seconds, nanos
+
+    def __setattr__(self, name, value):  # immutable from outside, as such classes often are
+        if hasattr(self, name):
+            raise AttributeError(name)
+        object.__setattr__(self, name, value)
+
+    def __reduce__(self):
+        return Stamp, (self.seconds, self.nanos)
+
+
+Pair = __import__("collections").namedtuple("Pair", "year week")
+
+
+class Bag(dict):
+    """A project object that is a dict (addict's ``Dict``)."""
+
+
+def test_perturbation_reaches_slots_named_tuples_containers_and_attribute_bags():
+    """A method whose only argument is ``self`` is perturbed through ``self``'s state: ``__slots__``
+    (set through the slot, past a refusing ``__setattr__``), a named tuple's fields (through
+    ``_replace``), a dict subclass's items; ``argparse.Namespace`` counts as an attribute bag; and a
+    standard-library first argument (a ``datetime`` given to a classmethod) is an argument, not
+    ``self``. Before, each of these gave the recorded call alone: only the tests' calls, never a
+    held-out input (272 of v2's 434 tasks refused for "only calls the tests make")."""
+    import argparse
+    import datetime
+
+    def variants(value, per_call=9):
+        call = {"pos": [value], "kw": {}, "var": [], "varkw": {}}
+        made = probe.perturb([{"target": ["m.py", "f"], "args": _encode(call)}], per_call)
+        return [v["pos"][0] for v in _decoded(made[1:])], [m["origin"] for m in made[1:]]
+
+    stamps, origins = variants(Stamp(5, 7))
+    assert any(s.seconds != 5 for s in stamps) and any(s.nanos != 7 for s in stamps), origins
+    assert "perturbed:0:pos:0.seconds" in origins
+    pairs, _ = variants(Pair(2024, 3))
+    assert any(p.week != 3 and p.year == 2024 for p in pairs) and all(type(p) is Pair for p in pairs)
+    bags, _ = variants(Bag(a=1, b=2))
+    assert any(type(b) is Bag and dict(b) != {"a": 1, "b": 2} for b in bags)
+    spaces, _ = variants(argparse.Namespace(major=True, file="x"))
+    assert any(vars(n) != {"major": True, "file": "x"} for n in spaces)
+    moments, _ = variants(datetime.datetime(2024, 1, 1))
+    assert any(m != datetime.datetime(2024, 1, 1) for m in moments)
+
+
 def test_a_test_call_and_the_same_input_replayed_have_one_digest():
     import pickle
 
@@ -668,3 +719,56 @@ def test_candidates_take_each_changed_function_in_turn():
     assert sum(i["target"][1] == "second" for i in turns[:rec.MAX_CANDIDATES]) == 5
     assert sum(i["target"][1] == "second" for i in items[:rec.MAX_CANDIDATES]) == 0
     assert [i["args"] for i in turns if i["target"][1] == "first"] == [str(i) for i in range(180)]
+
+
+def test_telling_test_calls_are_perturbed_further_only_where_serving_needs_it():
+    """``_calls_to_perturb_further``: a changed function whose bug only a test call tells apart gets
+    that call perturbed further; a function with a held-out telling input does not, unless every
+    held-out answer is one outcome (then one constant would pass: every telling test call goes)."""
+    from termgym.factory.swesynth import behaviour_record as rec
+
+    def answer(value):
+        return probe.answer_of({"return": value, "raises": None, "args_after": ["list", []]})
+
+    calls = [{"target": ["m.py", "f"], "args": "F0"}, {"target": ["m.py", "g"], "args": "G0"}]
+    cands = [{"id": "i0", "module": "m", "qualname": "f", "args": "F0", "origin": "test:0"},
+             {"id": "i1", "module": "m", "qualname": "f", "args": "F1", "origin": "perturbed:0:pos:0"},
+             {"id": "i2", "module": "m", "qualname": "g", "args": "G0", "origin": "test:1"},
+             {"id": "i3", "module": "m", "qualname": "g", "args": "G1", "origin": "perturbed:1:pos:0"}]
+    clean = {"i0": answer(1), "i1": answer(2), "i2": answer(3), "i3": answer(4)}
+    buggy = {"i0": answer(0), "i1": answer(0), "i2": answer(0), "i3": answer(4)}  # g's variant does not tell
+    held = {"i1", "i3"}
+    got = rec._calls_to_perturb_further(cands, held, clean, clean, set(), buggy, calls)
+    assert got == [calls[1]]  # g only: f has a held-out telling input
+    one_outcome = {**clean, "i3": answer(2)}  # the held-out answers are all 2
+    got = rec._calls_to_perturb_further(cands, held, one_outcome, one_outcome, set(), buggy, calls)
+    assert got == calls
+    told = {**buggy, "i3": answer(0)}  # every function has one, two outcomes: nothing to do
+    assert rec._calls_to_perturb_further(cands, held, clean, clean, set(), told, calls) == []
+    # an unrepeatable test call is no lead
+    assert rec._calls_to_perturb_further(cands, held, clean, clean, {"i2"}, buggy, calls) == []
+
+
+def _near_three(a, b, c):
+    return a + b + c
+
+
+def test_perturbing_further_reaches_variants_the_first_round_leaves_out():
+    """A bug that shows only while ``a % 10 == 3`` and the other arguments stay as the test has
+    them: of ``_near_three(3, 1, 1)``'s first-round variants none keeps that (``a`` becomes 4, 2, 9;
+    ``b`` and ``c`` change); the deeper round's reach ``a == 13``. Sabotage: the deeper round with
+    the first round's budget finds none."""
+    import base64
+
+    from termgym.factory.swesynth import behaviour_record as rec
+
+    call = {"target": ["tests/swesynth/test_behaviour.py", "_near_three"],
+            "args": base64.b64encode(probe.dumps({"pos": [3, 1, 1], "var": [], "kw": {}, "varkw": {}})).decode()}
+
+    def telling(per_call):
+        made = probe.perturb([call], per_call)
+        args = [probe.loads(base64.b64decode(m["args"]))["pos"] for m in made if m["origin"] != "test:0"]
+        return [a for a in args if isinstance(a[0], int) and a[0] % 10 == 3 and a[1:] == [1, 1]]
+
+    assert telling(rec.PERTURB_PER_CALL) == []
+    assert telling(rec.DEEP_PER_CALL) == [[13, 1, 1]]

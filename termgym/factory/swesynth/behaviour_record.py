@@ -310,23 +310,25 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             path, qual = item["target"]
             candidates.append({"id": f"i{n}", "module": modules[(path, qual)], "qualname": qual,
                                "args": item["args"], "origin": item.get("origin", "test")})
-        spec = replay_spec(candidates, sys_path)
         test_calls = _test_call_digests(box)
-        held_ids = _held_out(box, spec, test_calls, candidates)
-        clean1, p1 = run_replay(box, spec)
-        clean2, p2 = run_replay(box, spec)
-        if clean1 is None or clean2 is None:
-            raise NoCheck(f"the clean tree's replay failed: {p1 or p2}")
-        # A third replay watches for clock reads and random draws (slower, so apart from the two
-        # that give the answers): two replays in a row can agree by chance or within one second.
-        watched, p_watch = run_replay(box, replay_spec(candidates, sys_path, watch=True))
-        if watched is None:
-            raise NoCheck(f"the clean tree's replay watching for clock reads and random draws failed: {p_watch}")
-        unrepeatable = {i for i, answer in watched.items() if _unrepeatable(answer)}
-        _apply(box, wd, record.bug_patch)  # the buggy tree
-        buggy, p3 = run_replay(box, spec)
-        if buggy is None:
-            buggy = {}
+        held_ids, clean1, clean2, unrepeatable, buggy = _answer_candidates(box, record, candidates, sys_path,
+                                                                           test_calls)
+        deeper = _calls_to_perturb_further(candidates, held_ids, clean1, clean2, unrepeatable, buggy, calls)
+        if deeper:  # the telling test calls' neighbours, further out: a held-out input near the bug
+            _apply(box, wd, record.bug_patch, reverse=True)
+            try:
+                more = _deeper_candidates(box, deeper, candidates, sys_path)
+                answered = _answer_candidates(box, record, more, sys_path, test_calls) if more else None
+            except NoCheck:  # the first round's candidates stand alone
+                answered = None
+            if answered is None:
+                _apply(box, wd, record.bug_patch)
+            else:
+                candidates = candidates + more
+                held_ids |= answered[0]
+                for mine, theirs in zip((clean1, clean2, buggy), answered[1:3] + answered[4:]):
+                    mine.update(theirs)
+                unrepeatable |= answered[3]
         repeated = [c for c in candidates if clean1[c["id"]]["h"] == clean2[c["id"]]["h"] and _stable(clean1[c["id"]])]
         if not repeated:
             raise NoCheck("no recorded input is answered the same way twice by the clean code")
@@ -387,6 +389,92 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
         except RuntimeError:  # left unmeasured: `termgym swesynth behaviour --per-bug` tries again
             pass
     return check
+
+
+def _answer_candidates(box, record, candidates: list[dict[str, Any]], sys_path: list[str], test_calls: set[str]):
+    """``(held-out ids, clean answers, clean answers again, unrepeatable ids, buggy answers)`` of
+    ``candidates`` in ``box``, which holds the clean tree and is left holding the buggy one."""
+    spec = replay_spec(candidates, sys_path)
+    held_ids = _held_out(box, spec, test_calls, candidates)
+    clean1, p1 = run_replay(box, spec)
+    clean2, p2 = run_replay(box, spec)
+    if clean1 is None or clean2 is None:
+        raise NoCheck(f"the clean tree's replay failed: {p1 or p2}")
+    # A third replay watches for clock reads and random draws (slower, so apart from the two
+    # that give the answers): two replays in a row can agree by chance or within one second.
+    watched, p_watch = run_replay(box, replay_spec(candidates, sys_path, watch=True))
+    if watched is None:
+        raise NoCheck(f"the clean tree's replay watching for clock reads and random draws failed: {p_watch}")
+    unrepeatable = {i for i, answer in watched.items() if _unrepeatable(answer)}
+    _apply(box, record.workdir, record.bug_patch)  # the buggy tree
+    buggy, _problem = run_replay(box, spec)
+    return held_ids, clean1, clean2, unrepeatable, buggy or {}
+
+
+#: The deeper round: variants per telling test call, and new candidates in all.
+DEEP_PER_CALL = 40
+DEEP_CANDIDATES = 120
+
+
+def _calls_to_perturb_further(candidates: list[dict[str, Any]], held: set[str], clean1: dict, clean2: dict,
+                              unrepeatable: set[str], buggy: dict, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recorded test calls to perturb further out (:data:`DEEP_PER_CALL` variants each): those
+    that tell the bug apart where no held-out input does what serving needs. A bug shows on inputs
+    near the ones that show it, and the first round gives each call only
+    :data:`PERTURB_PER_CALL` variants. Wanted when a changed function has a telling test call but
+    no held-out telling input, or when the held-out inputs' clean outcomes are all one (then every
+    telling test call). Empty when nothing is missing."""
+    def stable(c: dict[str, Any]) -> bool:
+        one, two = clean1.get(c["id"]), clean2.get(c["id"])
+        return bool(one and two) and one["h"] == two["h"] and _stable(one) and c["id"] not in unrepeatable
+
+    def tells(c: dict[str, Any]) -> bool:
+        return buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]
+
+    kept = [c for c in candidates if stable(c)]
+    covered = {(c["module"], c["qualname"]) for c in kept if c["id"] in held and tells(c)}
+    outcomes = {outcome_digest(clean1[c["id"]]) or clean1[c["id"]]["h"] for c in kept if c["id"] in held}
+    wanted = []
+    for c in kept:
+        origin = str(c.get("origin", ""))
+        if c["id"] in held or not origin.startswith("test:") or not tells(c):
+            continue
+        if len(outcomes) >= 2 and (c["module"], c["qualname"]) in covered:
+            continue
+        index = int(origin.split(":", 1)[1])
+        if 0 <= index < len(calls):
+            wanted.append(calls[index])
+    return wanted
+
+
+def _deeper_candidates(box, calls: list[dict[str, Any]], candidates: list[dict[str, Any]],
+                       sys_path: list[str]) -> list[dict[str, Any]]:
+    """Up to :data:`DEEP_CANDIDATES` new candidates: :data:`DEEP_PER_CALL` variants of each of
+    ``calls`` (taken in turn), none already a candidate; ids go on from ``candidates``'."""
+    box.write_file("/tmp/.tgb-rec/perturb-deep.json", json.dumps({"calls": calls, "sys_path": sys_path,
+                                                                   "per_call": DEEP_PER_CALL}))
+    _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
+              "python3 -s -B probe.py perturb perturb-deep.json inputs-deep.json >/dev/null 2>&1", 120,
+         "perturbing further")
+    try:
+        made = json.loads(box.read_file("/tmp/.tgb-rec/inputs-deep.json"))
+    except (FileNotFoundError, ValueError):
+        return []
+    made, _clocked = without_clock_inputs([m for m in made if not str(m.get("origin", "")).startswith("test")])
+    have = {(c["qualname"], c["args"]) for c in candidates}
+    by_target = {(c["qualname"], c["module"]) for c in candidates}
+    module_of = {q: m for q, m in by_target}
+    out: list[dict[str, Any]] = []
+    for item in in_turns(made):
+        _path, qual = item["target"]
+        if (qual, item["args"]) in have or qual not in module_of:
+            continue
+        have.add((qual, item["args"]))
+        out.append({"id": f"i{len(candidates) + len(out)}", "module": module_of[qual], "qualname": qual,
+                    "args": item["args"], "origin": "deeper-" + str(item.get("origin", ""))})
+        if len(out) >= DEEP_CANDIDATES:
+            break
+    return out
 
 
 def in_turns(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1191,13 +1191,64 @@ def _stdlib_variants(value, t):
     return []
 
 
+_ATTRIBUTE_BAGS = ("argparse.Namespace", "types.SimpleNamespace")
+
+
+def _project_object(value):
+    """Whether ``value`` is an instance of a class outside the standard library and the builtins
+    (a project's object, or a plain attribute bag such as ``argparse.Namespace``)."""
+    t = type(value)
+    module = getattr(t, "__module__", None)
+    if type(module) is not str:
+        return False
+    if f"{module}.{getattr(t, '__qualname__', '')}" in _ATTRIBUTE_BAGS:
+        return True
+    return module != "builtins" and module.split(".")[0] not in sys.stdlib_module_names
+
+
 def _object_state(value):
     """The instance ``__dict__`` of a project object (what is perturbed for its attributes), or None."""
-    t = type(value)
-    if t.__module__ in ("builtins",) or t.__module__.split(".")[0] in sys.stdlib_module_names:
+    if not _project_object(value):
         return None
     state = getattr(value, "__dict__", None)
     return state if type(state) is dict else None
+
+
+def _object_attributes(value):
+    """``[(name, current value, setter)]`` of a project object's attributes: its ``__dict__`` items,
+    then the values of its ``__slots__`` (set through the slot's own descriptor, so a class that
+    refuses ``setattr`` is perturbed all the same), then its contents when it derives from ``list``
+    or ``dict`` (``<items>``). ``setter(obj, new)`` sets one on a copy."""
+    if not _project_object(value):
+        return []
+    out = []
+    state = _object_state(value)
+    for attr, current in list((state or {}).items()):
+        out.append((attr, current, lambda obj, new, attr=attr: obj.__dict__.__setitem__(attr, new)))
+    seen = set(state or ())
+    for klass in _mro(type(value)):
+        try:
+            namespace = _TYPE_DICT.__get__(klass, type)
+        except Exception:
+            continue
+        for name, member in list(namespace.items()):
+            if type(member) is not types.MemberDescriptorType or name in seen or name == "__weakref__":
+                continue
+            seen.add(name)
+            try:
+                current = member.__get__(value, klass)
+            except Exception:
+                continue
+            out.append((name, current, lambda obj, new, member=member: member.__set__(obj, new)))
+    if isinstance(value, list):
+        out.append(("<items>", list(list.__iter__(value)),
+                    lambda obj, new: list.__setitem__(obj, slice(None), list(new))))
+    elif isinstance(value, dict):
+        def refill(obj, new):
+            dict.clear(obj)
+            dict.update(obj, new)
+        out.append(("<items>", dict(dict.items(value)), refill))
+    return out
 
 
 def _encoded(args):
@@ -1218,7 +1269,7 @@ def perturb(calls, per_call):
         made = 0
         slots = [("pos", i) for i in range(len(args["pos"]))] + [("kw", k) for k in args["kw"]] + \
                 [("var", i) for i in range(len(args["var"]))] + [("varkw", k) for k in args["varkw"]]
-        method_like = bool(args["pos"]) and type(args["pos"][0]).__module__ not in ("builtins",)
+        method_like = bool(args["pos"]) and _project_object(args["pos"][0])
         per_slot = [[(kind, key, new) for new in _variants(args[kind][key])] for kind, key in slots
                     if not (kind == "pos" and key == 0 and method_like)]
         per_slot = [variants + ([(v[0], v[1], None)] if variants and args[v[0]][v[1]] is not None else [])
@@ -1226,13 +1277,17 @@ def perturb(calls, per_call):
         # Attributes of project objects among the arguments (``self`` first): one variant each, in turn.
         attr_slots = []
         for kind, key in slots:
-            state = _object_state(args[kind][key])
-            if state is None:
-                continue
-            for attr, value in list(state.items()):
+            held = args[kind][key]
+            for n, (attr, value, _setter) in enumerate(_object_attributes(held)):
                 variants = _variants(value)[:3]
                 if variants:
-                    attr_slots.append([(kind, key, attr, new) for new in variants])
+                    attr_slots.append([(kind, key, (n, attr), new) for new in variants])
+            fields = getattr(type(held), "_fields", None)
+            if isinstance(held, tuple) and type(fields) is tuple and _project_object(held):
+                for field in fields:  # a named tuple's fields: a copy made by its own _replace
+                    variants = _variants(getattr(held, field, None))[:3]
+                    if type(field) is str and variants:
+                        attr_slots.append([(kind, key, (-1, field), new) for new in variants])
         interleaved = [slot[i] for i in range(max(map(len, per_slot), default=0)) for slot in per_slot
                        if i < len(slot)]
         attrs = [slot[i] for i in range(max(map(len, attr_slots), default=0)) for slot in attr_slots
@@ -1248,10 +1303,16 @@ def perturb(calls, per_call):
                 changed[kind][key] = new
                 origin = f"perturbed:{index}:{kind}:{key}"
             else:
-                kind, key, attr, new = variant
+                kind, key, (n, attr), new = variant
                 target = changed[kind][key]
                 try:
-                    target.__dict__[attr] = new
+                    if n == -1:
+                        changed[kind][key] = target._replace(**{attr: new})
+                    else:
+                        name, _value, setter = _object_attributes(target)[n]
+                        if name != attr:
+                            continue
+                        setter(target, new)
                 except Exception:
                     continue
                 origin = f"perturbed:{index}:{kind}:{key}.{attr}"
