@@ -181,11 +181,22 @@ def test_a_replay_asked_for_state_reports_it_and_the_parser_checks_its_shape():
 
 # -- on real tasks -----------------------------------------------------------------------------------
 
-#: v2 tasks whose held-out answers hold one outcome: boltons' cache decorator whose bug drops
-#: ``self.key_func`` (the key callable differs across held-out inputs), schema's ``Use`` whose bug
-#: inverts the callable check (what the constructor stores tells), and a toml encoder whose state no
-#: leaf tells apart beyond what a cheap forgery gives.
-REAL = {"boltons-123093d25a": True, "schema-393d5d5aae": True, "toml-829343cce9": False}
+#: v2 tasks whose held-out answers hold one outcome and whose state serves them: boltons' cache
+#: decorator whose bug drops ``self.key_func`` (the key callable differs across held-out inputs),
+#: schema's ``Use`` whose bug inverts the callable check (what the constructor stores tells).
+SERVED_ON_STATE = ["boltons-123093d25a", "schema-393d5d5aae"]
+
+
+def _refused_on_state() -> str:
+    """The first v2 task (by id) whose held-out answers are one outcome and whose measured state
+    has no witness: one a constant, the buggy body or doing nothing passes."""
+    v2 = SweSynthSuite("v2", behaviour="any")
+    for tid in sorted(v2.task_ids("all")):
+        check = v2.behaviour_check_of(tid)
+        if (check and "state" in check and behaviour.heldout_telling(check) and not behaviour.needs_marking(check)
+                and (behaviour.heldout_outcomes(check) or 0) < 2 and not behaviour.state_witness(check)):
+            return tid
+    raise AssertionError("no v2 check is refused on its state")
 
 
 def _copy(tmp_path, project: str, ids: list[str], strip_state: bool = True):
@@ -208,8 +219,16 @@ def _copy(tmp_path, project: str, ids: list[str], strip_state: bool = True):
     return out
 
 
-@pytest.mark.parametrize("task_id", sorted(REAL))
-def test_behaviour_state_measures_real_checks_and_decides_what_is_served(tmp_path, capsys, task_id):
+@pytest.mark.parametrize("task_id", SERVED_ON_STATE)
+def test_behaviour_state_measures_real_checks_and_serves_them(tmp_path, capsys, task_id):
+    _measure(tmp_path, capsys, task_id, served=True)
+
+
+def test_behaviour_state_measures_a_real_check_and_refuses_it(tmp_path, capsys):
+    _measure(tmp_path, capsys, _refused_on_state(), served=False)
+
+
+def _measure(tmp_path, capsys, task_id: str, served: bool) -> None:
     project = task_id.rsplit("-", 1)[0]
     suite_dir = _copy(tmp_path, project, [task_id])
     before = SweSynthSuite(suite_dir, behaviour="any").behaviour_check_of(task_id)
@@ -217,11 +236,11 @@ def test_behaviour_state_measures_real_checks_and_decides_what_is_served(tmp_pat
     assert "one constant would match them all" in behaviour.unservable_reason(before)
     assert main(["swesynth", "behaviour", "--suite", str(suite_dir), "--state", "--quiet"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["errors"] == 0 and stats["state_served"] == int(REAL[task_id])
+    assert stats["errors"] == 0 and stats["state_served"] == int(served)
     after = SweSynthSuite(suite_dir, behaviour="any").behaviour_check_of(task_id)
-    assert "state" in after and behaviour.servable(after) is REAL[task_id]
+    assert "state" in after and behaviour.servable(after) is served
     assert {k: v for k, v in after.items() if k != "state"} == before  # the answers that grade are unchanged
-    if REAL[task_id]:
+    if served:
         assert SweSynthSuite(suite_dir, behaviour="required", distinct=False).task_ids("all") == [task_id]
     else:
         with pytest.raises(RecordError, match="none of its 1 tasks"):

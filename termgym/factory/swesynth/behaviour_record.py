@@ -10,7 +10,9 @@ provisioned test environment:
    test module are skipped; it also keeps the digest of *every* call the tests make into them;
 3. perturbed variants are made (neighbouring numbers, trimmed and extended strings and lists, other
    dict keys, flipped flags, other callables, neighbouring dates and durations, project objects'
-   attributes); a candidate whose digest is one of the tests' calls is not *held out*;
+   attributes, slots, named-tuple fields and items); a candidate whose digest is one of the tests'
+   calls is not *held out*; where a function's bug is then told apart only by test calls, those
+   calls are perturbed further (:func:`_calls_to_perturb_further`);
    an input whose pickled arguments hold a clock (a cache timed by ``datetime.now`` or
    ``time.monotonic``: its answer moves with the replaying machine's clock, days later or on another
    machine) is not a candidate (:func:`~termgym.tasks.swesynth.behaviour.clock_reference`);
