@@ -165,6 +165,9 @@ def test_the_stored_witness_is_checked_again_not_trusted():
     assert behaviour.state_witness(forged) == [] and not behaviour.servable(forged)
     assert behaviour.state_witness({**check, "state": {"paths": "x"}}) == []
     assert behaviour.state_witness({**check, "state": {"paths": ["[0][0].size"], "answers": {"i0": "junk"}}}) == []
+    nested = {**check, "state": {"paths": ["[0][0].size"],
+                                 "answers": {i: [[["x"], "a", "b"]] for i in check["heldout"]}}}
+    assert behaviour.state_witness(nested) == []  # a value that is no digest is unknown, not a crash
 
 
 def test_a_replay_asked_for_state_reports_it_and_the_parser_checks_its_shape():

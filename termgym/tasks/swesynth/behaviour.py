@@ -318,7 +318,8 @@ def state_witness(check: dict[str, Any] | None) -> list[str]:
         for i in held:
             row = answers[i]
             triple = row[k] if isinstance(row, list) and k < len(row) else ["?", "?", "?"]
-            triples.append(triple if triple is None or (isinstance(triple, list) and len(triple) == 3) else ["?"] * 3)
+            well_formed = isinstance(triple, list) and len(triple) == 3 and all(isinstance(x, str) for x in triple)
+            triples.append(triple if triple is None or well_formed else ["?"] * 3)
         if _state_tells(triples):
             witness.append(path)
     return witness
