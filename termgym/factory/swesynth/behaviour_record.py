@@ -53,7 +53,9 @@ from termgym.tasks.swesynth.behaviour import (
     PROBE_SOURCE,
     clock_reference,
     heldout_outcomes,
+    heldout_telling,
     module_name,
+    needs_marking,
     outcome_digest,
     replay_spec,
     run_replay,
@@ -295,13 +297,8 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             raise NoCheck("no call into the changed functions had replayable arguments (picklable without "
                           f"test modules, at most {MAX_INPUT_BYTES} bytes, or {MAX_LARGE_INPUT_BYTES} for a "
                           f"function with no smaller call){_dropped_calls(box)}")
-        box.write_file("/tmp/.tgb-rec/perturb.json", json.dumps({"calls": calls, "sys_path": sys_path,
-                                                                  "per_call": PERTURB_PER_CALL}))
-        _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
-                  "python3 -s -B probe.py perturb perturb.json inputs.json >/dev/null 2>&1", 120, "perturbing")
-        try:
-            raw_inputs = json.loads(box.read_file("/tmp/.tgb-rec/inputs.json"))
-        except (FileNotFoundError, ValueError):
+        raw_inputs = _perturbed(box, calls, sys_path, PERTURB_PER_CALL, "perturbing")
+        if raw_inputs is None:
             raw_inputs = [{"target": c["target"], "args": c["args"], "origin": "test"} for c in calls]
         raw_inputs, clocked = without_clock_inputs(raw_inputs)
         if not raw_inputs:
@@ -326,15 +323,17 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
             if answered is None:
                 _apply(box, wd, record.bug_patch)
             else:
+                more_held, more_clean1, more_clean2, more_unrepeatable, more_buggy = answered
                 candidates = candidates + more
-                held_ids |= answered[0]
-                for mine, theirs in zip((clean1, clean2, buggy), answered[1:3] + answered[4:]):
-                    mine.update(theirs)
-                unrepeatable |= answered[3]
+                held_ids |= more_held
+                clean1.update(more_clean1)
+                clean2.update(more_clean2)
+                buggy.update(more_buggy)
+                unrepeatable |= more_unrepeatable
         repeated = [c for c in candidates if clean1[c["id"]]["h"] == clean2[c["id"]]["h"] and _stable(clean1[c["id"]])]
         if not repeated:
             raise NoCheck("no recorded input is answered the same way twice by the clean code")
-        stable = [c for c in repeated if c["id"] not in unrepeatable]
+        stable = [c for c in repeated if _settled(c, clean1, clean2, unrepeatable)]
         if not stable:
             raise NoCheck("every input the clean code answers the same way twice reads a clock (time.monotonic, "
                           "datetime.now, ...) or draws random numbers: its answer would move with the time, the "
@@ -393,6 +392,28 @@ def record_behaviour(record, *, backend: str = "local", cache_dir: Path | None =
     return check
 
 
+def _perturbed(box, calls: list[dict[str, Any]], sys_path: list[str], per_call: int,
+               what: str) -> list[dict[str, Any]] | None:
+    """``calls`` and up to ``per_call`` perturbed variants of each, made by the probe in ``box``
+    (:func:`~termgym.tasks.swesynth.behaviour_probe.perturb`); None when it wrote nothing readable."""
+    box.write_file("/tmp/.tgb-rec/perturb.json", json.dumps({"calls": calls, "sys_path": sys_path,
+                                                              "per_call": per_call}))
+    box.exec("rm -f /tmp/.tgb-rec/inputs.json", timeout=30)
+    _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
+              "python3 -s -B probe.py perturb perturb.json inputs.json >/dev/null 2>&1", 120, what)
+    try:
+        return json.loads(box.read_file("/tmp/.tgb-rec/inputs.json"))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _settled(c: dict[str, Any], clean1: dict, clean2: dict, unrepeatable: set[str]) -> bool:
+    """Whether the clean code answered candidate ``c`` alike twice, with a form (no timeout, nothing
+    unreplayable), and without reading a clock or drawing chance."""
+    one, two = clean1.get(c["id"]), clean2.get(c["id"])
+    return bool(one and two) and one["h"] == two["h"] and _stable(one) and c["id"] not in unrepeatable
+
+
 def _answer_candidates(box, record, candidates: list[dict[str, Any]], sys_path: list[str], test_calls: set[str]):
     """``(held-out ids, clean answers, clean answers again, unrepeatable ids, buggy answers)`` of
     ``candidates`` in ``box``, which holds the clean tree and is left holding the buggy one."""
@@ -426,14 +447,10 @@ def _calls_to_perturb_further(candidates: list[dict[str, Any]], held: set[str], 
     :data:`PERTURB_PER_CALL` variants. Wanted when a changed function has a telling test call but
     no held-out telling input, or when the held-out inputs' clean outcomes are all one (then every
     telling test call). Empty when nothing is missing."""
-    def stable(c: dict[str, Any]) -> bool:
-        one, two = clean1.get(c["id"]), clean2.get(c["id"])
-        return bool(one and two) and one["h"] == two["h"] and _stable(one) and c["id"] not in unrepeatable
-
     def tells(c: dict[str, Any]) -> bool:
         return buggy.get(c["id"], {}).get("h") != clean1[c["id"]]["h"]
 
-    kept = [c for c in candidates if stable(c)]
+    kept = [c for c in candidates if _settled(c, clean1, clean2, unrepeatable)]
     covered = {(c["module"], c["qualname"]) for c in kept if c["id"] in held and tells(c)}
     outcomes = {outcome_digest(clean1[c["id"]]) or clean1[c["id"]]["h"] for c in kept if c["id"] in held}
     wanted = []
@@ -453,19 +470,12 @@ def _deeper_candidates(box, calls: list[dict[str, Any]], candidates: list[dict[s
                        sys_path: list[str]) -> list[dict[str, Any]]:
     """Up to :data:`DEEP_CANDIDATES` new candidates: :data:`DEEP_PER_CALL` variants of each of
     ``calls`` (taken in turn), none already a candidate; ids go on from ``candidates``'."""
-    box.write_file("/tmp/.tgb-rec/perturb-deep.json", json.dumps({"calls": calls, "sys_path": sys_path,
-                                                                   "per_call": DEEP_PER_CALL}))
-    _run(box, "cd /tmp/.tgb-rec && env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONHASHSEED=0 LANG=C.UTF-8 "
-              "python3 -s -B probe.py perturb perturb-deep.json inputs-deep.json >/dev/null 2>&1", 120,
-         "perturbing further")
-    try:
-        made = json.loads(box.read_file("/tmp/.tgb-rec/inputs-deep.json"))
-    except (FileNotFoundError, ValueError):
+    made = _perturbed(box, calls, sys_path, DEEP_PER_CALL, "perturbing further")
+    if made is None:
         return []
     made, _clocked = without_clock_inputs([m for m in made if not str(m.get("origin", "")).startswith("test")])
     have = {(c["qualname"], c["args"]) for c in candidates}
-    by_target = {(c["qualname"], c["module"]) for c in candidates}
-    module_of = {q: m for q, m in by_target}
+    module_of = {c["qualname"]: c["module"] for c in candidates}
     out: list[dict[str, Any]] = []
     for item in in_turns(made):
         _path, qual = item["target"]
@@ -867,8 +877,6 @@ def needs_state(check: dict[str, Any] | None) -> bool:
     """Whether ``termgym swesynth behaviour --state`` has work on a check: it would be served but
     for its held-out inputs' one outcome (a constructor's None, a mutator's), and what its calls
     leave on their arguments is not measured yet."""
-    from termgym.tasks.swesynth.behaviour import heldout_telling, needs_marking
-
     return (bool(check) and not needs_marking(check) and bool(heldout_telling(check))
             and (heldout_outcomes(check) or 0) < 2 and "state" not in check)
 
@@ -993,7 +1001,7 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
     arguments (:func:`state_of`; with ``redo``, every such check again): a leaf no cheap forgery
     gives serves the check (``state_served`` counts those).
     """
-    from termgym.tasks.swesynth.behaviour import needs_marking, needs_per_bug, servable, unservable_reason
+    from termgym.tasks.swesynth.behaviour import needs_per_bug, servable, unservable_reason
     from termgym.tasks.swesynth.suite import SweSynthSuite
 
     suite_dir = Path(suite_dir)

@@ -1218,7 +1218,7 @@ def _object_attributes(value):
     """``[(name, current value, setter)]`` of a project object's attributes: its ``__dict__`` items,
     then the values of its ``__slots__`` (set through the slot's own descriptor, so a class that
     refuses ``setattr`` is perturbed all the same), then its contents when it derives from ``list``
-    or ``dict`` (``<items>``). ``setter(obj, new)`` sets one on a copy."""
+    or ``dict`` (``<items>``). ``setter(obj, new)`` sets one on any object of the class (a copy)."""
     if not _project_object(value):
         return []
     out = []
@@ -1278,16 +1278,16 @@ def perturb(calls, per_call):
         attr_slots = []
         for kind, key in slots:
             held = args[kind][key]
-            for n, (attr, value, _setter) in enumerate(_object_attributes(held)):
+            for attr, value, setter in _object_attributes(held):
                 variants = _variants(value)[:3]
                 if variants:
-                    attr_slots.append([(kind, key, (n, attr), new) for new in variants])
+                    attr_slots.append([(kind, key, (attr, setter), new) for new in variants])
             fields = getattr(type(held), "_fields", None)
             if isinstance(held, tuple) and type(fields) is tuple and _project_object(held):
                 for field in fields:  # a named tuple's fields: a copy made by its own _replace
                     variants = _variants(getattr(held, field, None))[:3]
                     if type(field) is str and variants:
-                        attr_slots.append([(kind, key, (-1, field), new) for new in variants])
+                        attr_slots.append([(kind, key, (field, None), new) for new in variants])
         interleaved = [slot[i] for i in range(max(map(len, per_slot), default=0)) for slot in per_slot
                        if i < len(slot)]
         attrs = [slot[i] for i in range(max(map(len, attr_slots), default=0)) for slot in attr_slots
@@ -1303,15 +1303,12 @@ def perturb(calls, per_call):
                 changed[kind][key] = new
                 origin = f"perturbed:{index}:{kind}:{key}"
             else:
-                kind, key, (n, attr), new = variant
+                kind, key, (attr, setter), new = variant
                 target = changed[kind][key]
                 try:
-                    if n == -1:
+                    if setter is None:  # a named tuple's field: a new tuple
                         changed[kind][key] = target._replace(**{attr: new})
-                    else:
-                        name, _value, setter = _object_attributes(target)[n]
-                        if name != attr:
-                            continue
+                    else:  # on the copy: the setter takes the object it sets
                         setter(target, new)
                 except Exception:
                     continue
