@@ -281,7 +281,7 @@ def state_evidence(clean: dict[str, dict[str, Any]], buggy: dict[str, dict[str, 
     the arguments after the call (``self`` included: ``[0][0].size`` is the first positional
     argument's attribute ``size``) whose clean values no cheap forgery gives, and per held-out input
     each leaf's ``[clean, buggy, entry]`` (:func:`state_witness` checks them again). ``{"paths":
-    []}`` where no leaf qualifies (measured, nothing found).
+    [], "answers": {}}`` where no leaf qualifies (measured, nothing found).
 
     Why per leaf: a constructor returns None on every input, so its outcomes are one and a
     constant return would match them; what it leaves on ``self`` can still tell the bug apart
