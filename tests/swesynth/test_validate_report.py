@@ -41,6 +41,9 @@ def test_paths_are_classified_as_tests_or_sources(mini_repo):
     assert is_source_path("minilib/stock.py") and not is_source_path("setup.py")
     assert not is_source_path("docs/conf.py") and not is_source_path("minilib/data.json")
     assert is_source_path("src/x.py", source_dirs=["src"]) and not is_source_path("lib/x.py", source_dirs=["src"])
+    # a vendored copy is another project's code: no bug goes there (bleach's _vendor/html5lib)
+    assert not is_source_path("bleach/_vendor/html5lib/_tokenizer.py", source_dirs=["bleach"])
+    assert is_source_path("bleach/sanitizer.py", source_dirs=["bleach"])
     assert list_source_files(mini_repo) == ["minilib/__init__.py", "minilib/stock.py"]
 
 

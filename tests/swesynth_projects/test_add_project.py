@@ -9,6 +9,7 @@ broken) must come back refused with the failing tests named, and nothing added.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -84,6 +85,9 @@ def test_layout_is_found_in_flat_and_src_trees(tmp_path):
     (tmp_path / "a" / "demo-1.0" / "apache-2.0.LICENSE").rename(tmp_path / "a" / "demo-1.0" / "MIT-LICENSE")
     assert detect_layout(tmp_path / "a" / "demo-1.0").licence_files == ["MIT-LICENSE"]
     assert count_lines(tmp_path / "a" / "demo-1.0", ["demo"], ["tests"]) == 4
+    (tmp_path / "a" / "demo-1.0" / "demo" / "_vendor").mkdir()  # bleach's html5lib: not its own lines
+    (tmp_path / "a" / "demo-1.0" / "demo" / "_vendor" / "other.py").write_text("x = 1\ny = 2\n")
+    assert count_lines(tmp_path / "a" / "demo-1.0", ["demo"], ["tests"]) == 4
     assert test_style(tmp_path / "a" / "demo-1.0", ["tests"]) == "pytest"
 
 
@@ -127,6 +131,13 @@ def test_test_modules_without_a_folder_are_found_where_projects_keep_them(tmp_pa
     (top / "testing_helpers.py").write_text("def helper():\n    return 1\n")  # named like one, defines no test
     assert detect_layout(top).test_dirs == ["test.py"]
 
+    top = _tree(tmp_path / "nested", tests=False)  # aniso8601: a test folder in a subpackage too
+    for folder in ("demo/tests", "demo/builders/tests", "demo/builders/tests/data/tests", "demo/t"):
+        (top / folder).mkdir(parents=True)
+    for folder in ("demo/tests", "demo/builders/tests", "demo/builders/tests/data/tests"):
+        (top / folder / "test_x.py").write_text(test)
+    assert detect_layout(top).test_dirs == ["demo/builders/tests", "demo/tests"]
+
     top = _tree(tmp_path / "in-package", tests=False)
     (top / "demo" / "test_demo.py").write_text(test)
     assert detect_layout(top).test_dirs == ["demo/test_demo.py"]
@@ -165,6 +176,16 @@ def test_left_out_tests_go_into_the_command_with_their_reason():
             parse_deselect([bad])
     with pytest.raises(AddProjectError, match="spaces or quotes"):
         test_command(["tests"], [("tests/t.py::test_x[a b]", "a reason long enough")])
+
+
+def test_a_left_out_id_the_shell_would_read_reaches_pytest_whole():
+    """natsort's parametrized ids hold ``<lambda>``: unquoted, the shell reads it as a redirect and
+    pytest collects nothing; the command is run by a shell, so each such id is quoted."""
+    ids = ["tests/t.py::test_f[0-<lambda>]", "tests/t.py::test_g[x|y;z]", "tests/t.py::test_h[$HOME*]"]
+    command = test_command(["tests"], [(i, "fails on the clean tree: locale") for i in ids])
+    args = command.removeprefix("python3 -m pytest -q -p no:cacheprovider ")
+    out = subprocess.run(["bash", "-c", f"printf '%s\\n' {args}"], capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0 and out.stdout.splitlines() == [*(f"--deselect={i}" for i in ids), "tests"], out
 
 
 def _textkit_sdist(tmp_path: Path, *, sabotage: bool = False, name: str = "textkit") -> Path:

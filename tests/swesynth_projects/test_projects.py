@@ -106,6 +106,47 @@ def test_tree_is_unpacked_once_from_the_verified_sdist(tmp_path, monkeypatch):
         project_tree(load_project(folder), cache=tmp_path / "other-cache")
 
 
+def _sdist_with_links(tmp_path, links, files=()):
+    import io
+    from types import SimpleNamespace
+
+    path = tmp_path / f"demo-{len(list(tmp_path.iterdir()))}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in [("demo-1.0/CONTRIBUTING.md", b"hi\n"), ("demo-1.0/docs/index.md", b"docs\n"), *files]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in links:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return SimpleNamespace(name="demo", sdist=path.name, sdist_path=path)
+
+
+def test_links_in_an_sdist_are_judged_by_where_they_land(tmp_path):
+    """pyparsing 3.3.3 links ``docs/CONTRIBUTING.md`` to ``../CONTRIBUTING.md``: inside the tree, so
+    it unpacks; a link out of the tree, or through a link made before it, is refused by name."""
+    (tmp_path / "sdists").mkdir()
+    project = _sdist_with_links(tmp_path / "sdists", [("demo-1.0/docs/CONTRIBUTING.md", "../CONTRIBUTING.md")])
+    (tmp_path / "a").mkdir()
+    P._unpack(project, tmp_path / "a")
+    assert (tmp_path / "a" / "tree" / "docs" / "CONTRIBUTING.md").read_text() == "hi\n"
+    for n, (links, files) in enumerate([
+            ([("demo-1.0/docs/up", "../../etc")], ()),
+            ([("demo-1.0/abs", "/etc/passwd")], ()),
+            ([("demo-1.0/here", "docs/.."), ("demo-1.0/here/out", "../x")], ()),  # 'here' is the tree itself
+    ]):
+        project = _sdist_with_links(tmp_path / "sdists", links, files)
+        (tmp_path / f"b{n}").mkdir()
+        with pytest.raises(ProjectError, match="points outside the tree"):
+            P._unpack(project, tmp_path / f"b{n}")
+    project = _sdist_with_links(tmp_path / "sdists", [("demo-1.0/docs/sub", "..")],
+                                [("demo-1.0/docs/sub/docs/sub/../../../x.py", b"")])
+    (tmp_path / "c").mkdir()
+    with pytest.raises(ProjectError, match="leaves the tree|goes through a link out of the tree"):
+        P._unpack(project, tmp_path / "c")
+
+
 def test_python_files_get_lf_line_endings_in_new_and_old_trees(tmp_path, monkeypatch):
     """A patch made from a file's text has LF lines, which ``git apply`` cannot apply to a CRLF file:
     mistletoe's sdist ships CRLF sources, its tree has none; a tree unpacked before this rule is

@@ -83,6 +83,7 @@ from termgym.tasks.swesynth.projects import (
     provision,
     run_clean_suite,
 )
+from termgym.tasks.swesynth.tree import VENDORED_DIRS
 
 #: The pytest every bundled project runs under, and the versions of its dependencies in their lock.
 BASE_LOCK: tuple[str, ...] = ("pytest==7.2.1", "attrs==22.2.0", "iniconfig==1.1.1", "packaging==23.0",
@@ -315,6 +316,8 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
         if not test_dirs:
             test_dirs = [f"{s}/{d}" for s in [*python_path[:1], *source_dirs] for d in TEST_FOLDERS
                          if (top / s / d).is_dir()][:1]
+            if test_dirs and any(test_dirs[0].startswith(f"{s}/") for s in source_dirs):  # inside the package
+                test_dirs = package_test_folders(top, source_dirs) or test_dirs
         if not test_dirs:  # test modules without a folder: beside a single module, under src/, in the package
             places = [top, *([top / python_path[0]] if python_path else []),
                       *(top / d for d in source_dirs if (top / d).is_dir())]
@@ -329,6 +332,22 @@ def detect_layout(top: Path, *, source_dirs: Sequence[str] = (), test_dirs: Sequ
     return Layout(source_dirs=list(source_dirs), test_dirs=list(test_dirs), python_path=list(python_path),
                   licence_files=licence_files, licence=found, test_style=test_style(top, test_dirs),
                   protected_files=[f for f in CONFIG_FILES if (top / f).is_file()])
+
+
+def package_test_folders(top: Path, source_dirs: Sequence[str]) -> list[str]:
+    """Every test folder inside the packages, subpackages' included (aniso8601 keeps
+    ``aniso8601/tests`` and ``aniso8601/builders/tests``): a folder named like one
+    (:data:`TEST_FOLDERS`) that is a package or holds test modules, not inside another such folder."""
+    found: list[str] = []
+    for d in source_dirs:
+        if not (top / d).is_dir():
+            continue
+        for folder in sorted((top / d).rglob("*")):
+            rel = str(folder.relative_to(top))
+            if (folder.is_dir() and folder.name in TEST_FOLDERS and any(folder.glob("test*.py"))
+                    and not any(rel.startswith(f + "/") for f in found)):
+                found.append(rel)
+    return found
 
 
 def importable_with(lock: Sequence[tuple[str, str, str]], layout: Layout) -> Callable[[str], bool]:
@@ -393,7 +412,8 @@ test_style.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 def count_lines(top: Path, source_dirs: Sequence[str], test_dirs: Sequence[str]) -> int:
-    """Non-blank lines of the ``*.py`` files of ``source_dirs``, test folders and test files left out."""
+    """Non-blank lines of the ``*.py`` files of ``source_dirs``, test folders, test files and vendored
+    copies of other projects (:data:`~termgym.tasks.swesynth.tree.VENDORED_DIRS`) left out."""
     tests = {(top / d).resolve() for d in test_dirs}
     total = 0
     for d in source_dirs:
@@ -401,7 +421,8 @@ def count_lines(top: Path, source_dirs: Sequence[str], test_dirs: Sequence[str])
             resolved = path.resolve()
             if any(resolved == t or t in resolved.parents for t in tests):
                 continue
-            if path.name.startswith("test_") or any(p in TEST_FOLDERS for p in path.relative_to(top).parts[:-1]):
+            if path.name.startswith("test_") or any(p in TEST_FOLDERS or p in VENDORED_DIRS
+                                                    for p in path.relative_to(top).parts[:-1]):
                 continue
             total += sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
                          if line.strip())
@@ -465,7 +486,7 @@ def test_command(layout_test_dirs: Sequence[str], deselect: Sequence[tuple[str, 
             if any(c in test for c in " '\""):
                 raise AddProjectError(f"deselected test {test!r}: ids with spaces or quotes cannot be left out "
                                       "by --deselect; leave out its file or pass -k through --pytest-args")
-            parts.append(f"--deselect={test}")
+            parts.append(shlex.quote(f"--deselect={test}"))  # natsort's ids hold '<lambda>': a redirect unquoted
         else:
             parts.append(f"--ignore={test}")
     return " ".join([*parts, *layout_test_dirs])

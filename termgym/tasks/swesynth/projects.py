@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -398,6 +399,12 @@ def lf_endings(tree: Path) -> list[Path]:
     return changed
 
 
+def _inside(path: Path, tree: Path) -> bool:
+    """Whether ``path``, its links followed, stays within ``tree``."""
+    real, root = os.path.realpath(path), os.path.realpath(tree)
+    return real == root or real.startswith(root + os.sep)
+
+
 def _unpack(project: Project, dest: Path) -> None:
     tree = dest / "tree"
     tree.mkdir()
@@ -414,6 +421,9 @@ def _unpack(project: Project, dest: Path) -> None:
             if ".." in rel.parts or rel.is_absolute():
                 raise ProjectError(f"project {project.name}: {project.sdist} member {member.name!r} leaves the tree")
             out = tree / rel
+            if not _inside(out.parent, tree):
+                raise ProjectError(f"project {project.name}: {project.sdist} member {member.name!r} goes through a "
+                                   "link out of the tree")
             if member.isdir():
                 out.mkdir(parents=True, exist_ok=True)
             elif member.isfile():
@@ -422,11 +432,16 @@ def _unpack(project: Project, dest: Path) -> None:
                     shutil.copyfileobj(src, dst)
                 os.chmod(out, 0o755 if member.mode & 0o111 else 0o644)
             elif member.issym():
+                # pyparsing's docs/CONTRIBUTING.md -> ../CONTRIBUTING.md stays inside: judged where it lands
                 link = PurePosixPath(member.linkname)
-                if link.is_absolute() or ".." in (rel.parent / link).parts:
+                target = posixpath.normpath((rel.parent / link).as_posix())
+                if link.is_absolute() or target == ".." or target.startswith("../"):
                     raise ProjectError(f"project {project.name}: symlink {member.name!r} points outside the tree")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 os.symlink(member.linkname, out)
+                if not _inside(out, tree):  # through a link made before it
+                    out.unlink()
+                    raise ProjectError(f"project {project.name}: symlink {member.name!r} points outside the tree")
             else:
                 raise ProjectError(f"project {project.name}: {project.sdist} member {member.name!r} is not a "
                                    "file, folder or link")

@@ -14,6 +14,9 @@ from pathlib import Path
 #: Directories never copied into a working tree or scanned for source files.
 IGNORED_DIRS = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox",
                 ".nox", ".venv", "venv", "build", "dist", ".eggs", "node_modules", ".benchmarks"}
+#: Folders inside a package that hold another project's code (bleach's ``_vendor/html5lib``): copied
+#: and graded with the tree, but never a place for a bug or a fix.
+VENDORED_DIRS = {"_vendor", "_vendored"}
 #: Top-level directories that hold no library code worth breaking.
 NON_SOURCE_DIRS = {"docs", "doc", "examples", "example", "benchmarks", "bench", "scripts", "tools", "ci"}
 NON_SOURCE_FILES = {"setup.py", "conftest.py", "noxfile.py", "tasks.py", "fabfile.py", "__main__.py",
@@ -42,7 +45,7 @@ def is_source_path(path: str, source_dirs: Sequence[str] = (), test_dirs: Sequen
     if not path.endswith(".py") or is_test_path(path, test_dirs):
         return False
     parts = Path(path).parts
-    if any(p in IGNORED_DIRS or p.startswith(".") for p in parts[:-1]):
+    if any(p in IGNORED_DIRS or p in VENDORED_DIRS or p.startswith(".") for p in parts[:-1]):
         return False
     if source_dirs:
         # an entry is a package folder, or a single module (``xmltodict.py``) matched exactly
