@@ -804,6 +804,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
 def cmd_add_project(args: argparse.Namespace) -> int:
     from termgym.factory.swesynth.project_add import AddProjectError, add_project, parse_deselect
+    from termgym.tasks.swesynth.projects import ProjectError
 
     try:
         result = add_project(args.requirement, sdist=args.sdist, domain=args.domain, description=args.description,
@@ -812,7 +813,7 @@ def cmd_add_project(args: argparse.Namespace) -> int:
                              source_dirs=args.source_dir, test_dirs=args.test_dir, python_path=args.python_path,
                              licence=args.license, root=args.root, replace=args.replace, timeout=args.timeout,
                              deselect_failing=args.deselect_failing, flaky_probe=not args.no_flaky_probe)
-    except (AddProjectError, RuntimeError) as exc:
+    except (AddProjectError, ProjectError, RuntimeError) as exc:  # a ProjectError: the sdist does not unpack
         print(f"termgym swesynth add-project: {exc}", file=sys.stderr)
         return 1
     if not result.ok:

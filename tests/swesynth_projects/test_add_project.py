@@ -263,6 +263,14 @@ def test_cli_names_bad_arguments(capsys, tmp_path):
     assert main(["swesynth", "add-project", "idna==3.7", "--sdist", str(zipped), "--domain", "d",
                  "--description", "x"]) == 1
     assert "not both" in capsys.readouterr().err
+    top = _tree(tmp_path / "linked")  # a link out of the tree: said by name, no traceback
+    (top / "docs" / "escape").symlink_to("../../../etc")
+    with tarfile.open(tmp_path / "demo-1.0.tar.gz", "w:gz") as tar:
+        tar.add(top, arcname="demo-1.0")
+    assert main(["swesynth", "add-project", "--sdist", str(tmp_path / "demo-1.0.tar.gz"), "--domain", "d",
+                 "--description", "x", "--root", str(tmp_path / "set")]) == 1
+    err = capsys.readouterr().err
+    assert "does not unpack safely" in err and "demo-1.0/docs/escape" in err and "Traceback" not in err, err
 
 
 @pytest.mark.slow

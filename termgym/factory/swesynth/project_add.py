@@ -237,7 +237,10 @@ def unpack(sdist: Path, dest: Path) -> Path:
         tops = {PurePosixPath(m.name).parts[0] for m in tar.getmembers() if PurePosixPath(m.name).parts}
         if len(tops) != 1:
             raise AddProjectError(f"{sdist.name}: the sdist has no single top folder ({sorted(tops)[:5]})")
-        extract_all(tar, dest)
+        try:
+            extract_all(tar, dest)
+        except tarfile.TarError as exc:  # a member landing or pointing out of the tree
+            raise AddProjectError(f"{sdist.name}: the sdist does not unpack safely: {exc}") from None
     return dest / tops.pop()
 
 
