@@ -67,6 +67,18 @@ def test_every_parse_in_the_package_goes_through_the_lock():
     assert offenders == []
 
 
+def test_every_thread_pool_of_the_factory_serialises_parsing_first():
+    """A pool that runs generation, recording or the audit in threads parses there, and so does the
+    standard library in them (``traceback``, ``literal_eval``): each module that makes one routes
+    every parse through the lock first (four v2 recordings had failed with the race in ``termgym
+    swesynth behaviour -j 2`` before the recorder's pool did)."""
+    pools = [p for package in THREADED for p in package.rglob("*.py") if "ThreadPoolExecutor(" in p.read_text()]
+    assert len(pools) >= 4, pools
+    missing = [str(p.relative_to(PACKAGE.parents[1])) for p in pools
+               if "pyparse.serialise_every_parse()" not in p.read_text()]
+    assert missing == []
+
+
 #: A caller outside the package: the standard library's ``ast.literal_eval`` parses with the
 #: ``ast.parse`` it finds at call time (so does ``traceback`` placing its carets in 3.11).
 LITERAL = repr([{"k": (i, str(i), [i] * 3)} for i in range(3000)])

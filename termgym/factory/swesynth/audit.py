@@ -498,6 +498,7 @@ def audit(suite, *, sample: int | None = None, seed: int = 0, run: bool = True, 
     # the largest projects first, so that one long project does not start last
     order = sorted(projects, key=lambda p: -len(by_project[p]))
     deadline = started + time_budget if time_budget is not None else None
+    pyparse.serialise_every_parse()  # the reports are parsed in each thread; so may the standard library
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {p: pool.submit(_audit_project, tasks, by_project[p], run, backend, tick, deadline) for p in order}
         outcome = {p: futures[p].result() for p in order}

@@ -1165,6 +1165,8 @@ def backfill(suite_dir: str | Path, *, jobs: int = 1, repos: Sequence[str] | Non
                 progress(tid, line["reason"] if line["behaviour"] is None else "check" if servable(line["behaviour"])
                          else f"check, not served: {unservable_reason(line['behaviour'])}")
 
+    if jobs > 1:  # parses in the threads, the standard library's too, take one lock (gh-106905: four v2
+        pyparse.serialise_every_parse()  # recordings had failed with "AST constructor recursion depth mismatch")
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for future in as_completed([pool.submit(one, tid) for tid in todo]):
             future.result()

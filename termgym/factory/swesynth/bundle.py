@@ -30,6 +30,7 @@ from typing import Any
 
 from termgym.factory.swesynth.generate import GenerationResult, Stats, generate
 from termgym.factory.swesynth.known import MAX_TASKS_PER_FUNCTION
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.store import locked_index, split_for
 from termgym.tasks.swesynth.suite import BUNDLED_DIR, SUITE_DIR
 
@@ -216,6 +217,7 @@ def build_suite(out: str | Path = SUITE_DIR, *, projects: Sequence[str] | None =
             if log:
                 log(f"{name}: FAILED {message[:300]}")
 
+    pyparse.serialise_every_parse()  # generate parses in each thread; so may the standard library
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bundle") as pool:
         list(pool.map(one, chosen))
     dropped = enforce_named_share(out, max_named_share)
