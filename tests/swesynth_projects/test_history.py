@@ -416,6 +416,8 @@ def test_release_history_proposes_once_per_change_and_says_where_a_task_came_fro
     origin = source.origin([slug], ["tests/test_slugs.py::test_cut"])
     assert origin["source"] == "history" and (origin["from_version"], origin["to_version"]) == ("1.0", "2.0")
     assert origin["kind"] == "feature" and origin["functions"] == ["slugs.py:slugify"]
+    # a revert with its put-back names is two edits of one function: named once (aniso8601's parse_interval)
+    assert source.origin([slug, slug], ["tests/test_slugs.py::test_cut"])["functions"] == ["slugs.py:slugify"]
 
 
 def test_a_module_that_became_a_package_is_compared_with_the_file_it_was(tmp_path):

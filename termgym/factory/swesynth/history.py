@@ -1036,7 +1036,7 @@ class ReleaseHistory:
         new_index, new_names = self._new  # type: ignore[misc]
         kind = classify_kind(target_tests, new_index, old_index, new_names, old_names)
         return {"source": "history", "from_version": old_version, "to_version": self.version,
-                "functions": [f"{m.path}:{m.function}" for m in mutations], "kind": kind.kind,
+                "functions": list(dict.fromkeys(f"{m.path}:{m.function}" for m in mutations)), "kind": kind.kind,
                 "kind_reason": kind.reason}
 
 
