@@ -250,7 +250,7 @@ def test_the_default_suite_serves_distinct_tasks(served):
     splits, keys = _of(served)
     assert not violations(splits, keys)
     assert held_out_duplicates(splits, keys) == 0 and len(splits["test_id"]) > 0
-    for why in (SAME_CALL, SAME_FUNCTION, PROJECT_SHARE):  # each rule left tasks out, counted
+    for why in (SAME_CALL, SAME_FUNCTION):  # each rule left tasks out, counted
         assert served.unserved[why] > 0, why
     pool = SweSynthSuite("projects", distinct=False)
     assert set(served.task_ids("all")) < set(pool.task_ids("all"))
@@ -260,10 +260,14 @@ def test_the_default_suite_serves_distinct_tasks(served):
     # the sabotage: the rule off, the same checks fail on the same suite
     loose = violations(*_of(pool))
     assert any("held by" in v for v in loose) and any("test_id" in v for v in loose)
-    # the project share alone off (the pool as a whole may hold every project under 5 %: v2's
-    # largest projects are the ones the near-duplicate rules cut most): a project passes it
+    # the project share: since session 35 added sixteen projects, v2's largest (more-itertools,
+    # 4.9 %) is under 5 % once the near-duplicate rules have cut it, so the rule binds only below
+    # that. At 4 % it leaves tasks out, counted, and holds; switched off, a project passes 4 %
+    tight = select(*_of(pool), max_project_share=0.04)
+    assert PROJECT_SHARE in tight.dropped.values()
+    assert not any("holds" in v for v in violations(tight.splits, _of(pool)[1], share=0.04))
     uncapped = select(*_of(pool), max_project_share=1.0)
-    assert any("holds" in v for v in violations(uncapped.splits, _of(pool)[1]))
+    assert any("holds" in v for v in violations(uncapped.splits, _of(pool)[1], share=0.04))
 
 
 def _outranked(chosen, keys):
@@ -324,7 +328,7 @@ def test_the_default_suite_serves_fewer_of_its_commonest_bug_type(monkeypatch):
     assert _share_of_commonest_type(tight, keys) <= 0.15 and TYPE_SHARE in tight.dropped.values()
     assert _share_of_commonest_type(select(splits, keys, max_type_share=1), keys) > 0.15
     monkeypatch.setattr(distinct, "_types", lambda k: set())  # the sabotage: types ignored
-    assert _share_of_commonest_type(select(splits, keys), keys) > share + 0.02
+    assert _share_of_commonest_type(select(splits, keys), keys) > max(share, MAX_TYPE_SHARE)
 
 
 def test_suites_of_your_own_and_behaviour_any_keep_every_task(served):
