@@ -34,6 +34,12 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
+def lands_inside(path: str | Path, root: str | Path) -> bool:
+    """Whether ``path``, its links followed, stays within ``root`` (an unpacker that writes members
+    itself checks each one so)."""
+    return _inside(os.path.realpath(path), os.path.realpath(root))
+
+
 def _check(member: tarfile.TarInfo, root: str) -> None:
     """What the ``"data"`` filter enforces, for a Python without it (``member`` made safe in place)."""
     name = member.name = member.name.lstrip("/")  # an absolute name lands inside, as with the filter

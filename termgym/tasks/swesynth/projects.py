@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from termgym.archives import lands_inside
 from termgym_data import SWESYNTH_DIR
 
 try:
@@ -399,12 +400,6 @@ def lf_endings(tree: Path) -> list[Path]:
     return changed
 
 
-def _inside(path: Path, tree: Path) -> bool:
-    """Whether ``path``, its links followed, stays within ``tree``."""
-    real, root = os.path.realpath(path), os.path.realpath(tree)
-    return real == root or real.startswith(root + os.sep)
-
-
 def _unpack(project: Project, dest: Path) -> None:
     tree = dest / "tree"
     tree.mkdir()
@@ -421,7 +416,7 @@ def _unpack(project: Project, dest: Path) -> None:
             if ".." in rel.parts or rel.is_absolute():
                 raise ProjectError(f"project {project.name}: {project.sdist} member {member.name!r} leaves the tree")
             out = tree / rel
-            if not _inside(out.parent, tree):
+            if not lands_inside(out.parent, tree):
                 raise ProjectError(f"project {project.name}: {project.sdist} member {member.name!r} goes through a "
                                    "link out of the tree")
             if member.isdir():
@@ -439,7 +434,7 @@ def _unpack(project: Project, dest: Path) -> None:
                     raise ProjectError(f"project {project.name}: symlink {member.name!r} points outside the tree")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 os.symlink(member.linkname, out)
-                if not _inside(out, tree):  # through a link made before it
+                if not lands_inside(out, tree):  # through a link made before it
                     out.unlink()
                     raise ProjectError(f"project {project.name}: symlink {member.name!r} points outside the tree")
             else:
