@@ -266,6 +266,34 @@ def test_the_writer_gives_the_second_bug_a_runnable_example_of_its_own(toy, work
     assert run_examples(report, run) == ""
 
 
+def test_a_report_written_from_the_tests_states_every_bug_or_is_refused(toy, worker, monkeypatch):
+    """``rewrite_task`` (what ``reports --run-tests`` and ``--new-openings`` write with) takes a
+    two-bug report only when it shows a symptom of each bug, as the audit's "names every symptom"
+    reads it (session 35 reopened boltons-734c9d70a9 with one bug of two stated; the run audit
+    caught it afterwards). The sabotage: a writer that states the first bug only is refused."""
+    from termgym.factory.swesynth import report_rewrite
+
+    first, second = (toy.load(t).record for t in TWO)
+    record = replace(first, task_id="ledgerly-two", bug_patch=first.bug_patch + second.bug_patch,
+                     mutations=[*first.mutations, *second.mutations],
+                     target_tests=[*first.target_tests, *second.target_tests])
+    task = type(toy.load(TWO[0]))(record)
+    report, why = report_rewrite.rewrite_task(task, worker)
+    assert why == "" and report is not None
+    assert len(examples(report)) >= 2, report
+
+    real = report_rewrite.write_report
+
+    def first_bug_only(failed, messages, patch, **kwargs):
+        kwargs["groups"] = None
+        return real([t for t in failed if t in first.target_tests], messages, patch, **kwargs)
+
+    monkeypatch.setattr(report_rewrite, "write_report", first_bug_only)
+    report, why = report_rewrite.rewrite_task(task, worker)
+    assert report is None
+    assert why == "the new report fails a check: report names every symptom: bug 2 of 2 has no symptom in the report"
+
+
 def test_a_real_multi_bug_record_is_worded_again_with_every_example_runnable():
     """A served two-bug task of the bundled suite, worded again from its own report in its
     project's sandbox: every example defines its names and shows its difference when run."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.factory.swesynth.examples import claim, examples, private_names, shows_claim, undefined_names
-from termgym.factory.swesynth.failures import read_failure
+from termgym.factory.swesynth.failures import Failure, read_failure
 from termgym.factory.swesynth.quality import (
     _RUNNER,
     CHECKS,
@@ -356,6 +356,15 @@ def run_examples(statement: str, run: Callable[[str], tuple[Any, Any]]) -> str:
     return ""
 
 
+def unnamed_symptoms(statement: str, groups: Sequence[Sequence[Failure]]) -> str:
+    """Which bugs ``statement`` shows no symptom of: ``groups`` holds, per bug, the failures of the
+    target tests that fail with that bug alone (:func:`~termgym.factory.swesynth.failures.read_failure`);
+    a bug counts as stated when the call of one of its failures appears in the report. ``""`` when
+    every bug is stated, else ``"bug 2 of 2 has no symptom in the report"``."""
+    missing = [i + 1 for i, g in enumerate(groups) if not any(f.call and f.call in statement for f in g)]
+    return "" if not missing else f"bug {', '.join(map(str, missing))} of {len(groups)} has no symptom in the report"
+
+
 def audit_task(task, worker=None) -> dict[str, str | None]:
     """``{check: ""}`` passed, ``{check: why}`` failed, ``{check: None}`` undecided, for one task."""
     from termgym.tasks.swesynth.behaviour import task_sys_path
@@ -408,10 +417,7 @@ def audit_task(task, worker=None) -> dict[str, str | None]:
             empty = [i + 1 for i, g in enumerate(groups) if not g]
             results["each bug breaks a test"] = "" if not empty else \
                 f"bug {', '.join(map(str, empty))} of {len(groups)} breaks no target test alone"
-            missing = [i + 1 for i, g in enumerate(groups) if not any(f.call and f.call in record.problem_statement
-                                                                       for f in g)]
-            results["report names every symptom"] = "" if not missing else \
-                f"bug {', '.join(map(str, missing))} of {len(groups)} has no symptom in the report"
+            results["report names every symptom"] = unnamed_symptoms(record.problem_statement, groups)
     return results
 
 
@@ -541,4 +547,4 @@ def write_audit(result: dict[str, Any], path: str | Path) -> None:
 
 __all__ = ["COLUMNS", "EVERY_EXAMPLE", "EXAMPLE_COLUMNS", "SandboxExamples", "apply_hunks", "audit", "audit_task",
            "bug_units", "buggy_files", "example_checks", "example_runner", "format_audit", "run_examples",
-           "split_patch", "unit_files", "write_audit"]
+           "split_patch", "unit_files", "unnamed_symptoms", "write_audit"]

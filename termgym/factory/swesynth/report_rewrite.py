@@ -34,7 +34,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from termgym.factory.swesynth.audit import bug_units, buggy_files, example_runner, static_problem, unit_files
+from termgym.factory.swesynth.audit import (
+    bug_units,
+    buggy_files,
+    example_runner,
+    static_problem,
+    unit_files,
+    unnamed_symptoms,
+)
 from termgym.factory.swesynth.examples import examples
 from termgym.factory.swesynth.failures import (
     CHAIN_TAIL,
@@ -42,6 +49,7 @@ from termgym.factory.swesynth.failures import (
     call_behaviour,
     chained_behaviour,
     helper_behaviour,
+    read_failure,
 )
 from termgym.factory.swesynth.report import (
     ExampleRuns,
@@ -69,6 +77,7 @@ def rewrite_task(task, worker, *, avoid: Collection[str] = ()) -> tuple[str | No
     if together.timed_out or not failed:
         return None, "the target tests do not fail on the buggy tree" + (" (timed out)" if together.timed_out else "")
     groups = None
+    symptoms = []  # per bug, what its target tests show with it alone: the audit's "names every symptom" reads them
     if len(bug_units(record)) > 1:
         split = unit_files(record, repo)
         if split is None:
@@ -81,6 +90,7 @@ def rewrite_task(task, worker, *, avoid: Collection[str] = ()) -> tuple[str | No
             if not own:
                 return None, f"bug {i} of {len(split)} breaks no target test alone at the call it breaks with the others"
             groups.append(own)
+            symptoms.append([read_failure(t, alone.messages.get(t, ""), repo) for t in alone.failed_among(tests)])
     request = (record.origin or {}).get("kind") == "feature"
     try:
         statement = write_report(sorted(failed), together.messages, record.bug_patch, repo=repo, seed=record.task_id,
@@ -88,6 +98,9 @@ def rewrite_task(task, worker, *, avoid: Collection[str] = ()) -> tuple[str | No
                                  run=example_runner(worker, files, task_sys_path(task)), avoid=avoid)
     except ReportError as exc:
         return None, str(exc)
+    unnamed = unnamed_symptoms(statement, symptoms)
+    if unnamed:  # the audit would fail it (boltons-734c9d70a9, reopened in session 35, stated one bug of two)
+        return None, f"the new report fails a check: report names every symptom: {unnamed}"
     return statement, ""
 
 
