@@ -104,7 +104,7 @@ def measure(*, slots: int, rounds: int, per_env: int) -> dict[str, dict]:
     register()
     workers = [{"termgym_sandbox": slots, "bench_node_a": slots}, {"termgym_sandbox": slots}]
     with local_cluster(workers=2, worker_resources=workers, pythonpath=[ROOT]) as cluster, cluster.driver_env():
-        ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
+        ray.init(**cluster.init_options(), configure_logging=False, log_to_driver=False)
         try:
             cluster.identify()
             envs = {name: [gym.make(ENV_ID, ray={"resources": resources}) for _ in range(slots * (1 + (name == "two nodes")))]

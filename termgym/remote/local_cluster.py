@@ -6,7 +6,7 @@ benchmarks that need real nodes (a killed raylet is a lost node):
 .. code-block:: python
 
     with local_cluster(workers=2, worker_resources={"termgym_sandbox": 2}) as cluster:
-        ray.init(address=cluster.address)
+        ray.init(**cluster.init_options())
         env = gym.make("termgym/SweSynth-v0", ray=True)   # its sandbox runs on w1 or w2
 
 Each node is ``ray start --block`` with its own temp dir, on 127.0.0.1, with one HOME of the
@@ -112,6 +112,15 @@ class LocalCluster:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+    def init_options(self) -> dict[str, str]:
+        """What ``ray.init`` takes to connect this process as a driver through the head's raylet:
+        ``{"address": ..., "_temp_dir": <the head's temp dir>}``. Every node here runs on 127.0.0.1,
+        and Ray connects a driver to a raylet it finds among this machine's processes (the head
+        first, but only among those its process scan found): a driver connected to a sandbox node's
+        raylet dies with it, exit 1 and nothing printed, when that node is lost (a CI run of
+        session 36 lost its whole second test lane so). The head's temp dir names the head's raylet alone."""
+        return {"address": self.address, "_temp_dir": str(self.head.temp_dir)}
 
     def identify(self) -> None:
         """Fill in each node's id from the cluster's view (a raylet's socket lies in its node's temp dir)."""

@@ -42,7 +42,7 @@ def driver(sandbox_cluster):
     import remote_tasks
 
     with sandbox_cluster.driver_env():
-        ray.init(address=sandbox_cluster.address, configure_logging=False, log_to_driver=False)
+        ray.init(**sandbox_cluster.init_options(), configure_logging=False, log_to_driver=False)
         try:
             check_nodes(sandbox_cluster)
             remote_tasks.register()

@@ -98,6 +98,26 @@ def _kill_raylet_during_a_step(node, killed: list[float]) -> None:
         killed.append(when)
 
 
+def test_the_driver_is_connected_through_the_head_so_losing_a_sandbox_node_cannot_end_it(driver):
+    """``LocalCluster.init_options`` names the head's raylet: a driver attached to a sandbox node's
+    raylet would die with it (exit 1, no output) in the next test, which kills one (session 36: a CI
+    lane ended so). The sabotage: the same options naming worker w1's temp dir attach the driver to
+    w1, so the option is what decides."""
+    import remote_tasks
+
+    assert ray.get_runtime_context().get_node_id() == driver.head.node_id
+    ray.shutdown()
+    try:
+        ray.init(**{**driver.init_options(), "_temp_dir": str(driver.workers[0].temp_dir)},
+                 configure_logging=False, log_to_driver=False)
+        assert ray.get_runtime_context().get_node_id() == driver.workers[0].node_id
+    finally:
+        ray.shutdown()
+        ray.init(**driver.init_options(), configure_logging=False, log_to_driver=False)
+        remote_tasks.register()
+    assert ray.get_runtime_context().get_node_id() == driver.head.node_id
+
+
 def test_a_node_lost_mid_run_is_retried_on_the_other_node_and_recorded_once(driver, tmp_path):
     from remote_tasks import ENV_ID, TASKS
 

@@ -46,7 +46,7 @@ def training_cluster():
     with local_cluster(workers=2, worker_resources={"termgym_sandbox": 2}, head_cpus=16, head_gpus=1, worker_cpus=0,
                        object_store_bytes=300_000_000, pythonpath=[HERE, REPO]) as cluster:
         with cluster.driver_env():
-            ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
+            ray.init(**cluster.init_options(), configure_logging=False, log_to_driver=False)
             try:
                 cluster.identify()
             finally:

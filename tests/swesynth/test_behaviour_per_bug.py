@@ -80,7 +80,8 @@ def test_per_bug_measures_each_functions_bug_alone_and_decides_what_is_served(tm
     project = v2.record(first).repo
     others = [t for t in measured if v2.record(t).repo == project and t != first]
     single = next(t for t in sorted(v2.task_ids("all")) if v2.record(t).repo == project
-                  and len((v2.behaviour_check_of(t) or {}).get("targets") or ()) == 1)
+                  and len((v2.behaviour_check_of(t) or {}).get("targets") or ()) == 1
+                  and behaviour.servable(v2.behaviour_check_of(t)))  # the copy must serve something
     ids = [first, rng.choice(others), single] if others else [first, single]
     multi = ids[:-1]
     stored = {t: v2.behaviour_check_of(t)["per_bug"] for t in multi}
@@ -105,7 +106,9 @@ def test_per_bug_measures_each_functions_bug_alone_and_decides_what_is_served(tm
         # measured again here, it is what the bundled suite stores
         assert check["per_bug"] == stored[tid], tid
         assert set(check["per_bug"]["telling"]) == {behaviour.target_name(t) for t in check["targets"]}
-        assert (tid in after.task_ids("all")) == behaviour.servable(check) == (not behaviour.uncovered_targets(check))
+        assert behaviour.servable(check) == (not behaviour.uncovered_targets(check))
+        # served when its check decides, unless its report was marked not served (``report_fails``)
+        assert (tid in after.task_ids("all")) == (behaviour.servable(check) and not after.report_problem(tid))
     assert single_line in sidecar.read_text().splitlines()  # one function: nothing to measure, untouched
     assert main(["swesynth", "behaviour", "--suite", str(root), "--per-bug", "--quiet"]) == 0
     again = json.loads(capsys.readouterr().out)
