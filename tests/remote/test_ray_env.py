@@ -100,9 +100,8 @@ def _kill_raylet_during_a_step(node, killed: list[float]) -> None:
 
 def test_the_driver_is_connected_through_the_head_so_losing_a_sandbox_node_cannot_end_it(driver):
     """``LocalCluster.init_options`` names the head's raylet: a driver attached to a sandbox node's
-    raylet would die with it (exit 1, no output) in the next test, which kills one (session 36: a CI
-    lane ended so). The sabotage: the same options naming worker w1's temp dir attach the driver to
-    w1, so the option is what decides."""
+    raylet would die with it (exit 1, no output) in the next test, which kills one. The sabotage:
+    the same options naming worker w1's temp dir attach the driver to w1, so the option is what decides."""
     import remote_tasks
 
     assert ray.get_runtime_context().get_node_id() == driver.head.node_id
