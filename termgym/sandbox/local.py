@@ -57,6 +57,7 @@ from termgym.sandbox.base import (
 from termgym.sandbox.cgroups import CGROUP_ROOT, frozen, has_exited, remove_cgroup, send_kill, wait_exited
 from termgym.sandbox.hostfs import open_dir
 from termgym.sandbox.local_gc import DIR_PREFIX, write_owner
+from termgym.sandbox.process_handle import ProcessHandle, hold
 from termgym.sandbox.shell import ShellChannel, ShellSandbox, shell_argv
 
 #: System ``/etc`` entries the sandbox may see (read-only, from the runtime or the host); everything
@@ -230,7 +231,10 @@ class BubblewrapSandbox(ShellSandbox):
         self._use_cgroups = cgroups_available() if use_cgroups is None else use_cgroups
         self._proc: subprocess.Popen | None = None
         self._init_pid: int | None = None  # host pid of the sandbox's pid-namespace init
-        self._shell_pid: int | None = None
+        # The init and the shell are killed through pidfds (a kept pid can pass to a stranger once
+        # its process is gone: termgym.sandbox.process_handle).
+        self._init: ProcessHandle | None = None
+        self._shell_handle: ProcessHandle | None = None
         self._pidns: str | None = None
         self._cgroups: list[Path] = []
         self._pid_limit_hits = 0  # pids.events' "max" count seen so far: forks the limit refused
@@ -489,10 +493,11 @@ class BubblewrapSandbox(ShellSandbox):
             channel.close()
             raise SandboxError(f"bubblewrap failed to start the sandbox: {output.strip() or 'no output'}")
         self._init_pid = int(info["child-pid"])
+        self._init = hold(self._init_pid)
         self._pidns = _pidns(self._init_pid)
         os.set_blocking(self._proc.stdout.fileno(), False)
         os.set_blocking(ctl_r, False)
-        self._shell_pid = None
+        self._shell_handle = None
         if self.spec.services:
             self._start_services()
         return channel
@@ -547,11 +552,14 @@ class BubblewrapSandbox(ShellSandbox):
         return True
 
     def _shell(self) -> int | None:
-        if self._shell_pid is None and self._init_pid is not None:
+        """Host pid of the sandbox's shell (the init's child), held by a pidfd from the first look on."""
+        init = self._init
+        if self._shell_handle is None and init is not None and not init.exited():
             with contextlib.suppress(OSError, ValueError):
-                children = Path(f"/proc/{self._init_pid}/task/{self._init_pid}/children").read_text().split()
-                self._shell_pid = int(children[0]) if children else None
-        return self._shell_pid
+                children = Path(f"/proc/{init.pid}/task/{init.pid}/children").read_text().split()
+                if children:  # a pid read here is the shell only while it is in the sandbox's namespace
+                    self._shell_handle = hold(int(children[0]), self._pidns)
+        return self._shell_handle.pid if self._shell_handle is not None else None
 
     def _kill_commands(self) -> None:
         """Kill every process of the sandbox except its init and the shell.
@@ -581,17 +589,18 @@ class BubblewrapSandbox(ShellSandbox):
         """
         shell, monitor = self._shell(), self._proc.pid if self._proc else None
         with frozen(self._freezer):
-            send_kill(pid for pid in [shell, *(p for p in self._sandbox_pids() if p not in (shell, monitor))]
-                      if pid is not None)
+            if self._shell_handle is not None:
+                self._shell_handle.kill()
+            send_kill(p for p in self._sandbox_pids() if p not in (shell, monitor))
 
     def _await_reaped(self, timeout: float = 2.0) -> None:
         """Wait until every child the shell had is dead (a zombie or reaped), so its job notices come now.
 
         A zombie has already signalled the shell, which reaps it before it reads the next command.
         """
-        shell = self._shell()
+        shell, handle = self._shell(), self._shell_handle
         deadline = time.monotonic() + timeout
-        while shell is not None and time.monotonic() < deadline:
+        while shell is not None and handle is not None and not handle.exited() and time.monotonic() < deadline:
             try:
                 children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
             except OSError:
@@ -603,10 +612,10 @@ class BubblewrapSandbox(ShellSandbox):
     def _kill_all(self) -> None:
         proc = self._proc
         if proc is not None:
-            # Killing the pid-namespace init takes every process in the sandbox down with it.
-            if self._init_pid is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(self._init_pid, signal.SIGKILL)
+            # Killing the pid-namespace init takes every process in the sandbox down with it. Through
+            # its pidfd: the init may have exited long ago (its shell exited) and its pid passed on.
+            if self._init is not None:
+                self._init.kill()
             # bubblewrap's monitor reaps its init and exits; killing the monitor first would leave
             # the init a zombie of whatever reaps orphans here.
             try:
@@ -621,9 +630,12 @@ class BubblewrapSandbox(ShellSandbox):
                     if stream:
                         stream.close()
         send_kill(self._sandbox_pids() if self._cgroups else [])
+        for handle in (self._init, self._shell_handle):
+            if handle is not None:
+                handle.close()
         self._proc = None
         self._init_pid = None
-        self._shell_pid = None
+        self._init = self._shell_handle = None
 
     def _stop_services(self) -> None:
         if self._forwarder is not None:
