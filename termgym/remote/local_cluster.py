@@ -80,16 +80,28 @@ class Node:
         os.kill(raylet, signal.SIGKILL)
         return time.monotonic()
 
+    def terminate(self) -> None:
+        """SIGTERM to ``ray start --block`` (it stops its node's processes), unless it has been reaped."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: that reaps an exited one
+
     def stop(self) -> None:
-        """Stop the node: SIGTERM to ``ray start --block`` (it stops its processes), then SIGKILL its session."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        """Stop the node: SIGTERM to ``ray start --block``, then SIGKILL its whole session, then reap it.
+
+        The session is killed before ``ray start`` is reaped: until then its exited process holds
+        the group id. Once reaped, the id is a free number that the next ``setsid`` process on the
+        machine may take as its own group, and ``killpg`` would kill that stranger.
+        """
+        self.terminate()
+        deadline = time.monotonic() + 30
+        while not _ended(self.proc) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=30)
 
 
 @dataclass
@@ -180,10 +192,20 @@ def _start(name: str, args: Sequence[str], root: Path, env: Mapping[str, str], a
     return Node(name, proc, log, temp_dir)
 
 
+def _ended(proc: subprocess.Popen) -> bool:
+    """Whether ``proc`` has exited, without reaping it (its pid and group id stay reserved until then)."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def _started(node: Node, deadline: float) -> bool:
     """Wait until ``node`` blocks forever (True) or its ``ray start`` exits (False); past ``deadline``, an error."""
     while "will now block forever" not in node.log.read_text():
-        if node.proc.poll() is not None:
+        if _ended(node.proc):
             return False
         if time.monotonic() > deadline:
             raise RuntimeError(f"{node.name}: Ray did not start in time:\n{node.log.read_text()[-3000:]}")
@@ -264,8 +286,7 @@ def local_cluster(*, workers: int = 2, worker_resources: Mapping[str, float] | S
         yield LocalCluster(address, node_env, root, nodes[0], nodes[1:])
     finally:
         for node in nodes:  # stop them side by side, not one after the other
-            if node.proc.poll() is None:
-                node.proc.send_signal(signal.SIGTERM)
+            node.terminate()
         for node in nodes:
             node.stop()
         shutil.rmtree(root, ignore_errors=True)

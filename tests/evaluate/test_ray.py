@@ -55,15 +55,19 @@ def _start_cluster(temp_dir: str) -> tuple[subprocess.Popen, str]:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)  # `ray start --block` stops its raylet and GCS on SIGTERM
-    try:
-        proc.wait(timeout=90)
-    except subprocess.TimeoutExpired:
-        pass
+    if proc.returncode is not None:  # reaped: its pid and group id may be another process's now
+        return
+    os.kill(proc.pid, signal.SIGTERM)  # `ray start --block` stops its raylet and GCS on SIGTERM
+    deadline = time.monotonic() + 90
+    # Wait without reaping: until reaped, the exited process keeps its group id from being reused
+    # by another process on the machine, which the killpg below would then reach.
+    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # whatever of that session is left
     except ProcessLookupError:
         pass
+    proc.wait()
 
 
 @pytest.fixture
