@@ -598,11 +598,12 @@ class BubblewrapSandbox(ShellSandbox):
 
         A zombie has already signalled the shell, which reaps it before it reads the next command.
         """
-        shell, handle = self._shell(), self._shell_handle
+        self._shell()
+        handle = self._shell_handle
         deadline = time.monotonic() + timeout
-        while shell is not None and handle is not None and not handle.exited() and time.monotonic() < deadline:
+        while handle is not None and not handle.exited() and time.monotonic() < deadline:
             try:
-                children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+                children = Path(f"/proc/{handle.pid}/task/{handle.pid}/children").read_text().split()
             except OSError:
                 return
             if all(has_exited(int(pid)) for pid in children):
