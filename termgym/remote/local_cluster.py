@@ -87,21 +87,9 @@ class Node:
                 os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: that reaps an exited one
 
     def stop(self) -> None:
-        """Stop the node: SIGTERM to ``ray start --block``, then SIGKILL its whole session, then reap it.
-
-        The session is killed before ``ray start`` is reaped: until then its exited process holds
-        the group id. Once reaped, the id is a free number that the next ``setsid`` process on the
-        machine may take as its own group, and ``killpg`` would kill that stranger.
-        """
-        self.terminate()
-        deadline = time.monotonic() + 30
-        while not _ended(self.proc) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=30)
+        """Stop the node: SIGTERM to ``ray start --block``, then SIGKILL its whole session, then reap
+        it (:func:`stop_session`)."""
+        stop_session(self.proc)
 
 
 @dataclass
@@ -200,6 +188,29 @@ def _ended(proc: subprocess.Popen) -> bool:
         return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
+
+
+def stop_session(proc: subprocess.Popen, grace: float = 30.0) -> None:
+    """Stop ``proc``, a session leader this process started (``start_new_session=True``), and
+    everything left in its session: SIGTERM to it, up to ``grace`` seconds for it to exit, SIGKILL
+    to its process group, then reap it.
+
+    The group is killed before the leader is reaped: until then the exited leader holds the group
+    id. Once reaped, the id is a free number that the next ``setsid`` process on the machine may
+    take as its own group, and ``killpg`` would kill that stranger. So the wait never reaps (no
+    ``Popen.wait``/``poll``/``send_signal`` before the kill), and a leader reaped already gets
+    no signal at all."""
+    if proc.returncode is not None:  # reaped: its pid and group id may be another process's now
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while not _ended(proc) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
 
 
 def _started(node: Node, deadline: float) -> bool:

@@ -24,18 +24,26 @@ class ProcessHandle:
     pid: int
     fd: int
 
-    def kill(self) -> None:
-        """SIGKILL the process, if it is still running."""
-        with contextlib.suppress(ProcessLookupError, OSError):
+    def kill(self, wait: float = 0.0) -> bool:
+        """SIGKILL the process, if it is still running; True once it has exited within ``wait``
+        seconds (0: whether it has exited already). A pid namespace's init exits only after every
+        other process in it has, so for an init True means the namespace is empty."""
+        try:
             signal.pidfd_send_signal(self.fd, signal.SIGKILL)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return self.exited(wait)
 
-    def exited(self) -> bool:
-        """Whether the process has exited (a pidfd polls readable from then on). ``poll``, not
-        ``select``: a busy process holds pidfds numbered past select's limit of 1024."""
+    def exited(self, wait: float = 0.0) -> bool:
+        """Whether the process has exited, waiting up to ``wait`` seconds for it (a pidfd polls
+        readable from then on). ``poll``, not ``select``: a busy process holds pidfds numbered
+        past select's limit of 1024."""
         poller = select.poll()
         poller.register(self.fd, select.POLLIN)
         try:
-            return bool(poller.poll(0))
+            return bool(poller.poll(max(0, int(wait * 1000))))
         except OSError:
             return True
 

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray", reason="needs Ray: pip install 'termgym[eval]'")
+
+from termgym.remote.local_cluster import stop_session  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -55,19 +56,9 @@ def _start_cluster(temp_dir: str) -> tuple[subprocess.Popen, str]:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.returncode is not None:  # reaped: its pid and group id may be another process's now
-        return
-    os.kill(proc.pid, signal.SIGTERM)  # `ray start --block` stops its raylet and GCS on SIGTERM
-    deadline = time.monotonic() + 90
-    # Wait without reaping: until reaped, the exited process keeps its group id from being reused
-    # by another process on the machine, which the killpg below would then reach.
-    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # whatever of that session is left
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    # `ray start --block` stops its raylet and GCS on SIGTERM; what is left of its session is
+    # killed before it is reaped (see stop_session)
+    stop_session(proc, grace=90.0)
 
 
 @pytest.fixture

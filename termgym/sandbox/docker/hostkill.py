@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from termgym.sandbox.cgroups import frozen, send_kill, wait_exited
 
 if TYPE_CHECKING:
-    from termgym.sandbox.docker.removal import InitHandle
+    from termgym.sandbox.process_handle import ProcessHandle
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -136,7 +136,7 @@ class HostKiller:
         return True
 
 
-def host_killer(init: InitHandle | None) -> HostKiller | None:
+def host_killer(init: ProcessHandle | None) -> HostKiller | None:
     """A :class:`HostKiller` for the container whose init ``init`` holds (None: the engine is
     elsewhere), or None (no cgroups here to use: the sandbox then kills through its supervisor)."""
     if init is None:

@@ -27,8 +27,9 @@ from termgym.sandbox.docker.channel import ExecChannel
 from termgym.sandbox.docker.container import COMMAND_ENV, create_container
 from termgym.sandbox.docker.hostkill import HostKiller, host_killer
 from termgym.sandbox.docker.hosttree import HostTree, bindable_paths, engine_is_local
-from termgym.sandbox.docker.removal import InitHandle, dispose, open_init
+from termgym.sandbox.docker.removal import dispose, open_init
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
+from termgym.sandbox.process_handle import ProcessHandle
 from termgym.sandbox.shell import shell_argv
 
 # The supervisor. At start it spares pid 1, the oldest child of pid 1 (the container's main
@@ -144,7 +145,7 @@ class ReadyContainer:
 
     id: str
     tree: HostTree | None = None
-    init: InitHandle | None = None
+    init: ProcessHandle | None = None
     supervisor: Future | None = None  # of (channel, pid): started beside the rest, waited for when needed
     killer: HostKiller | None = None  # kills from this machine instead (no supervisor is started)
     shell: ExecChannel | None = None  # a sandbox shell waiting for its token

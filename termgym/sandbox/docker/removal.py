@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import queue
-import signal
 import threading
 import time
-from dataclasses import dataclass
 
-from termgym.sandbox.docker.channel import wait_readable
 from termgym.sandbox.docker.hosttree import HostTree
+from termgym.sandbox.process_handle import ProcessHandle, hold
 
 #: Seconds between removal attempts after a failure (then the container is left to ``termgym gc``).
 RETRY_DELAYS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -35,31 +32,7 @@ WORKERS = 4
 EXIT_WAIT = 60.0
 
 
-@dataclass
-class InitHandle:
-    """A pidfd of a container's init process on this machine (survives pid reuse)."""
-
-    fd: int
-    pid: int
-
-    def kill(self, wait: float = 5.0) -> bool:
-        """SIGKILL the init (and with it its pid namespace); True once it has exited within ``wait`` s."""
-        try:
-            signal.pidfd_send_signal(self.fd, signal.SIGKILL)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            return False
-        # A pidfd polls readable once the process has exited; the namespace's init exits only after
-        # every other process in it has.
-        return wait_readable(self.fd, wait)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
-def open_init(client, container_id: str) -> InitHandle | None:
+def open_init(client, container_id: str) -> ProcessHandle | None:
     """A pidfd of the container's init when the engine runs on this machine, else None."""
     from termgym.sandbox.docker.container import container_host_pid
 
@@ -69,18 +42,17 @@ def open_init(client, container_id: str) -> InitHandle | None:
         return None
     if pid is None:
         return None
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:
+    init = hold(pid)
+    if init is None:
         return None
     try:  # the pid could have been reused between the engine's answer and pidfd_open
         with open(f"/proc/{pid}/cgroup") as fh:
             if container_id not in fh.read():
                 raise OSError("pid reused")
     except OSError:
-        os.close(fd)
+        init.close()
         return None
-    return InitHandle(fd, pid)
+    return init
 
 
 #: ``(container id, last error)`` of removals that failed every retry (``termgym gc`` removes them).
@@ -94,13 +66,13 @@ _idle = threading.Condition(_lock)
 _exiting = False
 
 
-def dispose(client, container_id: str | None, *, init: InitHandle | None = None,
+def dispose(client, container_id: str | None, *, init: ProcessHandle | None = None,
             tree: HostTree | None = None) -> None:
     """Kill a container now; remove it and its host directories in the background (see the module doc)."""
     killed = False
     if init is not None:
         try:
-            killed = init.kill()
+            killed = init.kill(wait=5.0)
         except Exception:  # noqa: BLE001 - a close must not fail an episode: the engine kills instead
             killed = False
         init.close()

@@ -58,9 +58,10 @@ from termgym.sandbox.docker.ready import (
     start_supervisor,
     supervisor_result,
 )
-from termgym.sandbox.docker.removal import InitHandle, dispose, open_init
+from termgym.sandbox.docker.removal import dispose, open_init
 from termgym.sandbox.hostfs import open_dir
 from termgym.sandbox.images import DEFAULT_BASE_IMAGE
+from termgym.sandbox.process_handle import ProcessHandle
 from termgym.sandbox.shell import InBandChannel, ShellChannel, ShellSandbox
 
 
@@ -91,7 +92,7 @@ class DockerSandbox(ShellSandbox):
         self.container_id: str | None = None
         self.from_pool = False
         self.host_tree: HostTree | None = None  # the host directories bound at the workdir and /tmp
-        self._init: InitHandle | None = None
+        self._init: ProcessHandle | None = None
         self._killer: HostKiller | None = None  # kills through the container's cgroups from here
         self._supervisor: ExecChannel | None = None
         self._supervisor_pid: int | None = None
