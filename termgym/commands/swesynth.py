@@ -309,6 +309,9 @@ def register(subparsers) -> None:
                       help="use only the releases already fetched into the cache (no package index)")
     hist.add_argument("--no-flaky-check", action="store_true",
                       help="skip the baseline's flaky check (as generate --no-flaky-check)")
+    hist.add_argument("--resume", action="store_true",
+                      help="carry on this project's earlier run into --out (same seed): its tasks are kept and the "
+                           "candidates it judged are not judged again")
     hist.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     hist.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
                       help="a project set beyond the bundled one (a folder `add-project --root DIR` wrote); "
@@ -1042,7 +1045,7 @@ def cmd_history(args: argparse.Namespace) -> int:
                               seed=args.seed, workers=args.workers, backend=args.backend,
                               time_budget=args.time_budget, groups=not args.no_groups, offline=args.offline,
                               max_per_function=args.max_per_function or None, flaky_check=not args.no_flaky_check,
-                              log=lambda line: print(line, file=sys.stderr, flush=True), progress=bar)
+                              resume=args.resume, log=lambda line: print(line, file=sys.stderr, flush=True), progress=bar)
     except (HistoryError, ProjectError, ValueError, RuntimeError) as exc:
         print(f"termgym swesynth history: {exc}", file=sys.stderr)
         return 1

@@ -558,6 +558,17 @@ def test_a_pypi_project_nobody_bundled_yields_history_tasks_that_play_through_gy
     from termgym.factory.swesynth.card import measure
 
     assert measure(out)["sources"] == {"history": 1} and measure(out)["history_kinds"] == {"fix": 1}
+    # --resume carries the run on: with the same seed its task is kept and nothing is judged again
+    # (--n 1 is met already); with another seed it refuses by name rather than mix two plans
+    records = (out / "records" / "url_normalize.jsonl").read_text()
+    options = ["swesynth", "history", "url_normalize", "--projects-dir", str(root), "--out", str(out),
+               "--versions", "3.0.1", "--n", "1", "--no-groups", "--no-flaky-check", "--resume"]
+    assert main([*options, "--seed", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "wrote 1 task(s)" in printed and (out / "records" / "url_normalize.jsonl").read_text() == records
+    assert main([*options, "--seed", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot resume 'url_normalize'" in err and "not seed 2" in err, err
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         env = gym.make("termgym/SweSynth-v0", path=str(out), max_steps=10)

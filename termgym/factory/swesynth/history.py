@@ -1058,7 +1058,7 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
                  n: int | None = None, seed: int = 0, workers: int = 1, backend: str = "local",
                  time_budget: float | None = None, stall_limit: int | None = None, groups: bool = True,
                  max_per_function: int | None = 1, import_time: str = "run", offline: bool = False, flaky_check: bool = True,
-                 log: Callable[[str], None] | None = None,
+                 resume: bool = False, log: Callable[[str], None] | None = None,
                  progress: Callable[[Any], None] | None = None) -> HistoryResult:
     """Mine release-history tasks of project ``name`` (of the project set) into the compact suite
     ``out``: fetch the ``releases`` releases before the project's version (or exactly
@@ -1070,7 +1070,10 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
     plan judges first is kept).
     ``import_time`` is generate's: ``"run"`` (the default here) judges a revert that changes code
     run at import (a signature, a decorator, a constant put back: common in release history) with a
-    full run of the required tests. ``offline`` uses only what the cache holds."""
+    full run of the required tests. ``offline`` uses only what the cache holds. ``resume`` continues
+    this project's earlier run into ``out`` with the same seed (generate's ``resume``): its tasks
+    are kept and the candidates it judged are not judged again, so a mining run cut short by its
+    time budget is carried on by running it again."""
     from termgym.factory.swesynth.bundle import TEST_ID_FRACTION, project_held_out
     from termgym.factory.swesynth.generate import generate
     from termgym.factory.swesynth.inject import units
@@ -1118,7 +1121,7 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
                       workers=workers, time_budget=time_budget, stall_limit=stall_limit, split=splitter,
                       max_per_function=max_per_function, sizes_apart=False, import_time=import_time,
                       backend=backend, suite_name=f"{project.name}-history", progress=progress,
-                      flaky_check=flaky_check)
+                      flaky_check=flaky_check, resume=resume)
     kinds = Counter(r.origin.get("kind", "?") for r in result.records)
     with locked_index(out) as index:
         entry = {"to_version": project.version, **source.stats.to_dict(),
