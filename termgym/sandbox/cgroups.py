@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from termgym.sandbox.process_handle import hold
+
 #: Where the cgroup v1 hierarchies are mounted.
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -79,6 +81,43 @@ def send_kill(pids: Iterable[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def in_cgroup(pid: int, cg: Path) -> bool:
+    """Whether the process that holds ``pid`` now is in cgroup ``cg`` (a cgroup directory of any
+    hierarchy), as the kernel says in ``/proc/PID/cgroup``."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return False
+    where = str(cg)
+    for line in lines:
+        path = line.split(":", 2)[-1]
+        if path not in ("", "/") and where.endswith(path):
+            return True
+    return False
+
+
+def kill_members(cg: Path, pids: Iterable[int]) -> list[int]:
+    """SIGKILL each of ``pids`` that is a process of cgroup ``cg`` when it is signalled; return those.
+
+    A list read from ``cgroup.procs`` is stale the moment it is read: a listed process may exit and
+    its pid pass to a stranger before the kill (``termgym gc`` removes cgroups whose processes are
+    still running). So each pid is held by a pidfd first, then checked to be in ``cg`` (the process
+    the pidfd holds is the one that holds the pid until it is reaped), and killed through the
+    pidfd: a signal reaches that process or nobody."""
+    killed = []
+    for pid in pids:
+        handle = hold(pid)
+        if handle is None:
+            continue
+        try:
+            if in_cgroup(pid, cg):
+                handle.kill()
+                killed.append(pid)
+        finally:
+            handle.close()
+    return killed
+
+
 def wait_exited(pids: Iterable[int], timeout: float = 2.0) -> None:
     """Return once each of ``pids`` has exited (see :func:`has_exited`) or ``timeout`` passed."""
     left = set(pids)
@@ -98,7 +137,8 @@ REMOVE_SECONDS = 15.0
 
 
 def remove_cgroup(cg: Path, timeout: float = REMOVE_SECONDS) -> None:
-    """Kill what runs in cgroup ``cg`` and remove it (retrying while its last processes exit)."""
+    """Kill what runs in cgroup ``cg`` (:func:`kill_members`) and remove it (retrying while its last
+    processes exit)."""
     deadline = time.monotonic() + timeout
     delay = 0.005
     while True:
@@ -108,7 +148,7 @@ def remove_cgroup(cg: Path, timeout: float = REMOVE_SECONDS) -> None:
             procs = []
         except OSError:
             return
-        send_kill(int(pid) for pid in procs if pid.isdigit())
+        kill_members(cg, (int(pid) for pid in procs if pid.isdigit()))
         try:
             cg.rmdir()
             return

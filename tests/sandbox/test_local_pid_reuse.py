@@ -35,17 +35,19 @@ if os.geteuid() != 0 or not os.access(NS_LAST_PID, os.W_OK):
 
 def _stranger_at(pid: int, tries: int = 200) -> subprocess.Popen:
     """A process of nobody's sandbox that holds ``pid`` (another fork on the machine can take the
-    number first: try again)."""
+    number first, for a moment or for good: wait and try again)."""
     for _ in range(tries):
-        if Path(f"/proc/{pid}").exists():
-            raise AssertionError(f"pid {pid} is still taken")
+        if Path(f"/proc/{pid}").exists():  # the sandbox's own were gone (_gone): someone else's fork
+            time.sleep(0.05)
+            continue
         NS_LAST_PID.write_text(str(pid - 1))
         proc = subprocess.Popen(["sleep", "600"])
         if proc.pid == pid:
             return proc
         proc.kill()
         proc.wait()
-    raise AssertionError(f"could not start a process at pid {pid} in {tries} tries")
+    raise AssertionError(f"could not start a process at pid {pid} in {tries} tries (another process held it, "
+                         "or other forks took it first each time)")
 
 
 def _gone(pid: int, within: float = 10.0) -> None:
