@@ -63,6 +63,9 @@ def register(subparsers) -> None:
                           "size, one token or larger (default: no cap; with --extends, the bundled suite's cap, 10)")
     gen.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                      help="stop taking new candidates after this long; keeps what validated")
+    gen.add_argument("--resume", action="store_true",
+                     help="with --storage compact: carry on this project's earlier run in --out (same seed): its "
+                          "tasks stay, the candidates it judged are not judged again, --n counts both runs")
     gen.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the LLM breaker/writer")
     gen.add_argument("--llm-model", default=None)
     gen.add_argument("--llm-writer", action="store_true", help="let the model write the bug reports too")
@@ -456,7 +459,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
                           progress=bar, sandbox_check=not args.no_sandbox_check, backend=args.backend,
                           storage=args.storage, flaky_check=not args.no_flaky_check,
                           served_only=args.served_only, time_budget=args.time_budget,
-                          max_per_function=args.max_per_function or None, extends=extends, **extra)
+                          max_per_function=args.max_per_function or None, extends=extends,
+                          resume=args.resume, **extra)
     except (ValueError, FileNotFoundError, RuntimeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

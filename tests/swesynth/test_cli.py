@@ -54,6 +54,10 @@ def test_generate_command_on_a_repository(repo_copy, tmp_path, capsys):
     assert main(["swesynth", "generate", "--repo", str(repo), "--test-cmd", "x", "--n", "1", "--out", str(out),
                  "--extends", str(tmp_path / "nowhere")]) == 1
     assert "--extends: " in (err := capsys.readouterr().err) and "nowhere/suite.json: no suite.json" in err
+    # --resume reaches generate, which carries runs on only in a compact suite (named before anything runs)
+    assert main(["swesynth", "generate", "--repo", str(repo), "--test-cmd", "x", "--n", "1", "--out", str(out),
+                 "--resume"]) == 1
+    assert "resume needs storage='compact'" in capsys.readouterr().err
 
 
 def test_progress_bar_draws_in_place_on_a_terminal():
