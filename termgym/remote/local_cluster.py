@@ -82,9 +82,7 @@ class Node:
 
     def terminate(self) -> None:
         """SIGTERM to ``ray start --block`` (it stops its node's processes), unless it has been reaped."""
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: that reaps an exited one
+        _terminate(self.proc)
 
     def stop(self) -> None:
         """Stop the node: SIGTERM to ``ray start --block``, then SIGKILL its whole session, then reap
@@ -190,6 +188,13 @@ def _ended(proc: subprocess.Popen) -> bool:
         return True
 
 
+def _terminate(proc: subprocess.Popen) -> None:
+    """SIGTERM to ``proc`` unless it has been reaped (its pid may be another process's then)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)  # not Popen.send_signal: that reaps an exited one
+
+
 def stop_session(proc: subprocess.Popen, grace: float = 30.0) -> None:
     """Stop ``proc``, a session leader this process started (``start_new_session=True``), and
     everything left in its session: SIGTERM to it, up to ``grace`` seconds for it to exit, SIGKILL
@@ -202,8 +207,7 @@ def stop_session(proc: subprocess.Popen, grace: float = 30.0) -> None:
     no signal at all."""
     if proc.returncode is not None:  # reaped: its pid and group id may be another process's now
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(proc.pid, signal.SIGTERM)
+    _terminate(proc)
     deadline = time.monotonic() + grace
     while not _ended(proc) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -551,15 +551,20 @@ class BubblewrapSandbox(ShellSandbox):
                 time.sleep(0.02)
         return True
 
-    def _shell(self) -> int | None:
-        """Host pid of the sandbox's shell (the init's child), held by a pidfd from the first look on."""
+    def _shell_process(self) -> ProcessHandle | None:
+        """The sandbox's shell (the init's child), held by a pidfd from the first look on."""
         init = self._init
         if self._shell_handle is None and init is not None and not init.exited():
             with contextlib.suppress(OSError, ValueError):
                 children = Path(f"/proc/{init.pid}/task/{init.pid}/children").read_text().split()
                 if children:  # a pid read here is the shell only while it is in the sandbox's namespace
                     self._shell_handle = hold(int(children[0]), self._pidns)
-        return self._shell_handle.pid if self._shell_handle is not None else None
+        return self._shell_handle
+
+    def _shell(self) -> int | None:
+        """Host pid of the sandbox's shell (see :meth:`_shell_process`)."""
+        handle = self._shell_process()
+        return handle.pid if handle is not None else None
 
     def _kill_commands(self) -> None:
         """Kill every process of the sandbox except its init and the shell.
@@ -587,19 +592,19 @@ class BubblewrapSandbox(ShellSandbox):
         Frozen first where a freezer cgroup exists, so nothing runs between two kills; without one
         the shell dies first, before the command it waits for can end and let it go on.
         """
-        shell, monitor = self._shell(), self._proc.pid if self._proc else None
+        handle, monitor = self._shell_process(), self._proc.pid if self._proc else None
         with frozen(self._freezer):
-            if self._shell_handle is not None:
-                self._shell_handle.kill()
-            send_kill(p for p in self._sandbox_pids() if p not in (shell, monitor))
+            if handle is not None:
+                handle.kill()
+            spared = (handle.pid if handle is not None else None, monitor)
+            send_kill(p for p in self._sandbox_pids() if p not in spared)
 
     def _await_reaped(self, timeout: float = 2.0) -> None:
         """Wait until every child the shell had is dead (a zombie or reaped), so its job notices come now.
 
         A zombie has already signalled the shell, which reaps it before it reads the next command.
         """
-        self._shell()
-        handle = self._shell_handle
+        handle = self._shell_process()
         deadline = time.monotonic() + timeout
         while handle is not None and not handle.exited() and time.monotonic() < deadline:
             try:
