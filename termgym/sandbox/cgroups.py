@@ -30,6 +30,14 @@ def process_start_ticks(pid: int) -> str:
         return ""
 
 
+def child_pids(pid: int) -> list[int] | None:
+    """The children of ``pid``'s main thread as ``/proc`` lists them; None when ``pid`` is gone."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return None
+
+
 def has_exited(pid: int) -> bool:
     """Whether ``pid`` has exited (a zombie, or gone already)."""
     try:

@@ -54,7 +54,15 @@ from termgym.sandbox.base import (
     SandboxSpec,
     read_only_binds,
 )
-from termgym.sandbox.cgroups import CGROUP_ROOT, frozen, has_exited, remove_cgroup, send_kill, wait_exited
+from termgym.sandbox.cgroups import (
+    CGROUP_ROOT,
+    child_pids,
+    frozen,
+    has_exited,
+    remove_cgroup,
+    send_kill,
+    wait_exited,
+)
 from termgym.sandbox.hostfs import open_dir
 from termgym.sandbox.local_gc import DIR_PREFIX, write_owner
 from termgym.sandbox.process_handle import ProcessHandle, hold
@@ -555,10 +563,10 @@ class BubblewrapSandbox(ShellSandbox):
         """The sandbox's shell (the init's child), held by a pidfd from the first look on."""
         init = self._init
         if self._shell_handle is None and init is not None and not init.exited():
-            with contextlib.suppress(OSError, ValueError):
-                children = Path(f"/proc/{init.pid}/task/{init.pid}/children").read_text().split()
-                if children:  # a pid read here is the shell only while it is in the sandbox's namespace
-                    self._shell_handle = hold(int(children[0]), self._pidns)
+            children = child_pids(init.pid)
+            if children:  # a pid read here is the shell only while it is in the sandbox's namespace
+                with contextlib.suppress(OSError, ValueError):
+                    self._shell_handle = hold(children[0], self._pidns)
         return self._shell_handle
 
     def _shell(self) -> int | None:
@@ -607,11 +615,8 @@ class BubblewrapSandbox(ShellSandbox):
         handle = self._shell_process()
         deadline = time.monotonic() + timeout
         while handle is not None and not handle.exited() and time.monotonic() < deadline:
-            try:
-                children = Path(f"/proc/{handle.pid}/task/{handle.pid}/children").read_text().split()
-            except OSError:
-                return
-            if all(has_exited(int(pid)) for pid in children):
+            children = child_pids(handle.pid)
+            if children is None or all(has_exited(pid) for pid in children):
                 return
             time.sleep(0.01)
 

@@ -48,17 +48,20 @@ from termgym.factory.swesynth.validate import RunResult
 from termgym.sandbox import FreshSandboxes, make_sandbox
 from termgym.sandbox.base import Limits, Sandbox, SandboxSpec
 from termgym.tasks.swesynth import pyparse
-from termgym.tasks.swesynth.grading import run_graded_tests
+from termgym.tasks.swesynth.grading import PINNING_SOURCE, run_graded_tests
 from termgym.tasks.swesynth.selection import select_command
 
 if TYPE_CHECKING:
     from termgym.tasks.swesynth.projects import Project
 
 #: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
-SCREEN_VERSION = 4  # 4: tests failing in reverse order, timing tests failing under CPU load leave the required set
+SCREEN_VERSION = 5  # 4: tests failing in reverse order, timing tests failing under CPU load leave the required set
+# 5: property-based tests pinned (derandomized, no deadline) as in a grade
 PLUGIN_SOURCE = Path(__file__).with_name("screen_plugin.py")
 PLUGIN_MODULE = "termgym_screen"
 PLUGIN_DIR = "/tmp/.termgym-screen"
+#: Property-based tests pinned as in a grade (:mod:`termgym.tasks.swesynth.pinned_hypothesis`).
+PINNING_MODULE = "termgym_screen_pins"
 #: A candidate's test may take this many times its clean (traced) duration, plus the margin and
 #: the baseline's costliest fixture work, before its run counts as timed out (a looping bug).
 TEST_BUDGET_FACTOR = 10.0
@@ -384,6 +387,7 @@ class ScreenWorker:
         self.box: Sandbox = make_sandbox(project_env.backend, project_env.spec(tree))
         self.box.start()
         self.box.write_file(f"{PLUGIN_DIR}/{PLUGIN_MODULE}.py", PLUGIN_SOURCE.read_bytes())
+        self.box.write_file(f"{PLUGIN_DIR}/{PINNING_MODULE}.py", PINNING_SOURCE.read_bytes())
         interpreter = shlex.split(test_command)[0]
         if "python" in os.path.basename(interpreter):
             # Hash-checked byte code for the clean sources: unchanged modules load fast, a mutated one
@@ -423,7 +427,7 @@ class ScreenWorker:
             result = self.box.exec(
                 f"cd {shlex.quote(self.workdir)} && env -u PYTEST_ADDOPTS TERMGYM_SCREEN_CONFIG={config} "
                 f"PYTHONHASHSEED=0 PYTHONPATH={PLUGIN_DIR}${{PYTHONPATH:+:$PYTHONPATH}} {command} "
-                f"-p {PLUGIN_MODULE} -p no:cacheprovider -p no:randomly > {log} 2>&1", timeout=timeout,
+                f"-p {PLUGIN_MODULE} -p {PINNING_MODULE} -p no:cacheprovider -p no:randomly > {log} 2>&1", timeout=timeout,
                 on_timeout="kill_shell")
         finally:
             for path, text in originals.items():

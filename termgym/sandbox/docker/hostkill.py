@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from termgym.sandbox.cgroups import frozen, send_kill, wait_exited
+from termgym.sandbox.cgroups import child_pids, frozen, process_start_ticks, send_kill, wait_exited
 
 if TYPE_CHECKING:
     from termgym.sandbox.process_handle import ProcessHandle
@@ -88,19 +88,9 @@ def ns_pid(host_pid: int) -> int | None:
 
 def oldest_child(pid: int) -> int | None:
     """The child of ``pid`` that started first (the container's main process, for its init)."""
-    best: tuple[int, int] | None = None
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    for child in map(int, children):
-        try:
-            started = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[19])
-        except (OSError, IndexError, ValueError):
-            continue
-        if best is None or started < best[0]:
-            best = (started, child)
-    return best[1] if best else None
+    started = {child: process_start_ticks(child) for child in child_pids(pid) or ()}
+    alive = [(int(ticks), child) for child, ticks in started.items() if ticks]
+    return min(alive)[1] if alive else None
 
 
 class HostKiller:

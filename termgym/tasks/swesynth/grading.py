@@ -49,6 +49,8 @@ TOOLCHAIN_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy", "iniconfig",
 #: The uid that owns the read-only grading tree (nobody): the sandbox's root has no capabilities.
 TREE_OWNER = 65534
 PLUGIN_SOURCE = Path(__file__).with_name("grader_plugin.py")
+#: Loaded beside it: property-based tests give the same answer on every run (:mod:`.pinned_hypothesis`).
+PINNING_SOURCE = Path(__file__).with_name("pinned_hypothesis.py")
 #: pytest exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors), 3 internal
 #: error, 4 usage error, 5 no tests collected.
 RAN_EXIT_CODES = (0, 1)
@@ -227,6 +229,7 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
     events_path = f"{grader_dir}/events"
     keyfile = f"/tmp/.tg-k-{token}/key"
     sandbox.write_file(f"{grader_dir}/{module}.py", PLUGIN_SOURCE.read_bytes(), mode=0o444)
+    sandbox.write_file(f"{grader_dir}/{module}_pins.py", PINNING_SOURCE.read_bytes(), mode=0o444)
     sandbox.write_file(events_path, b"", mode=0o666)
     sandbox.write_file(log, b"", mode=0o666)
     sandbox.write_file(keyfile, json.dumps({"key": key.hex(), "events": events_path}), mode=0o600)
@@ -238,8 +241,8 @@ def run_graded_tests(sandbox, test_command: str, workdir: str, source_dirs: list
     env = (f"env -u PYTHONSTARTUP -u PYTHONPATH -u PYTEST_ADDOPTS -u PYTEST_PLUGINS -u PYTHONHOME "
            f"PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0 PYTHONPATH={shlex.quote(':'.join([grader_dir, *python_path]))} "
            f"TERMGYM_GRADER_KEYFILE={shlex.quote(keyfile)}")
-    command = (f"cd {shlex.quote(workdir)} && {env} {test_command} -p {module} -p no:cacheprovider -p no:randomly "
-               f"-o console_output_style=classic 2>&1 | tail -c {LOG_BYTES} > {log}; (exit ${{PIPESTATUS[0]}})")
+    command = (f"cd {shlex.quote(workdir)} && {env} {test_command} -p {module} -p {module}_pins -p no:cacheprovider "
+               f"-p no:randomly -o console_output_style=classic 2>&1 | tail -c {LOG_BYTES} > {log}; (exit ${{PIPESTATUS[0]}})")
     result = sandbox.exec(command, timeout=timeout)
     try:
         log_tail = sandbox.read_file(log).decode("utf-8", "replace")[-3000:]
