@@ -62,6 +62,7 @@ EXTRA_OF = {
 #: Code that runs inside the sandbox under the task runtime's own Python, not termgym's: its imports
 #: come from the runtime (docs/sandbox.md), not from termgym's dependencies.
 RUNTIME_CODE = {"termgym/tasks/swesynth/grader_plugin.py": {"pytest", "pluggy"},
+                "termgym/tasks/swesynth/pinned_hypothesis.py": {"pytest", "hypothesis"},
                 "termgym/factory/swesynth/screen_plugin.py": {"pytest"}}
 #: Distributions an extra cannot declare, installed on their own as its docs say.
 INSTALLED_APART = {"tinker-cookbook"}  # declares tml-renderers>=0.4.1, which PyPI lacks: pip --no-deps
