@@ -247,6 +247,8 @@ class _OldKeyfile:
             grader_dir = "/tmp/.tg-" + path.split("/.tg-k-", 1)[1].split("/", 1)[0]
             config.update(self._extra, protected=[grader_dir, str(PurePosixPath(path).parent)])
             data = json.dumps(config)
+        elif path.startswith("/tmp/.tg-") and name.startswith("tg_") and name.endswith("_pins.py"):
+            data = b"# the pre-issue-25 grader pinned nothing\n"  # its plugin would police this one's code
         elif path.startswith("/tmp/.tg-") and name.startswith("tg_") and name.endswith(".py"):
             data = self._plugin
         return self._box.write_file(path, data, mode=mode)
