@@ -565,8 +565,7 @@ class BubblewrapSandbox(ShellSandbox):
         if self._shell_handle is None and init is not None and not init.exited():
             children = child_pids(init.pid)
             if children:  # a pid read here is the shell only while it is in the sandbox's namespace
-                with contextlib.suppress(OSError, ValueError):
-                    self._shell_handle = hold(children[0], self._pidns)
+                self._shell_handle = hold(children[0], self._pidns)
         return self._shell_handle
 
     def _shell(self) -> int | None:
