@@ -88,7 +88,16 @@ import datetime
 
 import pytest
 
+import shop.cart
 from shop import cart
+
+
+def test_count_through_the_class():
+    assert cart.Cart.count(cart.Cart()) == 0
+
+
+def test_count_through_the_package_path():
+    assert shop.cart.Cart.count(shop.cart.Cart()) == 0
 
 
 @pytest.mark.parametrize("args, expected", [(["$2.25"], 2.25)])
@@ -321,7 +330,8 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
                      "test_module_of_a_path", "test_free_after_doubling", "test_count_through_a_bound_method",
                      "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
                      "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta",
-                     "CartTest", "LabelTest", "test_star_imported_names"}
+                     "CartTest", "LabelTest", "test_star_imported_names", "test_count_through_the_class",
+                     "test_count_through_the_package_path"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -337,6 +347,17 @@ def test_spread_arguments_of_a_module_level_import_are_a_self_contained_call(sho
     f = _failure(shop, "test_price_from_spread_args")
     assert f.call == "parse_price('$2.25')" and f.self_contained and f.usable
     assert f.error == ("ValueError", "could not convert string to float: '2,25'")
+
+
+def test_only_the_module_prefix_of_a_dotted_call_goes(shop):
+    """``cart.Cart.count(...)`` is ``Cart.count(...)`` to a user, not a function ``count`` of the
+    project; ``shop.cart.Cart`` loses the package and its submodule alike."""
+    root, _, messages, _ = shop
+    for name in ("test_count_through_the_class", "test_count_through_the_package_path"):
+        f = _failure(shop, name)
+        assert f.call == "Cart.count(Cart())" and f.self_contained and f.usable, (name, f)
+        assert (f.observed, f.expected) == ("1", "0")
+        assert usable_failures([f.test], messages, root)[0].imports == ["from shop.cart import Cart"]
 
 
 def test_a_standard_library_value_is_quoted_by_its_repr(shop):
@@ -426,10 +447,11 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
     pytest_style = [t for t in failed if "CartTest" not in t and "LabelTest" not in t and "star" not in t]
     failures = usable_failures(pytest_style, messages, root)
-    # two parametrized cases of one test collapse into one (same call, same outcome)
-    assert len(failures) == 13
+    # two parametrized cases of one test collapse into one (same call, same outcome), and so do the
+    # two tests that reach ``Cart.count`` through the module and through the package
+    assert len(failures) == 14
     failures += usable_failures([t for t in failed if "CartTest" in t], messages, root)
-    assert len(failures) == 13 + 10
+    assert len(failures) == 14 + 10
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:

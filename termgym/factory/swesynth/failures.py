@@ -192,6 +192,28 @@ def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[st
     return modules, known
 
 
+def _module_places(tree: ast.Module, repo: Path) -> dict[str, Path]:
+    """The folders of the project packages ``tree`` binds to names by ``import`` (``import h2``:
+    ``{"h2": repo/h2}``), where :class:`_Fill` looks for the submodules of a dotted name."""
+    places: dict[str, Path] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".") if alias.asname else alias.name.split(".")[:1]
+                for base in (repo, repo / "src"):
+                    if (base.joinpath(*parts) / "__init__.py").is_file():
+                        places[alias.asname or parts[0]] = base.joinpath(*parts)
+                        break
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                parts = [*node.module.split("."), alias.name]
+                for base in (repo, repo / "src"):
+                    if (base.joinpath(*parts) / "__init__.py").is_file():
+                        places[alias.asname or alias.name] = base.joinpath(*parts)
+                        break
+    return places
+
+
 def _innermost_function(tree: ast.Module, line: int) -> ast.FunctionDef | None:
     best = None
     for node in ast.walk(tree):
@@ -298,13 +320,29 @@ def _split_compare(line: str, op: str, known: str | None, known_left: bool) -> t
 
 
 class _Fill(ast.NodeTransformer):
-    """Replace parameter names by their values, drop module prefixes (``slug.slugify`` -> ``slugify``;
-    the names so freed are in ``unprefixed``: importable from the project) and spread literal
-    star-arguments (``f(*[1, 'a'])`` -> ``f(1, 'a')``, ``f(**{'k': 1})`` -> ``f(k=1)``)."""
+    """Replace parameter names by their values, drop module prefixes (``slug.slugify`` -> ``slugify``,
+    ``h2.settings.SettingCodes.ENABLE_PUSH`` -> ``SettingCodes.ENABLE_PUSH``: the modules and the
+    submodules ``where`` finds under them, never the name after them; the names so freed are in
+    ``unprefixed``: importable from the project) and spread literal star-arguments
+    (``f(*[1, 'a'])`` -> ``f(1, 'a')``, ``f(**{'k': 1})`` -> ``f(k=1)``)."""
 
-    def __init__(self, values: dict[str, ast.expr], modules: set[str]) -> None:
-        self.values, self.modules = values, modules
+    def __init__(self, values: dict[str, ast.expr], modules: set[str], where: dict[str, Path] | None = None) -> None:
+        self.values, self.modules, self.where = values, modules, where or {}
         self.unprefixed: set[str] = set()
+
+    def _submodules(self, module: str, attrs: list[str]) -> int:
+        """How many of ``attrs`` (read after the module name ``module``) name submodules."""
+        place, count = self.where.get(module), 0
+        while place is not None and place.is_dir() and count < len(attrs) - 1:
+            step = attrs[count]
+            if (place / step / "__init__.py").is_file():
+                place = place / step
+            elif (place / f"{step}.py").is_file():
+                place = None
+            else:
+                break
+            count += 1
+        return count
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -335,8 +373,19 @@ class _Fill(ast.NodeTransformer):
         while isinstance(root, ast.Attribute):
             root = root.value
         if isinstance(root, ast.Name) and root.id in self.modules and root.id not in self.values:
-            self.unprefixed.add(node.attr)
-            return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
+            # only the modules go: ``arrow.Arrow.range`` -> ``Arrow.range`` (not the builtin ``range``)
+            attrs = []
+            link: ast.expr = node
+            while isinstance(link, ast.Attribute):
+                attrs.append(link.attr)
+                link = link.value
+            attrs.reverse()
+            attrs = attrs[self._submodules(root.id, attrs):]
+            self.unprefixed.add(attrs[0])
+            made: ast.expr = ast.Name(id=attrs[0], ctx=node.ctx if len(attrs) == 1 else ast.Load())
+            for i, attr in enumerate(attrs[1:], 2):
+                made = ast.Attribute(value=made, attr=attr, ctx=node.ctx if i == len(attrs) else ast.Load())
+            return ast.copy_location(made, node)
         self.generic_visit(node)
         return node
 
@@ -920,7 +969,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     fixtures, fixture_names = _fixture_setup([p for p in params if p not in values], root / path, root, tree)
     body = fixtures + body
     module_level |= fixture_names
-    fill = _Fill(values, modules)
+    fill = _Fill(values, modules, _module_places(tree, root))
     expr = fill.visit(pyparse.parse(ast.unparse(expr), mode="eval").body)
     expected_node = fill.visit(pyparse.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
     setup = [fill.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in body]
