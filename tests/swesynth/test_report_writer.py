@@ -189,6 +189,62 @@ class CartTest(unittest.TestCase, CartMixin):
 '''
 
 #: a module importing the project's names with ``*`` (funcy's suite does)
+#: pytest classes in the style of arrow's suite: a class fixture of the conftest sets attributes on
+#: the class (``request.cls.cart = ...``, one named after the module it is built from), and a
+#: ``setup_method`` that runs its base's first
+CONFTEST = '''\
+import pytest
+
+from shop import cart
+
+
+@pytest.fixture(scope="class")
+def a_cart(request):
+    request.cls.cart = cart.Cart()
+    request.cls.label = request.cls.__name__[4:]
+
+
+@pytest.fixture(scope="class")
+def named_cart(request):
+    request.cls.cart = cart.Cart()
+    request.cls.where = request.node.name
+'''
+
+TESTS_FIXTURES = '''\
+import pytest
+
+from shop.cart import Cart, labels
+
+
+@pytest.mark.usefixtures("a_cart")
+class TestFreshCart:
+    def test_count(self):
+        assert self.cart.count() == 0
+
+    def test_labels(self):
+        assert labels([self.label]) == ["item: FRESHCART"]
+
+
+class Base:
+    def setup_method(self):
+        self.cart = Cart()
+
+
+class TestAfterAdding(Base):
+    def setup_method(self):
+        super().setup_method()
+        self.cart.add("pen", 2)
+
+    def test_count(self):
+        assert self.cart.count() == 2
+
+
+@pytest.mark.usefixtures("named_cart")
+class TestOfANode:
+    def test_count(self):
+        assert self.cart.count() == 0
+'''
+
 TESTS_STAR = '''\
 from shop.cart import *
 
@@ -299,6 +355,8 @@ def shop(tmp_path_factory):
     (root / "tests" / "test_by_module.py").write_text(TESTS_BY_MODULE)
     (root / "tests" / "__init__.py").write_text(MIXIN)
     (root / "tests" / "test_star.py").write_text(TESTS_STAR)
+    (root / "tests" / "conftest.py").write_text(CONFTEST)
+    (root / "tests" / "test_fixtures.py").write_text(TESTS_FIXTURES)
     (root / "tests" / "test_unittest_style.py").write_text(TESTS_UNITTEST)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     broken = CART
@@ -331,7 +389,7 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
                      "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
                      "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta",
                      "CartTest", "LabelTest", "test_star_imported_names", "test_count_through_the_class",
-                     "test_count_through_the_package_path"}
+                     "test_count_through_the_package_path", "TestFreshCart", "TestAfterAdding", "TestOfANode"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -358,6 +416,33 @@ def test_only_the_module_prefix_of_a_dotted_call_goes(shop):
         assert f.call == "Cart.count(Cart())" and f.self_contained and f.usable, (name, f)
         assert (f.observed, f.expected) == ("1", "0")
         assert usable_failures([f.test], messages, root)[0].imports == ["from shop.cart import Cart"]
+
+
+def test_a_class_fixture_of_the_conftest_is_the_repro_setup(shop):
+    """``@pytest.mark.usefixtures("a_cart")`` with ``request.cls.cart = cart.Cart()`` in the conftest:
+    ``self.cart`` is the cart that fixture builds (not the module ``cart`` its name shadows), and
+    ``request.cls.__name__`` the test class's name."""
+    root, _, messages, _ = shop
+    f = _failure(shop, "TestFreshCart::test_count")
+    assert (f.call, f.setup, f.observed, f.expected) == ("Cart().count()", [], "1", "0") and f.self_contained
+    assert usable_failures([f.test], messages, root)[0].imports == ["from shop.cart import Cart"]
+    f = _failure(shop, "TestFreshCart::test_labels")
+    assert f.call == "labels(['FreshCart'])" and f.self_contained and f.usable
+
+
+def test_a_setup_method_runs_its_base_first(shop):
+    f = _failure(shop, "TestAfterAdding::test_count")
+    assert (f.call, f.setup) == ("cart.count()", ["cart = Cart()", "cart.add('pen', 2)"]) and f.self_contained
+    assert (f.observed, f.expected) == ("3", "2")
+
+
+def test_a_class_fixture_that_reads_the_test_node_gives_no_repro(shop):
+    """``request.node`` is pytest's, nothing a user's code has: the fixture is left out and the
+    failure, which reads ``self.cart``, has no self-contained repro."""
+    root, _, messages, _ = shop
+    f = _failure(shop, "TestOfANode::test_count")
+    assert f.call == "self.cart.count()" and not f.self_contained
+    assert usable_failures([f.test], messages, root) == []
 
 
 def test_a_standard_library_value_is_quoted_by_its_repr(shop):
@@ -445,7 +530,8 @@ def test_a_helper_of_the_test_module_goes_into_the_repro(shop):
 
 def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
     root, failed, messages, patch = shop
-    pytest_style = [t for t in failed if "CartTest" not in t and "LabelTest" not in t and "star" not in t]
+    pytest_style = [t for t in failed if "CartTest" not in t and "LabelTest" not in t and "star" not in t
+                    and "test_fixtures" not in t]
     failures = usable_failures(pytest_style, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome), and so do the
     # two tests that reach ``Cart.count`` through the module and through the package

@@ -934,10 +934,15 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     is_unittest, stmt_line = _unittest_check(stmt) is not None, stmt.lineno
     set_up: list[ast.stmt] = []
     resolver = None
+    fixture_modules: list[ast.Module] = []
     if chain and func.args.args and func.args.args[0].arg == "self":
-        found = _set_up(chain)
+        found = _set_up(chain, root)
         made = found[1] if found is not None else set()
-        resolver = _SelfResolver(chain, made)
+        fixture_modules = found[2] if found is not None else []
+        # ``self.formatter = formatter.DateTimeFormatter()``: the object is not the module it is named after
+        imported = set().union(*(_module_names(m, root)[1] for m in {id(m): m for m in
+                                                                     [tree, func_tree, *fixture_modules]}.values()))
+        resolver = _SelfResolver(chain, made, renamed={n: f"my_{n}" for n in made & imported})
         set_up = [resolver.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in (found[0] if found else [])]
         stmt = ast.increment_lineno(resolver.visit(pyparse.parse(ast.unparse(stmt)).body[0]), stmt_line - 1)
     subject = _subject(stmt)
@@ -945,9 +950,10 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
         return failure
     expr, relation, expected_node, expected_first = subject
     modules, module_level = _module_names(tree, root)
-    if func_tree is not tree:
-        more_modules, more_names = _module_names(func_tree, root)
-        modules, module_level = modules | more_modules, module_level | more_names
+    for other in [func_tree, *fixture_modules]:
+        if other is not tree:
+            more_modules, more_names = _module_names(other, root)
+            modules, module_level = modules | more_modules, module_level | more_names
     params = [a.arg for a in func.args.args + func.args.kwonlyargs if a.arg not in ("self", "cls")]
     values: dict[str, ast.expr] = {}
     for name, text in _frame_args(message, loc_offset, params).items():
@@ -969,7 +975,10 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     fixtures, fixture_names = _fixture_setup([p for p in params if p not in values], root / path, root, tree)
     body = fixtures + body
     module_level |= fixture_names
-    fill = _Fill(values, modules, _module_places(tree, root))
+    places = {}
+    for other in [*fixture_modules, func_tree, tree]:  # the test module's own imports win
+        places |= _module_places(other, root)
+    fill = _Fill(values, modules, places)
     expr = fill.visit(pyparse.parse(ast.unparse(expr), mode="eval").body)
     expected_node = fill.visit(pyparse.parse(ast.unparse(expected_node), mode="eval").body) if expected_node else None
     setup = [fill.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in body]
@@ -1280,12 +1289,14 @@ def _chain_method(chain: list[tuple[ast.ClassDef, ast.Module, Path]], name: str)
 
 class _SelfResolver(ast.NodeTransformer):
     """Rewrite ``self.X`` as a user would write it: a class attribute by its value (``self.Cache`` ->
-    ``LRUCache``), an attribute ``setUp`` made by its name (``self.cache`` -> ``cache``), and a small
+    ``LRUCache``), an attribute ``setUp`` made by its name (``self.cache`` -> ``cache``; ``renamed``: another
+    name where the test module imports one of that name, ``self.formatter`` -> ``my_formatter``), and a small
     helper method (``self.cache(maxsize=2)``, one ``return``) by what it returns, arguments filled in.
     Anything else stays ``self.X`` (and makes the repro not self-contained)."""
 
-    def __init__(self, chain: list[tuple[ast.ClassDef, ast.Module, Path]], made: set[str], depth: int = 0) -> None:
-        self.chain, self.made, self.depth = chain, made, depth
+    def __init__(self, chain: list[tuple[ast.ClassDef, ast.Module, Path]], made: set[str], depth: int = 0,
+                 renamed: dict[str, str] | None = None) -> None:
+        self.chain, self.made, self.depth, self.renamed = chain, made, depth, renamed or {}
         self.attrs: dict[str, ast.expr] = {}
         for cls, _, _ in reversed(chain):  # the nearest class's value wins
             for node in cls.body:
@@ -1311,7 +1322,7 @@ class _SelfResolver(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if isinstance(node.value, ast.Name) and node.value.id == "self":
             if node.attr in self.made:
-                return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
+                return ast.copy_location(ast.Name(id=self.renamed.get(node.attr, node.attr), ctx=node.ctx), node)
             if node.attr in self.attrs and isinstance(node.ctx, ast.Load):
                 value = pyparse.parse(ast.unparse(self.attrs[node.attr]), mode="eval").body
                 return ast.copy_location(self.visit(value), node)
@@ -1357,21 +1368,48 @@ class _SelfResolver(ast.NodeTransformer):
         if kwarg and kwarg in _free_names(expr):
             return None
         expr = _Fill(values, set()).visit(expr)
-        inner = _SelfResolver(self.chain, self.made, self.depth + 1)
+        inner = _SelfResolver(self.chain, self.made, self.depth + 1, self.renamed)
         return ast.fix_missing_locations(ast.copy_location(inner.visit(expr), call))
 
 
-def _set_up(chain: list[tuple[ast.ClassDef, ast.Module, Path]]) -> tuple[list[ast.stmt], set[str]] | None:
-    """The statements of the nearest ``setUp`` (``self.x = ...`` written ``x = ...``) and the names it
-    makes; ``None`` when it does something a repro cannot (a loop, a patch, another ``self`` call)."""
-    method = _chain_method(chain, "setUp")
-    if method is None:
+def _set_up(chain: list[tuple[ast.ClassDef, ast.Module, Path]],
+            root: Path | None = None) -> tuple[list[ast.stmt], set[str], list[ast.Module]] | None:
+    """What runs before a test method: the class-scoped fixtures its class names
+    (:func:`_class_fixtures`, with ``root``), then the nearest ``setUp`` or ``setup_method`` (with
+    what ``super().setUp()`` runs of the bases' in its place), ``self.x = ...`` written ``x = ...``;
+    the names they make; and the modules the fixtures come from (the names they use are theirs).
+    ``None`` when the set-up does something a repro cannot (a loop, a patch, another ``self`` call)."""
+    fixtures, modules = _class_fixtures(chain, root) if root is not None else ([], [])
+    found = _set_up_method(chain)
+    if found is None:
+        return None
+    stmts, made = [*fixtures, *found[0]], set(found[1])
+    for st in fixtures:
+        made |= {t.attr for t in st.targets if isinstance(t, ast.Attribute)}
+    return stmts, made, modules
+
+
+_SET_UPS = ("setUp", "setup_method")
+
+
+def _set_up_method(chain: list[tuple[ast.ClassDef, ast.Module, Path]],
+                   depth: int = 0) -> tuple[list[ast.stmt], set[str]] | None:
+    """The statements of the nearest ``setUp`` or ``setup_method`` of ``chain`` and the names it makes."""
+    at = next((i for i, (cls, _, _) in enumerate(chain) for n in cls.body
+               if isinstance(n, ast.FunctionDef) and n.name in _SET_UPS), None)
+    if at is None:
         return [], set()
+    method = next(n for n in chain[at][0].body if isinstance(n, ast.FunctionDef) and n.name in _SET_UPS)
     stmts, made = [], set()
     for st in method.body:
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
             continue
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and "super" in ast.unparse(st.value.func):
+            inherited = _set_up_method(chain[at + 1:], depth + 1) if depth < 3 else None
+            if inherited is None:
+                return None
+            stmts += inherited[0]
+            made |= inherited[1]
             continue
         if not isinstance(st, (ast.Assign, ast.Expr)) or len(method.body) > 10:
             return None
@@ -1380,6 +1418,112 @@ def _set_up(chain: list[tuple[ast.ClassDef, ast.Module, Path]]) -> tuple[list[as
                 made.add(t.attr)
         stmts.append(st)
     return stmts, made
+
+
+def _fixture_names(cls: ast.ClassDef) -> list[str]:
+    """The fixtures ``@pytest.mark.usefixtures("a", "b")`` on ``cls`` names, in order."""
+    names = []
+    for deco in cls.decorator_list:
+        if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "usefixtures":
+            names += [a.value for a in deco.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return names
+
+
+def _fixture_def(name: str, tree: ast.Module, path: Path, root: Path) -> tuple[ast.FunctionDef, ast.Module] | None:
+    """The fixture function ``name`` as pytest finds it for a test in ``path``: in its module, else
+    in the ``conftest.py`` files of its folder and the folders above it (up to ``root``)."""
+    places = [(tree, path)]
+    folder = path.parent
+    while folder == root or root in folder.parents:
+        conftest = _parse_file(folder / "conftest.py") if (folder / "conftest.py").is_file() else None
+        if conftest is not None:
+            places.append((conftest, folder / "conftest.py"))
+        if folder == root:
+            break
+        folder = folder.parent
+    for module, _ in places:
+        for node in module.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name and _is_fixture(node):
+                return node, module
+    return None
+
+
+class _OnTheClass(ast.NodeTransformer):
+    """A class fixture's body as the test method sees it: ``request.cls.x`` is ``self.x`` and
+    ``request.cls.__name__`` the test class's name; ``ok`` turns false where ``request`` is used
+    any other way (its ``param``, its ``node``: nothing a repro can write)."""
+
+    def __init__(self, class_name: str) -> None:
+        self.class_name, self.ok = class_name, True
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        value = node.value
+        if isinstance(value, ast.Attribute) and value.attr == "cls" and isinstance(value.value, ast.Name) \
+                and value.value.id == "request":
+            if node.attr == "__name__":
+                return ast.copy_location(ast.Constant(self.class_name), node)
+            return ast.copy_location(ast.Attribute(value=ast.Name("self", ast.Load()), attr=node.attr,
+                                                   ctx=node.ctx), node)
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == "request":
+            self.ok = False
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if all(isinstance(n, (ast.Subscript, ast.Constant, ast.Slice, ast.UnaryOp, ast.USub, ast.Load))
+               for n in ast.walk(node)):
+            try:  # ``'TestEnglishLocale'[4:]``: a literal the repro states folded
+                folded = eval(compile(ast.Expression(ast.fix_missing_locations(node)), "<fixture>", "eval"),
+                              {"__builtins__": {}})
+            except Exception:  # noqa: BLE001 - any failure leaves the subscript as written
+                return node
+            if isinstance(folded, str | int | float | bytes):
+                return ast.copy_location(ast.Constant(folded), node)
+        return node
+
+
+def _class_fixtures(chain: list[tuple[ast.ClassDef, ast.Module, Path]],
+                    root: Path) -> tuple[list[ast.Assign], list[ast.Module]]:
+    """The class-scoped fixtures ``@pytest.mark.usefixtures`` gives the test class (``chain[0]``) or
+    its bases that set attributes on the class (``request.cls.parser = DateTimeParser()``, as arrow's
+    conftest does), their statements written as ``setUp`` would (``self.parser = ...``); a fixture
+    that takes other fixtures, yields, or uses ``request`` otherwise is left out. Also the modules
+    they come from."""
+    stmts: list[ast.Assign] = []
+    modules: list[ast.Module] = []
+    seen: set[str] = set()
+    for cls, tree, path in reversed(chain):  # a base's fixtures first
+        for name in _fixture_names(cls):
+            if name in seen:
+                continue
+            seen.add(name)
+            found = _fixture_def(name, tree, path, root)
+            if found is None:
+                continue
+            func, module = found
+            if [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]] != ["request"]:
+                continue
+            body = [st for st in func.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+            made = []
+            for st in body:
+                if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+                    made = None
+                    break
+                fix = _OnTheClass(chain[0][0].name)
+                new = fix.visit(pyparse.parse(ast.unparse(st)).body[0])
+                if not fix.ok:
+                    made = None
+                    break
+                made.append(new)
+            if made:
+                stmts += made
+                if module not in modules:
+                    modules.append(module)
+    return stmts, modules
 
 
 def _needed(set_up: list[ast.stmt], after: list[ast.AST]) -> list[ast.stmt]:
