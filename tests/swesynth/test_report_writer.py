@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import termgym_data
-from termgym.factory.swesynth.failures import read_failure
+from termgym.factory.swesynth.failures import _test_decorated, read_failure
 from termgym.factory.swesynth.patches import make_patch
 from termgym.factory.swesynth.report import (
     RULES,
@@ -25,6 +25,7 @@ from termgym.factory.swesynth.report import (
     write_report,
 )
 from termgym.factory.swesynth.validate import run_tests
+from termgym.tasks.swesynth import pyparse
 from termgym.tasks.swesynth.task import INSTRUCTION
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
@@ -204,6 +205,11 @@ def a_cart(request):
     request.cls.label = request.cls.__name__[4:]
 
 
+@pytest.fixture
+def fresh(request):
+    return cart.Cart()
+
+
 @pytest.fixture(scope="class")
 def named_cart(request):
     request.cls.cart = cart.Cart()
@@ -213,7 +219,20 @@ def named_cart(request):
 TESTS_FIXTURES = '''\
 import pytest
 
-from shop.cart import Cart, labels
+from shop.cart import Cart, labels, parse_price
+from shop.deco import logged
+
+
+def test_a_fixture_that_takes_request(fresh):
+    assert fresh.count() == 0
+
+
+def test_a_function_the_project_decorates():
+    @logged
+    def price():
+        return "$1.50"
+
+    assert parse_price(price()) == 1.5
 
 
 @pytest.mark.usefixtures("a_cart")
@@ -351,6 +370,7 @@ def shop(tmp_path_factory):
     (root / "shop").mkdir(parents=True)
     (root / "tests").mkdir()
     (root / "shop" / "__init__.py").write_text("")
+    (root / "shop" / "deco.py").write_text("def logged(func):\n    return func\n")
     (root / "tests" / "test_cart.py").write_text(TESTS)
     (root / "tests" / "test_by_module.py").write_text(TESTS_BY_MODULE)
     (root / "tests" / "__init__.py").write_text(MIXIN)
@@ -389,7 +409,8 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
                      "test_full_cart_count", "test_labels_are_upper_case", "test_counts_in_a_loop",
                      "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta",
                      "CartTest", "LabelTest", "test_star_imported_names", "test_count_through_the_class",
-                     "test_count_through_the_package_path", "TestFreshCart", "TestAfterAdding", "TestOfANode"}
+                     "test_count_through_the_package_path", "TestFreshCart", "TestAfterAdding", "TestOfANode",
+                     "test_a_fixture_that_takes_request", "test_a_function_the_project_decorates"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -428,6 +449,24 @@ def test_a_class_fixture_of_the_conftest_is_the_repro_setup(shop):
     assert usable_failures([f.test], messages, root)[0].imports == ["from shop.cart import Cart"]
     f = _failure(shop, "TestFreshCart::test_labels")
     assert f.call == "labels(['FreshCart'])" and f.self_contained and f.usable
+
+
+def test_a_fixture_that_takes_request_but_does_not_use_it_is_built(shop):
+    f = _failure(shop, "test_a_fixture_that_takes_request")
+    assert (f.call, f.observed, f.expected) == ("Cart().count()", "1", "0") and f.self_contained
+
+
+def test_a_function_the_project_decorates_goes_into_the_repro(shop):
+    """``@logged def price(): ...`` in the test is pasted as it is (a user of a decorator library,
+    click's ``@command()``, writes one); a function a test framework decorates is not."""
+    root, _, messages, _ = shop
+    f = _failure(shop, "test_a_function_the_project_decorates")
+    assert f.call == "parse_price(price())" and f.self_contained and f.usable
+    assert f.setup == ["@logged\ndef price():\n    return '$1.50'"]
+    assert usable_failures([f.test], messages, root)[0].imports == ["from shop.cart import parse_price",
+                                                                    "from shop.deco import logged"]
+    patched = pyparse.parse("@mock.patch('shop.cart.Cart')\ndef price(m):\n    return '$1.50'").body[0]
+    assert _test_decorated(patched) and not _test_decorated(pyparse.parse(f.setup[0]).body[0])
 
 
 def test_a_setup_method_runs_its_base_first(shop):

@@ -777,9 +777,10 @@ class _Rename(ast.NodeTransformer):
 
 
 def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Module,
-                   depth: int = 0) -> tuple[list[ast.stmt], set[str]]:
+                   depth: int = 0, used: list[ast.Module] | None = None) -> tuple[list[ast.stmt], set[str]]:
     """Statements building the fixtures ``names`` (from the test module or a ``conftest.py`` above it)
-    and the names those modules import; a fixture that cannot be built this way is left out."""
+    and the names those modules import (the modules themselves added to ``used``); a fixture that
+    cannot be built this way is left out."""
     modules = [tree]
     folder = test_file.parent
     while True:
@@ -797,6 +798,8 @@ def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Modu
             found = next((n for n in mod.body if _is_fixture(n) and n.name == name), None)
             if found is not None:
                 imported |= _module_names(mod, root)[1]
+                if used is not None and all(mod is not m for m in used):
+                    used.append(mod)
                 break
         if found is None and name == "tmp_path":  # pytest's own fixture: a fresh folder, as a user makes one
             stmts += pyparse.parse("import pathlib\nimport tempfile\ntmp_path = pathlib.Path(tempfile.mkdtemp())").body
@@ -804,9 +807,9 @@ def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Modu
         if found is None or depth > 1 or len(found.body) > 10:
             continue
         inner = [a.arg for a in found.args.args if a.arg not in ("self", "request")]
-        if any(a.arg == "request" for a in found.args.args):
-            continue
-        sub, sub_names = _fixture_setup(inner, test_file, root, tree, depth + 1)
+        if "request" in _free_names(ast.Module(body=found.body, type_ignores=[])):
+            continue  # pytest's request object (its param, its node): nothing a user's code has
+        sub, sub_names = _fixture_setup(inner, test_file, root, tree, depth + 1, used)
         built: list[ast.stmt] = []
         for st in found.body:
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) or isinstance(st, ast.Assert):
@@ -828,6 +831,14 @@ def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Modu
         stmts += sub + built
         imported |= sub_names
     return [ast.fix_missing_locations(s) for s in stmts], imported
+
+
+def _test_decorated(func: ast.FunctionDef) -> bool:
+    """Whether a decorator of ``func`` is the test framework's (``@pytest.fixture``, ``@mock.patch``):
+    a function the project's own decorators make (``@click.command()``, ``@retry(stop=...)``) is
+    what a user pastes into a report, the test suite's are not."""
+    return any(isinstance(n, ast.Name) and n.id in ("pytest", "mock", "unittest", "patch", "fixture")
+               for deco in func.decorator_list for n in ast.walk(deco))
 
 
 def _drop_unread(setup: list[ast.stmt], after: list[ast.AST]) -> list[ast.stmt]:
@@ -972,9 +983,12 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
         body = [resolver.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in body]
         body = _needed(set_up, [*body, expr, *([expected_node] if expected_node is not None else [])]) + body
     # fixtures the test asks for are built as the fixture builds them, as a user would in their code
-    fixtures, fixture_names = _fixture_setup([p for p in params if p not in values], root / path, root, tree)
+    fixtures, fixture_names = _fixture_setup([p for p in params if p not in values], root / path, root, tree,
+                                             used=fixture_modules)
     body = fixtures + body
     module_level |= fixture_names
+    for other in fixture_modules:  # ``cart.Cart()`` in a conftest fixture is ``Cart()`` too
+        modules |= _module_names(other, root)[0]
     places = {}
     for other in [*fixture_modules, func_tree, tree]:  # the test module's own imports win
         places |= _module_places(other, root)
@@ -1046,7 +1060,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
                                   or n in _STDLIB
                                   for n in free)
                               and all(isinstance(s, (ast.Assign, ast.Expr, ast.AugAssign, ast.AnnAssign, ast.Delete))
-                                      or isinstance(s, ast.FunctionDef) and not s.decorator_list
+                                      or isinstance(s, ast.FunctionDef) and not _test_decorated(s)
                                       and s.end_lineno - s.lineno <= 5
                                       or isinstance(s, ast.ClassDef) and not s.decorator_list  # a small subclass
                                       and s.end_lineno - s.lineno <= 8
