@@ -159,3 +159,47 @@ def test_multi_bug_attempts_combine_distinct_types():
             apply_mutations(files[path], ms)  # never overlapping
     with pytest.raises(ValueError, match="max_bugs"):
         list(plan_attempts(candidates, 3, max_bugs=4))
+
+
+SPECIAL_CASES = '''\
+def tags(value, sep=None):
+    if sep is None:
+        sep = ","
+    if isinstance(value, str):
+        value = value.split(sep)
+    if len(value) > 3:
+        value = value[:3]
+    if not value:
+        return []
+    elif len(value) == 1:
+        return [value[0].strip()]
+    elif value[0] == "*":
+        # every tag
+        return ["*"]
+    else:
+        return [v.strip() for v in value]
+'''
+
+
+def test_missing_edge_case_drops_a_guard_an_elif_branch_or_a_special_cases_normalisation():
+    """Three shapes of one mistake, each a fix of two or more lines: the guard that returns early,
+    the ``elif`` branch of a special case (its case falls through to the next branch), and the guard
+    that makes a special value ordinary (``if sep is None: sep = ","``). A guard that reassigns a
+    name its condition does not read (``if len(value) > 3: value = value[:3]`` does read it) is no
+    normalisation of the special case; an ``else`` is never dropped."""
+    found = [m for m in find_mutations("m.py", SPECIAL_CASES, ["missing-edge-case"])
+             if check_mutation(SPECIAL_CASES, m)]
+    removed = sorted(SPECIAL_CASES[m.start:m.end] for m in found)
+    assert removed == sorted([
+        '    if sep is None:\n        sep = ","\n',
+        "    if isinstance(value, str):\n        value = value.split(sep)\n",
+        "    if len(value) > 3:\n        value = value[:3]\n",
+        "    elif len(value) == 1:\n        return [value[0].strip()]\n",
+        '    elif value[0] == "*":\n        # every tag\n        return ["*"]\n',
+    ])
+    for m in found:
+        new = apply_mutations(SPECIAL_CASES, [m])
+        ast.parse(new)
+        fix = file_diff("m.py", new, SPECIAL_CASES)
+        assert sum(line.startswith("+") and not line.startswith("+++") for line in fix.splitlines()) >= 2
+    assert all("else:" in apply_mutations(SPECIAL_CASES, [m]) for m in found if "elif" in m.description)

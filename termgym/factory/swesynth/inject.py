@@ -78,7 +78,7 @@ BUG_TYPE_DESCRIPTIONS: dict[str, str] = {
     "order-dependency": "two dependent statements or arguments are swapped",
     "early-exit": "a loop stops too early (continue becomes break, or a stray break)",
     "wrong-default": "a parameter default or a fallback value is wrong",
-    "missing-edge-case": "a guard handling a special case (empty input, zero, None) is removed",
+    "missing-edge-case": "a guard or elif branch handling a special case (empty input, zero, None) is removed",
     "incomplete-update": "one of several state updates is forgotten",
     "state-corruption": "a defensive copy is dropped so callers share and corrupt state",
     "semantic-error": "the code does something plausible but subtly different from what it should",
@@ -212,11 +212,42 @@ def find_missing_check(index: ModuleIndex) -> list[Mutation]:
     return b.out
 
 
+def _special_case_assignment(site: Site) -> bool:
+    """``if x is None: x = []``, ``if isinstance(v, str): v = [v]``: a guard of one or two statements
+    whose last gives a name its condition reads a new value (the special case made ordinary)."""
+    node = site.node
+    if not _guard(site, (ast.Assign, ast.AugAssign)):
+        return False
+    last = node.body[-1]
+    targets = last.targets if isinstance(last, ast.Assign) else [last.target]
+    assigned = {t.id for t in targets if isinstance(t, ast.Name)}
+    return bool(assigned & {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)})
+
+
+def _drop_elif(b: _Builder, site: Site) -> None:
+    """Remove the ``elif`` branch that ``site``'s ``if`` continues with (one or two statements that
+    own their lines), so its case falls through to the branches after it."""
+    node, src = site.node, b.index.src
+    if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
+        return
+    branch = node.orelse[0]
+    start, _ = src.line_span(branch.lineno, branch.lineno)
+    if not src.text[start:].lstrip(" \t").startswith("elif ") or len(branch.body) > 2 \
+            or not all(src.owns_lines(st) for st in branch.body) \
+            or any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in branch.body):
+        return
+    first, end = src.line_span(branch.lineno, branch.body[-1].end_lineno)
+    b.add(first, end, "", site, "a special-case branch (elif) was removed")
+
+
 def find_missing_edge_case(index: ModuleIndex) -> list[Mutation]:
     b = _Builder(index, "missing-edge-case")
     for site in index.nodes(ast.If):
         if _guard(site, (ast.Return, ast.Continue)):
             _delete_statement(b, site, "a special-case branch was removed")
+        elif _special_case_assignment(site):
+            _delete_statement(b, site, "a special case's normalisation was removed")
+        _drop_elif(b, site)
     return b.out
 
 
