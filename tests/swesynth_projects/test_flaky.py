@@ -18,6 +18,8 @@ needed 0.3), as a real timing test would, so it could not tell the probe's load 
 
 from __future__ import annotations
 
+import datetime
+import json
 import re
 import subprocess
 import sys
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+import termgym_data
 from termgym.cli import main
 from termgym.factory.swesynth.flaky import (
     FlakyReport,
@@ -42,7 +45,7 @@ from termgym.factory.swesynth.flaky import (
     summary_messages,
 )
 from termgym.factory.swesynth.project_add import add_project
-from termgym.factory.swesynth.screen import ProjectEnv, excluded, project_baseline
+from termgym.factory.swesynth.screen import ProjectEnv, dated_test_id, excluded, project_baseline
 from termgym.tasks.swesynth import projects as P
 
 MIT = ("Copyright (c) 2026 Someone\n\nPermission is hereby granted, free of charge, to any person obtaining a copy "
@@ -405,3 +408,24 @@ def test_add_project_leaves_the_flaky_tests_out_with_their_reasons(flakydemo):
     left_out = [line for line in printed if "left out as flaky" in line]
     assert [t for line in left_out for t in (STATE_TEST, ORDER_TEST, LOAD_TEST) if t in line] == [
         STATE_TEST, ORDER_TEST, LOAD_TEST]
+
+
+def test_a_test_whose_id_holds_the_day_it_ran_is_never_required():
+    """pydash's ``test_to_string`` is parametrized with ``date.today()``: collected on 2026-12-05 its
+    id is ``test_to_string[case7-2026-12-05]``, and a grade the next day finds no such test, so a
+    required set holding it fails every task's oracle then (one pydash grade in three did, the day
+    after its baseline was made). A date within a day of the run marks the id (a run over
+    midnight); fixed dates a suite tests with (arrow's, isodate's) do not."""
+    day = datetime.date(2026, 12, 5)
+    assert dated_test_id("tests/test_objects.py::test_to_string[case7-2026-12-05]", today=day)
+    assert dated_test_id("tests/test_objects.py::test_to_string[case7-2026-12-05]", today=day + datetime.timedelta(1))
+    assert dated_test_id("t.py::test_stamp[20261204]", today=day)
+    assert not dated_test_id("tests/test_objects.py::test_to_string[case7-2026-12-05]",
+                             today=day + datetime.timedelta(2))
+    assert not dated_test_id("tests/test_parser.py::test_parse_iso[2013-02-03]", today=day)
+    assert not dated_test_id("tests/test_2026_12_05.py::test_plain", today=day)  # not a parameter
+    assert not dated_test_id("t.py::test_code[12345678901]", today=day)
+    # the bundled pydash baseline holds no such id any more (its selection map neither)
+    suite = Path(termgym_data.__file__).parent / "swesynth" / "suite-v2"
+    for path in (suite / "baselines" / "pydash.json", suite / "selection" / "pydash.json"):
+        assert not [t for t in json.loads(path.read_text())["tests"] if "test_to_string[case7-2026-" in t], path

@@ -29,11 +29,13 @@ task is still graded in the sandbox (``validate_task``).
 from __future__ import annotations
 
 import ast
+import datetime
 import difflib
 import fnmatch
 import hashlib
 import json
 import os
+import re
 import shlex
 import time
 import uuid
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
     from termgym.tasks.swesynth.projects import Project
 
 #: Bump when the plugin or the baseline's meaning changes (invalidates cached baselines).
-SCREEN_VERSION = 5  # 4: tests failing in reverse order, timing tests failing under CPU load leave the required set
+SCREEN_VERSION = 6  # 6: a test whose id holds the day it ran (pydash's test_to_string[case7-<today>]) leaves the required set; 5: pinned Hypothesis; 4: tests failing in reverse order, timing tests failing under CPU load leave the required set
 # 5: property-based tests pinned (derandomized, no deadline) as in a grade
 PLUGIN_SOURCE = Path(__file__).with_name("screen_plugin.py")
 PLUGIN_MODULE = "termgym_screen"
@@ -285,6 +287,28 @@ def excluded(test_id: str, entries: Sequence[str]) -> bool:
     return False
 
 
+_DATE = re.compile(r"(?<!\d)(\d{4})[-_/.]?(\d{2})[-_/.]?(\d{2})(?!\d)")
+
+
+def dated_test_id(test_id: str, today: datetime.date | None = None) -> bool:
+    """Whether a test's parameters hold the day it was collected (pydash's ``test_to_string`` takes
+    ``date.today()``: ``test_to_string[case7-2026-12-05]``), within a day either way of ``today``
+    (a run over midnight): on another day pytest collects another id, so a grade that requires this
+    one fails it then, whatever the code."""
+    params = test_id.partition("[")[2]
+    if not params:
+        return False
+    today = today or datetime.date.today()
+    for m in _DATE.finditer(params):
+        try:
+            day = datetime.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            continue
+        if abs((day - today).days) <= 1:
+            return True
+    return False
+
+
 def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], project_env: ProjectEnv,
                      *, exclude: Sequence[str] = (), timeout: float = 1800.0, cache: bool = True,
                      log=None, load_runs: int = CANDIDATE_RUNS, order_check: bool = True,
@@ -338,6 +362,8 @@ def project_baseline(tree: Path, test_command: str, source_dirs: Sequence[str], 
             reason = f"{outcome} on the clean tree"
         elif excluded(tid, exclude):
             reason = "excluded (doctest in a source file or deselected)"
+        elif dated_test_id(tid):
+            reason = "its id holds the day it ran (another day's run has no test of that id)"
         elif any(r.outcomes.get(tid) != "passed" for r in grader_runs):
             reason = "did not pass every clean run (flaky or order-dependent)"
         else:
@@ -471,5 +497,5 @@ class ScreenWorker:
         self.box.close()
 
 
-__all__ = ["Baseline", "ProjectEnv", "ScreenRun", "ScreenWorker", "StatementMap", "changed_lines",
+__all__ = ["Baseline", "ProjectEnv", "ScreenRun", "ScreenWorker", "StatementMap", "changed_lines", "dated_test_id",
            "excluded", "project_baseline", "tree_hash"]
