@@ -776,11 +776,9 @@ class _Rename(ast.NodeTransformer):
         return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node) if node.id == self.old else node
 
 
-def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Module,
-                   depth: int = 0, used: list[ast.Module] | None = None) -> tuple[list[ast.stmt], set[str]]:
-    """Statements building the fixtures ``names`` (from the test module or a ``conftest.py`` above it)
-    and the names those modules import (the modules themselves added to ``used``); a fixture that
-    cannot be built this way is left out."""
+def _fixture_places(tree: ast.Module, test_file: Path, root: Path) -> list[ast.Module]:
+    """Where pytest looks for a fixture a test in ``test_file`` (whose module is ``tree``) asks for:
+    that module, then the ``conftest.py`` of its folder and of each folder above it up to ``root``."""
     modules = [tree]
     folder = test_file.parent
     while True:
@@ -790,17 +788,32 @@ def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Modu
         if folder == root or root not in folder.parents:
             break
         folder = folder.parent
+    return modules
+
+
+def _fixture_def(name: str, modules: list[ast.Module]) -> tuple[ast.FunctionDef, ast.Module] | None:
+    """The fixture function ``name`` (and its module) as pytest finds it in ``modules`` (:func:`_fixture_places`)."""
+    for mod in modules:
+        found = next((n for n in mod.body if _is_fixture(n) and n.name == name), None)
+        if found is not None:
+            return found, mod
+    return None
+
+
+def _fixture_setup(names: list[str], test_file: Path, root: Path, tree: ast.Module,
+                   depth: int = 0, used: list[ast.Module] | None = None) -> tuple[list[ast.stmt], set[str]]:
+    """Statements building the fixtures ``names`` (from the test module or a ``conftest.py`` above it)
+    and the names those modules import (the modules themselves added to ``used``); a fixture that
+    cannot be built this way is left out."""
+    modules = _fixture_places(tree, test_file, root)
     stmts: list[ast.stmt] = []
     imported: set[str] = set()
     for name in names:
-        found = None
-        for mod in modules:
-            found = next((n for n in mod.body if _is_fixture(n) and n.name == name), None)
-            if found is not None:
-                imported |= _module_names(mod, root)[1]
-                if used is not None and all(mod is not m for m in used):
-                    used.append(mod)
-                break
+        found, mod = _fixture_def(name, modules) or (None, None)
+        if mod is not None:
+            imported |= _module_names(mod, root)[1]
+            if used is not None and all(mod is not m for m in used):
+                used.append(mod)
         if found is None and name == "tmp_path":  # pytest's own fixture: a fresh folder, as a user makes one
             stmts += pyparse.parse("import pathlib\nimport tempfile\ntmp_path = pathlib.Path(tempfile.mkdtemp())").body
             continue
@@ -951,8 +964,7 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
         made = found[1] if found is not None else set()
         fixture_modules = found[2] if found is not None else []
         # ``self.formatter = formatter.DateTimeFormatter()``: the object is not the module it is named after
-        imported = set().union(*(_module_names(m, root)[1] for m in {id(m): m for m in
-                                                                     [tree, func_tree, *fixture_modules]}.values()))
+        imported = set().union(*(_module_names(m, root)[1] for m in (tree, func_tree, *fixture_modules)))
         resolver = _SelfResolver(chain, made, renamed={n: f"my_{n}" for n in made & imported})
         set_up = [resolver.visit(pyparse.parse(ast.unparse(s)).body[0]) for s in (found[0] if found else [])]
         stmt = ast.increment_lineno(resolver.visit(pyparse.parse(ast.unparse(stmt)).body[0]), stmt_line - 1)
@@ -1387,13 +1399,13 @@ class _SelfResolver(ast.NodeTransformer):
 
 
 def _set_up(chain: list[tuple[ast.ClassDef, ast.Module, Path]],
-            root: Path | None = None) -> tuple[list[ast.stmt], set[str], list[ast.Module]] | None:
+            root: Path) -> tuple[list[ast.stmt], set[str], list[ast.Module]] | None:
     """What runs before a test method: the class-scoped fixtures its class names
-    (:func:`_class_fixtures`, with ``root``), then the nearest ``setUp`` or ``setup_method`` (with
+    (:func:`_class_fixtures`), then the nearest ``setUp`` or ``setup_method`` (with
     what ``super().setUp()`` runs of the bases' in its place), ``self.x = ...`` written ``x = ...``;
     the names they make; and the modules the fixtures come from (the names they use are theirs).
     ``None`` when the set-up does something a repro cannot (a loop, a patch, another ``self`` call)."""
-    fixtures, modules = _class_fixtures(chain, root) if root is not None else ([], [])
+    fixtures, modules = _class_fixtures(chain, root)
     found = _set_up_method(chain)
     if found is None:
         return None
@@ -1441,25 +1453,6 @@ def _fixture_names(cls: ast.ClassDef) -> list[str]:
         if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "usefixtures":
             names += [a.value for a in deco.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return names
-
-
-def _fixture_def(name: str, tree: ast.Module, path: Path, root: Path) -> tuple[ast.FunctionDef, ast.Module] | None:
-    """The fixture function ``name`` as pytest finds it for a test in ``path``: in its module, else
-    in the ``conftest.py`` files of its folder and the folders above it (up to ``root``)."""
-    places = [(tree, path)]
-    folder = path.parent
-    while folder == root or root in folder.parents:
-        conftest = _parse_file(folder / "conftest.py") if (folder / "conftest.py").is_file() else None
-        if conftest is not None:
-            places.append((conftest, folder / "conftest.py"))
-        if folder == root:
-            break
-        folder = folder.parent
-    for module, _ in places:
-        for node in module.body:
-            if isinstance(node, ast.FunctionDef) and node.name == name and _is_fixture(node):
-                return node, module
-    return None
 
 
 class _OnTheClass(ast.NodeTransformer):
@@ -1515,7 +1508,7 @@ def _class_fixtures(chain: list[tuple[ast.ClassDef, ast.Module, Path]],
             if name in seen:
                 continue
             seen.add(name)
-            found = _fixture_def(name, tree, path, root)
+            found = _fixture_def(name, _fixture_places(tree, path, root))
             if found is None:
                 continue
             func, module = found

@@ -231,12 +231,11 @@ def _drop_elif(b: _Builder, site: Site) -> None:
     if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
         return
     branch = node.orelse[0]
-    start, _ = src.line_span(branch.lineno, branch.lineno)
-    if not src.text[start:].lstrip(" \t").startswith("elif ") or len(branch.body) > 2 \
+    first, end = src.line_span(branch.lineno, branch.body[-1].end_lineno)
+    if not src.text[first:].lstrip(" \t").startswith("elif ") or len(branch.body) > 2 \
             or not all(src.owns_lines(st) for st in branch.body) \
             or any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in branch.body):
         return
-    first, end = src.line_span(branch.lineno, branch.body[-1].end_lineno)
     b.add(first, end, "", site, "a special-case branch (elif) was removed")
 
 
