@@ -11,7 +11,8 @@ is not held out: a policy trained on the one has seen the other.
 1. a ``test_id`` task that shares a key with any ``train`` task moves to ``train`` (and so on, until
    no ``test_id`` task shares one);
 2. tasks are taken realest fix first (:func:`fix_rank`: a bug from the project's release history,
-   then a procedural fix of two or more tokens, then a one-token fix); within a rank, a task whose
+   then a procedural fix of two or more tokens, then a one-token fix); within a rank, a fix of two
+   or more lines before a one-line fix; then a task whose
    commonest bug type is rarer among the tasks offered comes first (so the commonest type,
    wrong-variable, fills fewer of the places a key allows); then in an order fixed by the ids'
    hashes (not by generation order); a task is kept while each of its keys has fewer than
@@ -24,7 +25,12 @@ is not held out: a policy trained on the one has seen the other.
    it carries; where there are at least ``1 / share`` types and the cap is at least
    :data:`MIN_PROJECT_TASKS` tasks): of the commonest type above it, its
    smallest fixes are left out first, each from the project holding the most tasks at that point;
-   3 and 4 are applied again until both hold.
+5. fewer than :data:`MAX_ONE_LINE_SHARE` of what is kept fix one line (:func:`changed_lines`), so
+   that the median served fix spans two or more lines, as the fixes people file do (issue 42: a
+   policy that trains on one-line fixes learns to flip an operator next to a failing test): the
+   one-token fixes go first, each from the project holding the most tasks at that point (applied
+   where at least :data:`MIN_PROJECT_TASKS` kept tasks fix more than one line);
+   3, 4 and 5 are applied again until all hold.
 
 Where a key lets only three of its tasks be served, which three is a choice: it costs no task to
 serve the ones with the larger, realer fixes and the rarer bug types (on v2 the served one-token
@@ -41,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +62,9 @@ MAX_PROJECT_SHARE = 0.05
 MIN_PROJECT_TASKS = 10
 #: The largest share of the served tasks one bug type may hold (a task counts for each type it carries).
 MAX_TYPE_SHARE = 0.20
+#: The one-line fixes make less than this share of the served tasks (0.5: the median fix spans two
+#: or more changed lines).
+MAX_ONE_LINE_SHARE = 0.5
 
 #: Why :func:`select` leaves a task out (``SweSynthSuite.unserved`` counts them by these).
 SAME_CALL = f"a near-duplicate: {MAX_PER_KEY} served tasks of its project already open their repro with its first call"
@@ -63,6 +72,7 @@ SAME_FUNCTION = (f"a near-duplicate: {MAX_PER_KEY} served tasks already break on
                  "bug type")
 PROJECT_SHARE = f"its project already holds {100 * MAX_PROJECT_SHARE:.0f} % of the served tasks"
 TYPE_SHARE = f"its bug type already makes {100 * MAX_TYPE_SHARE:.0f} % of the served tasks"
+ONE_LINE_SHARE = f"it fixes one line, and such fixes would make {100 * MAX_ONE_LINE_SHARE:.0f} % or more of the served tasks"
 
 TRAIN, HELD_OUT_IN_DISTRIBUTION = "train", "test_id"
 
@@ -83,16 +93,37 @@ def fix_rank(origin: Mapping[str, Any] | None, signals: Mapping[str, Any] | None
     return MULTI_TOKEN
 
 
+def changed_lines(patch: str) -> int:
+    """The lines a unified diff changes: per hunk, the larger of its removed and its added lines
+    (an edit of one line is 1, a guard of two lines put back is 2)."""
+    lines = removed = added = 0
+    for line in [*patch.splitlines(), "@@ end"]:
+        if line.startswith(("@@", "+++ ", "--- ", "diff ")):
+            lines, removed, added = lines + max(removed, added), 0, 0
+        elif line.startswith("-"):
+            removed += 1
+        elif line.startswith("+"):
+            added += 1
+    return lines
+
+
 @dataclass(frozen=True)
 class TaskKeys:
     """What a task is compared by: its project, its repro's first call (``None``: no repro) and a
-    ``(path, function, bug type)`` per bug; ``rank`` (:func:`fix_rank`) says which near-duplicates
-    are served first."""
+    ``(path, function, bug type)`` per bug; ``rank`` (:func:`fix_rank`) and ``lines`` (the lines
+    its fix changes, :func:`changed_lines`; ``None``: not known) say which near-duplicates are
+    served first, and ``lines`` which count under the one-line share."""
 
     project: str
     call: str | None
     functions: frozenset[tuple[Any, ...]]
     rank: int = MULTI_TOKEN
+    lines: int | None = None
+
+    @property
+    def one_line(self) -> bool:
+        """Whether the fix is known to change at most one line."""
+        return self.lines is not None and self.lines < 2
 
     def all(self) -> list[tuple[Any, ...]]:
         """Every key, each tagged with the project (keys of two projects never meet)."""
@@ -103,16 +134,18 @@ class TaskKeys:
 
 
 def task_keys(project: str, bug: Mapping[str, Any], *, origin: Mapping[str, Any] | None = None,
-              signals: Mapping[str, Any] | None = None) -> TaskKeys:
+              signals: Mapping[str, Any] | None = None, fix_patch: str | None = None) -> TaskKeys:
     """The keys of a task from its project and its record's ``bug`` (``problem_statement``,
-    ``mutations``), ranked by its record's ``origin`` and ``signals`` (:func:`fix_rank`)."""
-    return _keys(project, bug, parse_repro(str(bug.get("problem_statement") or "")), fix_rank(origin, signals))
+    ``mutations``), ranked by its record's ``origin`` and ``signals`` (:func:`fix_rank`), sized by
+    its ``fix_patch`` (:func:`changed_lines`)."""
+    return _keys(project, bug, parse_repro(str(bug.get("problem_statement") or "")), fix_rank(origin, signals),
+                 None if fix_patch is None else changed_lines(fix_patch))
 
 
 def _keys(project: str, bug: Mapping[str, Any], repro: tuple[str | None, list | None],
-          rank: int = MULTI_TOKEN) -> TaskKeys:
+          rank: int = MULTI_TOKEN, lines: int | None = None) -> TaskKeys:
     functions = frozenset((m.get("path"), m.get("function"), m.get("bug_type")) for m in bug.get("mutations") or ())
-    return TaskKeys(project, first_call_of(*repro), functions, rank)
+    return TaskKeys(project, first_call_of(*repro), functions, rank, lines)
 
 
 def _order(task_id: str) -> str:
@@ -124,10 +157,12 @@ def _types(k: TaskKeys) -> set[str]:
 
 
 def _taken_order(keys: Mapping[str, TaskKeys]):
-    """The order :func:`select` takes tasks in: by rank, then the task whose commonest bug type is
-    rarer among all of ``keys`` first, then by the hash of the id."""
+    """The order :func:`select` takes tasks in: by rank, then a fix of two or more lines before a
+    one-line fix, then the task whose commonest bug type is rarer among all of ``keys`` first, then
+    by the hash of the id."""
     common = Counter(t for k in keys.values() for t in _types(k))
-    return lambda tid: (keys[tid].rank, max((common[t] for t in _types(keys[tid])), default=0), _order(tid))
+    return lambda tid: (keys[tid].rank, keys[tid].one_line, max((common[t] for t in _types(keys[tid])), default=0),
+                        _order(tid))
 
 
 @dataclass
@@ -141,7 +176,8 @@ class Selection:
 
 
 def select(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys], *, max_per_key: int = MAX_PER_KEY,
-           max_project_share: float = MAX_PROJECT_SHARE, max_type_share: float = MAX_TYPE_SHARE) -> Selection:
+           max_project_share: float = MAX_PROJECT_SHARE, max_type_share: float = MAX_TYPE_SHARE,
+           max_one_line_share: float = MAX_ONE_LINE_SHARE) -> Selection:
     """The distinct tasks of ``splits`` (module docstring), ``keys`` giving each task's :class:`TaskKeys`."""
     if max_per_key < 1:
         raise ValueError(f"max_per_key must be at least 1, not {max_per_key}")
@@ -149,6 +185,8 @@ def select(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys], *,
         raise ValueError(f"max_project_share must be in (0, 1], not {max_project_share}")
     if not 0 < max_type_share <= 1:
         raise ValueError(f"max_type_share must be in (0, 1], not {max_type_share}")
+    if not 0 < max_one_line_share <= 1:
+        raise ValueError(f"max_one_line_share must be in (0, 1], not {max_one_line_share}")
     split_of = {tid: split for split, ids in splits.items() for tid in ids}
     train_keys = {k for tid, split in split_of.items() if split == TRAIN for k in keys[tid].all()}
     moved: list[str] = []
@@ -174,9 +212,10 @@ def select(splits: Mapping[str, Sequence[str]], keys: Mapping[str, TaskKeys], *,
         else:
             kept.append(tid)
             counts.update(own.all())
-    while True:  # the shares, until both hold (leaving tasks out can put a project above its share)
+    while True:  # the shares, until all hold (leaving tasks out can put a project above its share)
         over = dict.fromkeys(_over_project_share(kept, keys, max_project_share), PROJECT_SHARE) or \
-            dict.fromkeys(_over_type_share(kept, keys, max_type_share), TYPE_SHARE)
+            dict.fromkeys(_over_type_share(kept, keys, max_type_share), TYPE_SHARE) or \
+            dict.fromkeys(_over_one_line_share(kept, keys, max_one_line_share), ONE_LINE_SHARE)
         if not over:
             break
         dropped.update(over)
@@ -220,20 +259,43 @@ def _over_type_share(kept: list[str], keys: Mapping[str, TaskKeys], share: float
     if n <= share * len(kept):
         return []
     need = math.ceil((n - share * len(kept)) / (1 - share))
+    holders = [tid for tid in reversed(kept) if kind in _types(keys[tid])]  # the last taken first
+    return _leave_out(kept, keys, holders, need, lambda k: k.rank)
+
+
+def _over_one_line_share(kept: list[str], keys: Mapping[str, TaskKeys], share: float) -> list[str]:
+    """Tasks of ``kept`` (in the order taken) to leave out so that one-line fixes make less than
+    ``share`` of what stays: procedural ones before release-history ones, each from the project that
+    holds the most tasks at that point, in the order of the ids' hashes (not one-token fixes first:
+    what stays keeps the one-line mix, a one-token fix being as common a fix as any other of one
+    line). None where fewer than :data:`MIN_PROJECT_TASKS` kept tasks fix more than one line (a
+    pool of one-line fixes keeps its mix) or ``share`` is 1."""
+    one_line = sum(keys[tid].one_line for tid in kept)
+    if share >= 1 or len(kept) - one_line < MIN_PROJECT_TASKS or one_line < share * len(kept):
+        return []
+    need = math.floor((one_line - share * len(kept)) / (1 - share)) + 1  # the least d: one_line - d < share (n - d)
+    holders = sorted((tid for tid in kept if keys[tid].one_line), key=_order)
+    return _leave_out(kept, keys, holders, need, lambda k: k.rank != HISTORY)
+
+
+def _leave_out(kept: list[str], keys: Mapping[str, TaskKeys], holders: Sequence[str], need: int,
+               level: Callable[[TaskKeys], int]) -> list[str]:
+    """``need`` of ``holders`` (tasks of ``kept``, in the order they go): those of the highest
+    ``level`` first, each from the project that holds the most tasks of ``kept`` at that point (so
+    the project share does not cut the largest projects again once the total shrinks)."""
     per_project = Counter(keys[tid].project for tid in kept)
-    left: dict[tuple[int, str], list[str]] = {}  # (rank, project) -> its holders, last taken first
-    for tid in reversed(kept):
-        if kind in _types(keys[tid]):
-            left.setdefault((keys[tid].rank, keys[tid].project), []).append(tid)
+    left: dict[tuple[int, str], list[str]] = {}  # (level, project) -> its holders, in the order they go
+    for tid in holders:
+        left.setdefault((level(keys[tid]), keys[tid].project), []).append(tid)
     out: list[str] = []
     while len(out) < need and left:
-        rank = max(r for r, _ in left)
-        project = max((p for r, p in left if r == rank), key=lambda p: (per_project[p], p))
-        holders = left[(rank, project)]
-        out.append(holders.pop(0))
+        top = max(r for r, _ in left)
+        project = max((p for r, p in left if r == top), key=lambda p: (per_project[p], p))
+        going = left[(top, project)]
+        out.append(going.pop(0))
         per_project[project] -= 1
-        if not holders:
-            del left[(rank, project)]
+        if not going:
+            del left[(top, project)]
     return out
 
 
@@ -275,6 +337,7 @@ def near_duplicates(tasks: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, An
             "largest_same_repro_group": max(repro_count.values(), default=0)}
 
 
-__all__ = ["HISTORY", "MAX_PER_KEY", "MAX_PROJECT_SHARE", "MIN_PROJECT_TASKS", "MULTI_TOKEN", "ONE_TOKEN",
-           "PROJECT_SHARE", "SAME_CALL", "SAME_FUNCTION", "Selection", "TaskKeys", "fix_rank", "held_out_duplicates",
+__all__ = ["HISTORY", "MAX_ONE_LINE_SHARE", "MAX_PER_KEY", "MAX_PROJECT_SHARE", "MAX_TYPE_SHARE",
+           "MIN_PROJECT_TASKS", "MULTI_TOKEN", "ONE_LINE_SHARE", "ONE_TOKEN", "PROJECT_SHARE", "SAME_CALL",
+           "SAME_FUNCTION", "TYPE_SHARE", "Selection", "TaskKeys", "changed_lines", "fix_rank", "held_out_duplicates",
            "near_duplicates", "select", "task_keys"]

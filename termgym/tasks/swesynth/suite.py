@@ -95,7 +95,8 @@ class SweSynthSuite(TaskSuite):
     ``distinct`` (default: on for the default real-project suite, where ``behaviour="required"``)
     serves no near-duplicates (:mod:`~termgym.tasks.swesynth.distinct`): at most three tasks per
     first repro call and per (function, bug type), no ``test_id`` task that is a near-duplicate of a
-    ``train`` task (it moves to ``train``), no project above 5 % of the served tasks; ``distinct=False``
+    ``train`` task (it moves to ``train``), no project above 5 % of the served tasks, no bug type
+    above 20 %, fewer than half of them one-line fixes (the median fix spans two or more lines); ``distinct=False``
     serves every task the behaviour policy allows. ``unserved`` counts what each rule left out.
     ``fix_size`` (:data:`FIX_SIZES`): ``"larger"`` serves only tasks whose fix is more than one token
     or a change the project's maintainers made between releases, ``"history"`` only the latter; the
@@ -343,10 +344,10 @@ class SweSynthSuite(TaskSuite):
         raw = self._raw.get(task_id)
         if raw is not None:
             return task_keys(str(raw.get("repo")), raw.get("bug") or {}, origin=raw.get("origin"),
-                             signals=raw.get("signals"))
+                             signals=raw.get("signals"), fix_patch=str(raw.get("fix_patch") or ""))
         record = self.record(task_id)
         return task_keys(record.repo, {"problem_statement": record.problem_statement, "mutations": record.mutations},
-                         origin=record.origin, signals=record.signals)
+                         origin=record.origin, signals=record.signals, fix_patch=record.fix_patch)
 
     def _keep_distinct(self) -> None:
         from termgym.tasks.swesynth.distinct import select
