@@ -62,6 +62,14 @@ MODULE = textwrap.dedent('''\
     def label(name):
         name = name.strip()
         return "<" + name + ">"
+
+
+    def quantity(text):
+        try:
+            value = int(text)
+        except ValueError:
+            return 0
+        return max(value, 0)
 ''')
 
 #: bug type -> (a call, its clean answer); the mutated module must answer differently (or raise)
@@ -71,6 +79,7 @@ PROBES = {
     "update-after-loop": ("running_sum([1, 2, 3])", 12),
     "shared-default": ("(tag(1), tag(2))", ([1], [2])),
     "skipped-step": ("label(' x ')", "<x>"),
+    "missing-handler": ("quantity('lots')", 0),
 }
 
 
@@ -126,6 +135,7 @@ def test_specific_rewrites_read_like_the_mistake():
     text = mutated("shared-default", "tag")
     assert "def tag(item, tags=[]):\n    tags.append(item)" in text and "is None" not in text
     assert "name = name.strip()" not in mutated("skipped-step", "label")
+    assert "def quantity(text):\n    value = int(text)\n    return max(value, 0)" in mutated("missing-handler", "quantity")
 
 
 def test_what_no_one_would_write_is_not_produced():
@@ -143,12 +153,43 @@ def test_what_no_one_would_write_is_not_produced():
             if n is None:
                 n = 0
             return n
+
+        def reraised(text):
+            try:
+                return int(text)
+            except ValueError as exc:
+                raise TypeError(text) from exc
+
+        def bare(text):
+            try:
+                return int(text)
+            except:
+                return 0
+
+        def cleaned(path):
+            try:
+                text = open(path).read()
+            except OSError:
+                text = ""
+            else:
+                text = text.strip()
+            return text
+
+        def docs(x):
+            try:
+                y = """a
+        b""" + x
+            except TypeError:
+                y = None
+            return y
     ''')
     index = ModuleIndex("m.py", never)
     found = {bug_type: finder(index) for bug_type, finder in PLACEMENT_FINDERS.items()}
     assert found["skipped-step"] == []  # the block would be empty
     assert found["late-check"] == []  # "b = b + 1" does not read what the guard checks
     assert found["shared-default"] == []  # an int default is not shared state
+    # an error only re-raised as another, a bare except, a try with an else, a multi-line string
+    assert found["missing-handler"] == []
     # the value operator no longer turns "name = name.strip()" into "name = name"
     assert not [m for m in find_mutations("inventory.py", MODULE, ["dropped-normalization"])
                 if "name = name\n" in apply_mutations(MODULE, [m])]

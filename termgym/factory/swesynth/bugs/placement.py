@@ -13,7 +13,13 @@ accident:
 * ``shared-default`` — the ``None`` default a function replaces with a fresh ``[]``/``{}`` on each call
   becomes that mutable literal, its ``if x is None`` guard gone: every call shares one object;
 * ``skipped-step`` — a normalising statement (``name = name.strip()``, ``items = sorted(items)``)
-  dropped, so the raw value flows on.
+  dropped, so the raw value flows on;
+* ``missing-handler`` — the ``try``/``except`` around one to three statements is gone, the
+  statements kept: the error the handler turned into a fallback (``except ValueError: return
+  None``, ``except KeyError: continue``) now escapes to the caller. Only a ``try`` with one handler
+  that names what it catches and does not raise again, no ``else`` or ``finally``, and a body of
+  plain statements (no nested ``try``, definition or multi-line string, whose indent would change)
+  is unwrapped.
 
 What a reader would call machine-made is never produced: only statements that own their lines move,
 a block never empties, a guard moves only past a statement that reads a name its condition reads
@@ -260,6 +266,34 @@ def find_skipped_step(index: ModuleIndex) -> list[Mutation]:
     return b.out
 
 
+def find_missing_handler(index: ModuleIndex) -> list[Mutation]:
+    """Unwrap a ``try`` whose one handler turns an error into a fallback: its body stays, dedented."""
+    b = _Builder(index, "missing-handler")
+    src = index.src
+    for site in index.nodes(ast.Try):
+        node = site.node
+        if len(node.handlers) != 1 or node.orelse or node.finalbody or not 1 <= len(node.body) <= 3:
+            continue
+        handler = node.handlers[0]
+        if handler.type is None or len(handler.body) > 2 or any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+            continue  # a bare except, a long recovery, or an error only re-raised as another
+        inner = [n for st in node.body for n in ast.walk(st)]
+        if any(isinstance(n, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
+                              ast.ImportFrom, ast.Lambda)) for n in inner) \
+                or any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.lineno != n.end_lineno
+                       for n in inner) or not all(src.owns_lines(st) for st in node.body):
+            continue
+        whole = _text(index, node)
+        body_start, body_end = src.line_span(node.body[0].lineno, node.body[-1].end_lineno)
+        body = _reindent(src.text[body_start:body_end], src.indent_of(node.body[0].lineno), src.indent_of(node.lineno))
+        if whole is None or body is None:
+            continue
+        start, end = src.line_span(node.lineno, node.end_lineno)
+        caught = src.segment(handler.type)
+        b.add(start, end, body, site, f"the handler of {caught} was removed, so the error escapes")
+    return b.out
+
+
 #: The placement operators, by bug type.
 PLACEMENT_FINDERS = {
     "late-check": find_late_check,
@@ -267,6 +301,7 @@ PLACEMENT_FINDERS = {
     "update-after-loop": find_update_after_loop,
     "shared-default": find_shared_default,
     "skipped-step": find_skipped_step,
+    "missing-handler": find_missing_handler,
 }
 
 PLACEMENT_DESCRIPTIONS = {
@@ -275,4 +310,5 @@ PLACEMENT_DESCRIPTIONS = {
     "update-after-loop": "an update meant for every pass of a loop runs once, after it",
     "shared-default": "a mutable default is shared by every call instead of made fresh for each",
     "skipped-step": "a normalising statement is skipped, so the raw value flows on",
+    "missing-handler": "an exception handler is gone, so an error the code turned into a fallback escapes",
 }
