@@ -396,6 +396,7 @@ def test_rewritten_reports_change_only_the_report_and_a_failing_one_is_not_serve
     before = SweSynthSuite(suite_dir, behaviour="required")
     served = sorted(before.task_ids("all"))
     assert len(served) >= 2
+    failing = before.unserved.get(REPORT_FAILS, 0)  # reports the run audit marked already
     path = suite_dir / "records" / "isoweek.jsonl"
     old = {json.loads(x)["task_id"]: json.loads(x) for x in path.read_text().splitlines()}
     assert replace_statements(suite_dir, {served[0]: "A new report.\n"}, {served[1]: "example 1 of 1: ..."}) == 2
@@ -405,7 +406,7 @@ def test_rewritten_reports_change_only_the_report_and_a_failing_one_is_not_serve
         {**old[served[0]], "bug": {**old[served[0]]["bug"], "problem_statement": None}}
     assert all(new[t] == old[t] for t in old if t not in served[:2])
     after = SweSynthSuite(suite_dir, behaviour="required")
-    assert served[1] not in after.task_ids("all") and after.unserved.get(REPORT_FAILS) == 1
+    assert served[1] not in after.task_ids("all") and after.unserved.get(REPORT_FAILS) == failing + 1
     assert after.report_problem(served[1]) == "example 1 of 1: ..." and not after.report_problem(served[0])
     # written again, the task is served again
     assert replace_statements(suite_dir, {served[1]: "Another report.\n"}) == 1
@@ -436,7 +437,8 @@ def test_tasks_left_out_for_a_used_up_opening_get_reports_that_open_another_way_
         s = SweSynthSuite(suite_dir, behaviour="required", distinct=False)
         splits = {split: list(s.task_ids(split)) for split in s.splits()}
         keys = {tid: s.task_keys(tid) for ids in splits.values() for tid in ids}
-        return select(splits, keys, max_per_key=1), keys
+        # the one-line share off: which one-line fixes it leaves out shifts as tasks come in
+        return select(splits, keys, max_per_key=1, max_one_line_share=1), keys
 
     before, keys = chosen()
     served_before = {tid for ids in before.splits.values() for tid in ids}
