@@ -258,7 +258,8 @@ def test_fewer_than_half_of_the_fixes_are_one_line_the_mix_of_one_line_fixes_kep
     # a pool with fewer than ten larger fixes keeps its mix
     small = {t: k for t, k in keys.items() if k.one_line or (t.endswith("-0") and t < "p09")}  # nine larger
     assert ONE_LINE_SHARE not in select({"train": sorted(small)}, small).dropped.values()
-    # one key, four holders: the three served are the larger fixes, whatever their ids' hashes
+    # one key, six holders (three of them one-line): the three served are the larger fixes, whatever
+    # their ids' hashes
     same = {f"s{i}": TaskKeys("s", "load(1)", frozenset({("p.py", f"g{i}", "off-by-one")}), MULTI_TOKEN,
                               2 if i % 2 else 1) for i in range(6)}
     served_same = select({"train": sorted(same)}, same, max_one_line_share=1).splits["train"]

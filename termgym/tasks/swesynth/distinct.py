@@ -28,8 +28,10 @@ is not held out: a policy trained on the one has seen the other.
 5. fewer than :data:`MAX_ONE_LINE_SHARE` of what is kept fix one line (:func:`changed_lines`), so
    that the median served fix spans two or more lines, as the fixes people file do (issue 42: a
    policy that trains on one-line fixes learns to flip an operator next to a failing test): the
-   one-token fixes go first, each from the project holding the most tasks at that point (applied
-   where at least :data:`MIN_PROJECT_TASKS` kept tasks fix more than one line);
+   procedural one-line fixes go before release-history ones, each from the project holding the most
+   tasks at that point, within it in the order of the ids' hashes, so one-token and larger one-line
+   edits keep their mix (applied where at least :data:`MIN_PROJECT_TASKS` kept tasks fix more than
+   one line);
    3, 4 and 5 are applied again until all hold.
 
 Where a key lets only three of its tasks be served, which three is a choice: it costs no task to

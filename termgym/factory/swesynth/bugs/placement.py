@@ -281,12 +281,11 @@ def find_missing_handler(index: ModuleIndex) -> list[Mutation]:
         if any(isinstance(n, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
                               ast.ImportFrom, ast.Lambda)) for n in inner) \
                 or any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.lineno != n.end_lineno
-                       for n in inner) or not all(src.owns_lines(st) for st in node.body):
+                       for n in inner) or not all(src.owns_lines(st) for st in node.body) or _text(index, node) is None:
             continue
-        whole = _text(index, node)
         body_start, body_end = src.line_span(node.body[0].lineno, node.body[-1].end_lineno)
         body = _reindent(src.text[body_start:body_end], src.indent_of(node.body[0].lineno), src.indent_of(node.lineno))
-        if whole is None or body is None:
+        if body is None:
             continue
         start, end = src.line_span(node.lineno, node.end_lineno)
         caught = src.segment(handler.type)
