@@ -315,6 +315,10 @@ def register(subparsers) -> None:
     hist.add_argument("--resume", action="store_true",
                       help="carry on this project's earlier run into --out (same seed): its tasks are kept and the "
                            "candidates it judged are not judged again")
+    hist.add_argument("--extends", default=None, metavar="SUITE",
+                      help="the compact suite these tasks are for (a directory, or v2 for the bundled default; merge "
+                           "them there with `merge OUT --into SUITE`): skip reverts SUITE holds already and count its "
+                           "release-history tasks against --max-per-function")
     hist.add_argument("--backend", default="local", help="sandbox backend (local or docker)")
     hist.add_argument("--projects-dir", action="append", default=[], metavar="DIR",
                       help="a project set beyond the bundled one (a folder `add-project --root DIR` wrote); "
@@ -1042,6 +1046,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.n is not None and args.n < 1:
         print(f"termgym swesynth history: --n must be at least 1, got {args.n}", file=sys.stderr)
         return 2
+    extends = None
+    if args.extends:
+        from termgym.tasks.swesynth.suite import NAMED_SUITES
+
+        extends = NAMED_SUITES.get(args.extends, args.extends)
     bar = ProgressBar(label=f"{args.name} ")
     try:
         result = mine_history(args.name, args.out, releases=DEFAULT_RELEASES if args.releases is None else args.releases,
@@ -1049,7 +1058,7 @@ def cmd_history(args: argparse.Namespace) -> int:
                               seed=args.seed, workers=args.workers, backend=args.backend,
                               time_budget=args.time_budget, groups=not args.no_groups, offline=args.offline,
                               max_per_function=args.max_per_function or None, flaky_check=not args.no_flaky_check,
-                              resume=args.resume, log=lambda line: print(line, file=sys.stderr, flush=True), progress=bar)
+                              resume=args.resume, extends=extends, log=lambda line: print(line, file=sys.stderr, flush=True), progress=bar)
     except (HistoryError, ProjectError, ValueError, RuntimeError) as exc:
         print(f"termgym swesynth history: {exc}", file=sys.stderr)
         return 1

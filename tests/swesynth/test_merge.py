@@ -236,3 +236,20 @@ def test_the_cap_counts_one_token_and_larger_fixes_of_a_function_apart(tmp_path,
             assert result.added == {PROJECT: 0} and result.over_cap == {PROJECT: 2}
         else:
             assert result.added == {PROJECT: 1} and result.over_cap == {PROJECT: 1}
+
+
+def test_a_history_batch_counts_only_the_suite_s_history_tasks_against_its_cap():
+    """``history --extends``: every task of the suite is a bug the batch skips, but only its
+    release-history tasks fill the per-function cap (a function with procedural bugs still takes
+    a revert to an earlier release); sabotage: counting every task, the procedural ones fill it."""
+    from termgym.factory.swesynth.history import is_history
+    from termgym.factory.swesynth.known import function_load, known_bugs, record_lines
+
+    project = "schedule"
+    lines = record_lines(SUITE_V2_DIR / "records" / f"{project}.jsonl")
+    history = [line for line in lines if is_history(line)]
+    assert history and len(history) < len(lines)
+    known = known_bugs(SUITE_V2_DIR, project, load_of=is_history)
+    assert known.task_ids == {line["task_id"] for line in lines}
+    assert known.load == function_load(history) and sum(known.load.values()) < sum(function_load(lines).values())
+    assert known_bugs(SUITE_V2_DIR, project).load == function_load(lines)

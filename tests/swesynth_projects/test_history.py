@@ -569,6 +569,16 @@ def test_a_pypi_project_nobody_bundled_yields_history_tasks_that_play_through_gy
     assert main([*options, "--seed", "2"]) == 1
     err = capsys.readouterr().err
     assert "cannot resume 'url_normalize'" in err and "not seed 2" in err, err
+    # --extends: mining the same release for the suite that holds the task skips its revert before
+    # any test runs (what a batch of older releases of a mined project needs: only bugs merge takes)
+    again = tmp_path / "again"
+    assert main(["swesynth", "history", "url_normalize", "--projects-dir", str(root), "--out", str(again),
+                 "--versions", "3.0.1", "--n", "1", "--seed", "1", "--no-groups", "--no-flaky-check",
+                 "--extends", str(out), "--time-budget", "30"]) in (0, 1)
+    printed = capsys.readouterr().out
+    assert "the suite it extends has this bug already ×1" in printed, printed
+    assert task_id not in ((again / "records" / "url_normalize.jsonl").read_text()
+                           if (again / "records" / "url_normalize.jsonl").exists() else "")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         env = gym.make("termgym/SweSynth-v0", path=str(out), max_steps=10)

@@ -224,7 +224,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
              split: str | None = None, stall_limit: int | None = None, resume: bool = False,
              early_stop: bool = True, max_per_function: int | None = None, sizes_apart: bool = True,
              flaky_check: bool = True, served_only: bool = False,
-             extends: str | Path | None = None) -> GenerationResult:
+             extends: str | Path | None = None,
+             extends_load: Callable[[dict[str, Any]], bool] | None = None) -> GenerationResult:
     """Generate up to ``n`` validated tasks from ``repo`` into the suite directory ``out``.
 
     Every test run happens in a sandbox of the task runtime (``backend``), never on the host:
@@ -280,7 +281,8 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     SUITE``): a candidate whose bug that suite holds already (same bug patch, so same task id) is
     skipped before any test runs, and its tasks count against ``max_per_function`` (default then:
     the bundled suite's cap, the one merging checks), so the batch spends its runs on bugs the merge
-    will take.
+    will take. ``extends_load`` picks which of that suite's tasks (record lines) count against the
+    cap (default: all; release-history mining counts only its own kind, :func:`~termgym.factory.swesynth.history.mine_history`).
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -302,7 +304,7 @@ def generate(repo: str | Path, test_command: str, *, n: int, seed: int = 0, out:
     known = KnownBugs()
     if extends is not None:
         try:
-            known = known_bugs(extends, name)
+            known = known_bugs(extends, name, load_of=extends_load)
         except ValueError as exc:
             raise ValueError(f"--extends: {exc}") from None
         max_per_function = MAX_TASKS_PER_FUNCTION if max_per_function is None else max_per_function

@@ -1040,6 +1040,11 @@ class ReleaseHistory:
                 "kind_reason": kind.reason}
 
 
+def is_history(line: dict[str, Any]) -> bool:
+    """Whether a task (a record line) came from release history (its ``origin.source``)."""
+    return (line.get("origin") or {}).get("source") == "history"
+
+
 # -- the command -------------------------------------------------------------------------------------------
 
 
@@ -1058,7 +1063,7 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
                  n: int | None = None, seed: int = 0, workers: int = 1, backend: str = "local",
                  time_budget: float | None = None, stall_limit: int | None = None, groups: bool = True,
                  max_per_function: int | None = 1, import_time: str = "run", offline: bool = False, flaky_check: bool = True,
-                 resume: bool = False, log: Callable[[str], None] | None = None,
+                 resume: bool = False, extends: str | Path | None = None, log: Callable[[str], None] | None = None,
                  progress: Callable[[Any], None] | None = None) -> HistoryResult:
     """Mine release-history tasks of project ``name`` (of the project set) into the compact suite
     ``out``: fetch the ``releases`` releases before the project's version (or exactly
@@ -1073,7 +1078,11 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
     full run of the required tests. ``offline`` uses only what the cache holds. ``resume`` continues
     this project's earlier run into ``out`` with the same seed (generate's ``resume``): its tasks
     are kept and the candidates it judged are not judged again, so a mining run cut short by its
-    time budget is carried on by running it again."""
+    time budget is carried on by running it again. ``extends`` names the compact suite the tasks are
+    mined for (``merge OUT --into SUITE``): a revert that suite holds already (same bug patch) is
+    skipped before any test runs, and its release-history tasks (not its procedural ones) count
+    against ``max_per_function``, so mining older releases of a project mined before spends its runs
+    on bugs the merge will take."""
     from termgym.factory.swesynth.bundle import TEST_ID_FRACTION, project_held_out
     from termgym.factory.swesynth.generate import generate
     from termgym.factory.swesynth.inject import units
@@ -1121,7 +1130,7 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
                       workers=workers, time_budget=time_budget, stall_limit=stall_limit, split=splitter,
                       max_per_function=max_per_function, sizes_apart=False, import_time=import_time,
                       backend=backend, suite_name=f"{project.name}-history", progress=progress,
-                      flaky_check=flaky_check, resume=resume)
+                      flaky_check=flaky_check, resume=resume, extends=extends, extends_load=is_history)
     kinds = Counter(r.origin.get("kind", "?") for r in result.records)
     with locked_index(out) as index:
         entry = {"to_version": project.version, **source.stats.to_dict(),
@@ -1138,5 +1147,5 @@ __all__ = ["DEFAULT_RELEASES", "HISTORY_TYPE", "KINDS", "FunctionSource", "Histo
            "MiningStats", "Release", "ReleaseHistory", "Revert", "ReleaseTests", "call_groups", "class_attributes",
            "classify_kind", "code_dump", "counterpart", "defined_names", "earlier_releases", "fetch_release",
            "fetch_releases",
-           "free_names", "function_reverts", "gone_names", "history_cache", "mine_history", "module_functions",
+           "free_names", "function_reverts", "gone_names", "history_cache", "is_history", "mine_history", "module_functions",
            "module_names", "release_versions", "removed_definitions", "removed_methods", "how_test_changed"]

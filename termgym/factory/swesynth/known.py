@@ -6,6 +6,7 @@ bugs the suite has and counts its tasks against the same cap."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,11 +111,13 @@ def record_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def known_bugs(suite: str | Path, repo: str) -> KnownBugs:
+def known_bugs(suite: str | Path, repo: str, *, load_of: Callable[[dict[str, Any]], bool] | None = None) -> KnownBugs:
     """The bugs the compact suite ``suite`` holds for the project ``repo`` (none when it has no such
-    project); a suite that does not read is a :class:`SuiteError`."""
+    project); a suite that does not read is a :class:`SuiteError`. ``load_of`` picks the tasks (record
+    lines) the per-function ``load`` counts (default: all); the ids are every task's."""
     info = (suite_index(suite).get("repos") or {}).get(repo)
     if not info or "records" not in info:
         return KnownBugs()
     lines = record_lines(Path(suite) / info["records"])
-    return KnownBugs(frozenset(line["task_id"] for line in lines), function_load(lines))
+    counted = lines if load_of is None else [line for line in lines if load_of(line)]
+    return KnownBugs(frozenset(line["task_id"] for line in lines), function_load(counted))
