@@ -516,6 +516,42 @@ def test_a_self_that_does_not_pickle_is_recorded_as_the_constructor_call_that_ma
     assert "a;b;c" in texts and len(texts) > 2
 
 
+class _Resolver:
+    """As anytree's: a private method handed on as a callback."""
+
+    def __init__(self, ignorecase):
+        self.ignorecase = ignorecase
+
+    def __cmp(self, name, pat):
+        return name.lower() == pat.lower() if self.ignorecase else name == pat
+
+    def start(self):
+        return self.__cmp
+
+
+def test_a_private_method_passed_on_loads_again_as_its_mangled_name():
+    """``self.__cmp`` handed to a helper: the standard pickle reduces it to ``getattr(obj,
+    '__cmp')``, which fails on load (every anytree resolver call was unreplayable so); the
+    recorder's pickle names ``_Resolver__cmp`` and the method comes back bound to an equal object.
+    Sabotage: without that reduction the load fails as before."""
+    import pickle
+
+    call = {"pos": [_Resolver(True).start(), "Root"], "kw": {}, "var": [], "varkw": {}}
+    with pytest.raises(AttributeError, match="__cmp"):
+        pickle.loads(pickle.dumps(call))
+    method, name = probe.loads(probe.dumps(call), allowed={"tests"})["pos"]
+    assert method(name, "root") is True and method.__self__.ignorecase is True
+    assert probe._private_method_reduce(_Resolver(False).start())[1][1] == "_Resolver__cmp"
+    assert probe._private_method_reduce(_Resolver(False).__init__) is None  # a dunder mangles nothing
+    original = probe._private_method_reduce
+    probe._private_method_reduce = lambda method: None
+    try:
+        with pytest.raises(AttributeError, match="__cmp"):
+            probe.loads(probe.dumps(call), allowed={"tests"})
+    finally:
+        probe._private_method_reduce = original
+
+
 def test_what_a_project_module_holds_is_recorded_as_where_it_lives():
     """glom's default scope: a module-level ``ChainMap`` whose first map holds a registry of local
     functions, chained into every call's scope. The scope pickles with that map as the lookup that

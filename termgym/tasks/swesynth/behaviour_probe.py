@@ -716,6 +716,20 @@ sys.modules[SOURCE_MODULE].source_function = source_function
 sys.modules[SOURCE_MODULE].source_class = source_class
 
 
+def _private_method_reduce(method):
+    """A bound method of a private name (anytree's ``Resolver`` passes ``self.__cmp`` on as a
+    callback) as the ``getattr`` of its mangled name, ``_Resolver__cmp``: the standard reduction
+    asks the instance for ``__cmp``, which no instance has, so such arguments pickled and never
+    loaded again. ``None`` for any other method."""
+    name = method.__func__.__name__
+    if not name.startswith("__") or name.endswith("__"):
+        return None
+    owner = method.__func__.__qualname__.rpartition(".")[0].rpartition(".")[2]
+    if not owner.strip("_") or owner == "<locals>":
+        return None  # a class named only of underscores mangles nothing; no class: nothing to mangle
+    return getattr, (method.__self__, f"_{owner.lstrip('_')}{name}")
+
+
 class _Pickler(pickle.Pickler):
     """The standard pickler, plus: a module pickles as its import, a match of the ``regex`` package as
     its ``re`` one does (:func:`_match_again`), and an instance of a class
@@ -744,6 +758,10 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, type) and ("__tg_recipe__" in _TYPE_DICT.__get__(obj, type)
                                       or _by_source(_TYPE_MODULE.__get__(obj, type), _TYPE_QUALNAME.__get__(obj, type))):
             made = _class_reduce(obj)
+            if made is not None:
+                return made
+        if type(obj) is types.MethodType:
+            made = _private_method_reduce(obj)
             if made is not None:
                 return made
         rebuild = _REBUILT.get(type(obj))
