@@ -103,10 +103,13 @@ def test_half_fixes_with_forged_reports_score_zero_on_served_multi_function_task
         assert reward == 0.0 and grade["score"] == 0.0, (tid, name, grade)
         assert not grade.get("infra_error"), (tid, name, grade)
         if grade.get("tests_passed") is not True:
-            # the half fix itself left the package unable to import (a coordinated bug fixed on one
-            # side only: jsonpickle's _store with its callers still swapped), so the forgery in its
-            # __init__.py never ran: a zero, but not the case this test is about; the next task
-            assert grade.get("all_result", "").startswith("0/"), (tid, name, grade)
+            # the forgery did not make the tests pass: the half fix left the package unable to
+            # import (a coordinated bug fixed on one side only: jsonpickle's _store with its callers
+            # still swapped; all_result 0/N), or a test escaped it (pyrsistent-c3ecaded99, a
+            # release-history task of session 42: 535/536). A zero, but not the case this test is
+            # about; the next task
+            passed, _, total = grade.get("all_result", "").partition("/")
+            assert passed.isdigit() and total.isdigit() and int(passed) < int(total), (tid, name, grade)
             continue
         # the forgery worked: the tests alone would have paid; the replay is what says no
         assert grade["behaviour_passed"] is False and grade["behaviour_mismatches"], (tid, name, grade)
