@@ -431,11 +431,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     bar = ProgressBar()
     extra = {}
     repo, test_cmd, source_dirs, test_dirs = args.repo, args.test_cmd, args.source_dir, args.test_dir
-    extends = None
-    if args.extends:
-        from termgym.tasks.swesynth.suite import NAMED_SUITES
-
-        extends = NAMED_SUITES.get(args.extends, args.extends)
+    extends = _suite_dir(args.extends) if args.extends else None
     problem = use_projects_dirs(args.projects_dir)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -1046,11 +1042,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.n is not None and args.n < 1:
         print(f"termgym swesynth history: --n must be at least 1, got {args.n}", file=sys.stderr)
         return 2
-    extends = None
-    if args.extends:
-        from termgym.tasks.swesynth.suite import NAMED_SUITES
-
-        extends = NAMED_SUITES.get(args.extends, args.extends)
+    extends = _suite_dir(args.extends) if args.extends else None
     bar = ProgressBar(label=f"{args.name} ")
     try:
         result = mine_history(args.name, args.out, releases=DEFAULT_RELEASES if args.releases is None else args.releases,

@@ -77,6 +77,7 @@ from packaging.version import InvalidVersion, Version
 from termgym.factory.swesynth.bugs.source import Mutation
 from termgym.factory.swesynth.failures import find_test_function, split_test_id
 from termgym.tasks.swesynth import pyparse
+from termgym.tasks.swesynth.distinct import from_history
 
 #: The bug type of every release-history task (its kind is in the record's ``origin``).
 HISTORY_TYPE = "regression"
@@ -1042,7 +1043,7 @@ class ReleaseHistory:
 
 def is_history(line: dict[str, Any]) -> bool:
     """Whether a task (a record line) came from release history (its ``origin.source``)."""
-    return (line.get("origin") or {}).get("source") == "history"
+    return from_history(line.get("origin"))
 
 
 # -- the command -------------------------------------------------------------------------------------------

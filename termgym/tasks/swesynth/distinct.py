@@ -82,12 +82,17 @@ TRAIN, HELD_OUT_IN_DISTRIBUTION = "train", "test_id"
 HISTORY, MULTI_TOKEN, ONE_TOKEN = 0, 1, 2
 
 
+def from_history(origin: Mapping[str, Any] | None) -> bool:
+    """Whether a record's ``origin`` says its bug is a change from the project's release history."""
+    return (origin or {}).get("source") == "history"
+
+
 def fix_rank(origin: Mapping[str, Any] | None, signals: Mapping[str, Any] | None) -> int:
     """How real a task's fix is, from its record's ``origin`` and ``signals``: :data:`HISTORY` (a
     change the project's maintainers made between releases), :data:`ONE_TOKEN` (a procedural fix of
     at most one token, ``signals["tokens_changed"]``), else :data:`MULTI_TOKEN` (a larger fix, or
     one whose size was not recorded)."""
-    if (origin or {}).get("source") == "history":
+    if from_history(origin):
         return HISTORY
     tokens = (signals or {}).get("tokens_changed")
     if tokens is not None and int(tokens) <= 1:
