@@ -4,6 +4,7 @@ finder and the stored data (no sandbox here; the attacks on real sandboxes are i
 
 from __future__ import annotations
 
+import collections
 import json
 
 import pytest
@@ -550,6 +551,78 @@ def test_a_private_method_passed_on_loads_again_as_its_mangled_name():
             probe.loads(probe.dumps(call), allowed={"tests"})
     finally:
         probe._private_method_reduce = original
+
+
+class _Token(tuple):
+    """As cssselect's: a tuple of two whose ``__new__`` takes a third value kept as an attribute."""
+
+    def __new__(cls, type_, value, pos):
+        made = tuple.__new__(cls, (type_, value))
+        made.pos = pos
+        return made
+
+
+class _ParseResult(collections.namedtuple("_ParseResult", "scheme host")):
+    """As rfc3986's: a namedtuple whose ``__new__`` also wants a value that is no field."""
+
+    def __new__(cls, scheme, host, uri_ref):
+        made = super().__new__(cls, scheme, host)
+        made.uri_ref = uri_ref
+        return made
+
+
+class _Paragraph:
+    """As mistletoe's block tokens: a ``__new__`` that needs an argument."""
+
+    def __new__(cls, lines):
+        made = object.__new__(cls)
+        made.lines = list(lines)
+        return made
+
+
+class _Query:
+    """As tinydb's: every unknown attribute is a deeper query, read from ``self._path``."""
+
+    def __init__(self, path=()):
+        self._path = path
+
+    def __getattr__(self, item):
+        return _Query(self._path + (item,))
+
+
+def test_objects_whose_new_or_getattr_refuse_the_standard_load_load_again():
+    """The recorder's loader makes an object whose class's ``__new__`` refuses what its pickle
+    hands back by its built-in base's ``__new__`` (a tuple subclass, a namedtuple with an extra
+    argument, a plain class whose ``__new__`` needs one), and looks ``__setstate__`` up on the
+    class, so an instance whose ``__getattr__`` reads its own attributes does not recurse while
+    its state is still missing. The standard pickle fails on each (the calls were unreplayable:
+    every recorded call of tinydb's queries, cssselect's token streams, rfc3986's results)."""
+    import pickle
+
+    values = [_Token("IDENT", "a", 3), _ParseResult("http", "x.org", "http://x.org"), _Paragraph("ab"),
+              _Query(("name",))]
+    for value in values:
+        with pytest.raises((TypeError, RecursionError)):
+            pickle.loads(pickle.dumps(value))
+    token, result, paragraph, query = probe.loads(probe.dumps(values), allowed={"tests"})
+    assert type(token) is _Token and tuple(token) == ("IDENT", "a") and token.pos == 3
+    assert type(result) is _ParseResult and result.host == "x.org" and result.uri_ref == "http://x.org"
+    assert type(paragraph) is _Paragraph and paragraph.lines == ["a", "b"]
+    assert type(query) is _Query and query._path == ("name",) and query.age._path == ("name", "age")
+    assert probe._unreplayable(probe.dumps(values), {"tests"}) is None
+    # sabotage: the standard unpickler's ways back fail on them again
+    loader = probe._Loader
+    saved = loader.dispatch[pickle.NEWOBJ[0]], loader.dispatch[pickle.BUILD[0]]
+    loader.dispatch[pickle.NEWOBJ[0]] = pickle._Unpickler.load_newobj
+    try:
+        assert "do not load again" in probe._unreplayable(probe.dumps(values[:1]), {"tests"})
+    finally:
+        loader.dispatch[pickle.NEWOBJ[0]] = saved[0]
+    loader.dispatch[pickle.BUILD[0]] = pickle._Unpickler.load_build
+    try:
+        assert "RecursionError" in probe._unreplayable(probe.dumps(values[3:]), {"tests"})
+    finally:
+        loader.dispatch[pickle.BUILD[0]] = saved[1]
 
 
 def test_what_a_project_module_holds_is_recorded_as_where_it_lives():

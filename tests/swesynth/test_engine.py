@@ -243,6 +243,38 @@ def test_a_run_stops_once_more_tests_fail_than_the_limit(shop, baseline):
         worker.close()
 
 
+def test_failure_texts_keep_pytest_s_own_traceback_whatever_the_project_asks(shop, baseline, tmp_path, monkeypatch):
+    """A project whose pytest configuration asks for ``--tb native`` (mako) or ``--tb=short``
+    (cbor2, typeguard) still gives the report writer pytest's own failure text: the failing line
+    marked ``>`` in the test's source. Sabotage: without the screen plugin's override the text is
+    a native traceback and no line is marked."""
+    from termgym.factory.swesynth import screen
+    from termgym.factory.swesynth.screen import ScreenWorker
+
+    tree = tmp_path / "native"
+    shutil.copytree(shop, tree)
+    (tree / "pytest.ini").write_text("[pytest]\naddopts = --tb native\n")
+    text = (tree / "shop" / "helpers.py").read_text()
+    broken = {"shop/helpers.py": text.replace("return int(value * 100 + 0.5) / 100", "return 0")}
+    tests = [t for t in baseline.tests if t.endswith("test_with_tax")]
+    worker = ScreenWorker(tree, PYTEST, ["shop"], ProjectEnv())
+    try:
+        run = worker.run(broken, tests, timeout=60)
+        message = run.messages[tests[0]]
+        assert "\n>" in message and "Traceback (most recent call last)" not in message, message
+    finally:
+        worker.close()
+    sabotaged = tmp_path / "screen_plugin.py"
+    sabotaged.write_text(screen.PLUGIN_SOURCE.read_text().replace('config.option.tbstyle = "auto"', "pass"))
+    monkeypatch.setattr(screen, "PLUGIN_SOURCE", sabotaged)
+    worker = ScreenWorker(tree, PYTEST, ["shop"], ProjectEnv())
+    try:
+        native = worker.run(broken, tests, timeout=60).messages[tests[0]]
+    finally:
+        worker.close()
+    assert "Traceback (most recent call last)" in native and "\n>" not in native
+
+
 def test_baseline_is_cached_per_tree_hash(shop, baseline, tmp_path):
     again = project_baseline(shop, PYTEST, ["shop"], ProjectEnv())
     assert again.key == baseline.key and again.tests == baseline.tests

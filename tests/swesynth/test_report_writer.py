@@ -109,6 +109,12 @@ def test_price_from_spread_args(args, expected):
 @pytest.mark.parametrize("delta", [datetime.timedelta(days=2)])
 def test_days_of_a_delta(delta):
     assert cart.days_of(delta) == 2
+
+
+def test_a_parser_defaulting_to_the_module_s(parser=None):
+    if parser is None:
+        parser = cart.module_of
+    assert parser("a/b.py") == "b"
 '''
 
 #: unittest-style tests, as cachetools and many older suites write them: the class under test as a
@@ -303,6 +309,11 @@ def test_counts_in_a_loop():
     assert [cart.count() for _ in range(2)] == [0, 0]
 
 
+@pytest.mark.parametrize("parser", [parse_price])
+def test_a_parser_passed_as_a_parameter(parser):
+    assert parser("$1.50") == 1.5
+
+
 def test_labels_are_upper_case():
     assert labels(["alpha", "beta", "gamma", "delta"]) == ["item: ALPHA", "item: BETA", "item: GAMMA", "item: DELTA"]
 
@@ -410,7 +421,8 @@ def test_every_bug_shows_up_as_a_failing_test(shop):
                      "test_names_after_a_look", "test_price_from_spread_args", "test_days_of_a_delta",
                      "CartTest", "LabelTest", "test_star_imported_names", "test_count_through_the_class",
                      "test_count_through_the_package_path", "TestFreshCart", "TestAfterAdding", "TestOfANode",
-                     "test_a_fixture_that_takes_request", "test_a_function_the_project_decorates"}
+                     "test_a_fixture_that_takes_request", "test_a_function_the_project_decorates",
+                     "test_a_parser_passed_as_a_parameter", "test_a_parser_defaulting_to_the_module_s"}
 
 
 def test_a_crash_with_its_parameters_filled_in(shop):
@@ -418,6 +430,25 @@ def test_a_crash_with_its_parameters_filled_in(shop):
     assert f.call == "parse_price('$1.50')" and f.behaviour == "parse_price()"
     assert f.error == ("ValueError", "could not convert string to float: '1,50'")
     assert f.expected == "1.5" and f.usable
+
+
+def test_a_function_passed_as_a_parameter_is_called_by_its_name(shop, monkeypatch):
+    """``parser = <function parse_price at 0x..>`` atop the frame: a test parametrized over the
+    project's functions calls the one the test module imports, so the repro calls it by that name.
+    Sabotage: without reading such reprs the call keeps the parameter and has no repro."""
+    from termgym.factory.swesynth import failures
+
+    f = _failure(shop, "test_a_parser_passed_as_a_parameter")
+    assert f.call == "parse_price('$1.50')" and f.self_contained and f.usable
+    assert f.error == ("ValueError", "could not convert string to float: '1,50'")
+    assert failures._named_repr("<class 'shop.cart.Cart'>") == "Cart"
+    assert failures._named_repr("<function Cart.add at 0x7f00>") is None  # a method: no name to import
+    # a parameter defaulting to the module's function: the module the test imports exports it
+    f = _failure(shop, "test_a_parser_defaulting_to_the_module_s")
+    assert f.call == "module_of('a/b.py')" and f.self_contained and f.usable, f
+    monkeypatch.setattr(failures, "_named_repr", lambda text: None)
+    f = _failure(shop, "test_a_parser_passed_as_a_parameter")
+    assert f.call == "parser('$1.50')" and not f.self_contained
 
 
 def test_spread_arguments_of_a_module_level_import_are_a_self_contained_call(shop):
@@ -573,10 +604,11 @@ def test_every_way_of_failing_gets_a_report_that_passes_the_checker(shop):
                     and "test_fixtures" not in t]
     failures = usable_failures(pytest_style, messages, root)
     # two parametrized cases of one test collapse into one (same call, same outcome), and so do the
-    # two tests that reach ``Cart.count`` through the module and through the package
-    assert len(failures) == 14
+    # two tests that reach ``Cart.count`` through the module and through the package, and so does
+    # ``parse_price`` passed as a parameter (its call is the parametrized test's)
+    assert len(failures) == 15
     failures += usable_failures([t for t in failed if "CartTest" in t], messages, root)
-    assert len(failures) == 14 + 10
+    assert len(failures) == 15 + 10
     failures = [f for f in failures if ".py" not in f.call]  # see the next-but-two test
     for structure in ("paragraph", "sections", "session", "list"):
         for f in failures:

@@ -301,6 +301,48 @@ def _value_repr(text: str) -> str | None:
     return text
 
 
+_NAMED_REPR = re.compile(r"<(?:function|built-in function) ([A-Za-z_]\w*)(?: at 0x[0-9a-fA-F]+)?>"
+                         r"|<class '(?:[\w.]+\.)?([A-Za-z_]\w*)'>")
+
+
+def _named_repr(text: str) -> str | None:
+    """The name in a function's or a class's repr (``<function md5 at 0x7f..>``, ``<class
+    'validators.hashes.Hash'>``): a test parametrized over the project's functions passes them
+    so, and a user calls them by that name. ``None`` for any other text (a method's
+    ``<function Cart.add ..>``, an object's address)."""
+    m = _NAMED_REPR.fullmatch(text.strip())
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def _exporting_module(name: str, tree: ast.Module, repo: Path) -> str | None:
+    """The one project package the test module imports as a module (``import idna``) whose public
+    names (:func:`_star_names`) hold ``name``: what a function passed as ``<function decode ..>``
+    is to the test (``idna.decode``). ``None`` when no such package, or more than one, holds it."""
+    owners = []
+    places = _module_places(tree, repo)
+    for node in tree.body:  # a single-file module (``import six``, ``from shop import cart``) has no folder
+        bound_files = []
+        if isinstance(node, ast.Import):
+            bound_files = [(a.asname or a.name, a.name.replace(".", "/")) for a in node.names
+                           if a.asname or "." not in a.name]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            bound_files = [(a.asname or a.name, node.module.replace(".", "/") + "/" + a.name) for a in node.names]
+        for bound, file in bound_files:
+            for base in (repo, repo / "src"):
+                if (base / f"{file}.py").is_file():
+                    places.setdefault(bound, base / file)
+    for bound, place in places.items():
+        for base in (repo, repo / "src"):
+            try:
+                rel = place.relative_to(base)
+            except ValueError:
+                continue
+            if name in _star_names(base, "/".join(rel.parts)):
+                owners.append(bound)
+            break
+    return owners[0] if len(owners) == 1 else None
+
+
 def _split_compare(line: str, op: str, known: str | None, known_left: bool) -> tuple[str, str] | None:
     """Split pytest's ``assert LEFT op RIGHT`` summary; ``known`` is one side's repr if known."""
     sep = f" {op} "
@@ -856,10 +898,18 @@ def _test_decorated(func: ast.FunctionDef) -> bool:
 
 def _drop_unread(setup: list[ast.stmt], after: list[ast.AST]) -> list[ast.stmt]:
     """Leave out ``x = ...`` when nothing after it reads ``x`` (a result an earlier check looked at),
-    unless computing it touches an object of the setup that is used later (``popped = q.pop()``)."""
+    unless computing it touches an object of the setup that is used later (``popped = q.pop()``);
+    and an ``if`` that calls nothing and only binds such names (``if decode is None: decode =
+    idna.decode``, a parameter's default the example has filled in)."""
     made = {n.id for st in setup for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     kept: list[ast.stmt] = []
     for i, stmt in enumerate(setup):
+        if isinstance(stmt, ast.If) and not _has_call(stmt):
+            inner = [*stmt.body, *stmt.orelse]
+            if all(isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) for t in s.targets) for s in inner):
+                bound = {t.id for s in inner for t in s.targets}
+                if not bound & set().union(*(_free_names(r) for r in [*setup[i + 1:], *after])):
+                    continue
         if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
             names = {t.id for t in stmt.targets}
             readers = [*setup[i + 1:], *after]
@@ -980,6 +1030,14 @@ def read_failure(test: str, message: str, repo: str | Path | None) -> Failure:
     params = [a.arg for a in func.args.args + func.args.kwonlyargs if a.arg not in ("self", "cls")]
     values: dict[str, ast.expr] = {}
     for name, text in _frame_args(message, loc_offset, params).items():
+        named = _named_repr(text)
+        if named is not None:  # a function or class of the project, by the name the test module has for it
+            if named in module_level or (text.startswith("<built-in") and named in dir(builtins)):
+                values[name] = ast.Name(id=named, ctx=ast.Load())
+            elif _exporting_module(named, tree, root) is not None:  # ``idna.decode``: ``decode`` to a user
+                values[name] = ast.Name(id=named, ctx=ast.Load())
+                module_level.add(named)
+            continue
         lit = _literal_repr(text) or _value_repr(text)
         if lit is not None and len(lit) <= _MAX_VALUE:
             node = pyparse.parse(lit, mode="eval").body

@@ -1030,9 +1030,29 @@ def call_digest(qualname, data):
     return _digest(json.dumps([qualname, form], sort_keys=True, separators=(",", ":")))
 
 
+def _builtin_new(cls, args):
+    """An instance of ``cls`` made by the ``__new__`` of its nearest built-in base, as pickle's
+    own protocol-0 reconstructor makes one: for a class whose ``__new__`` takes other arguments
+    than its pickle hands back (cssselect's ``Token(type_, value, pos)``, a tuple of two with the
+    position as an attribute; rfc3986's ``ParseResult``, a namedtuple whose ``__new__`` also
+    wants ``uri_ref``; a class whose ``__new__`` needs an argument its pickle never gives). The
+    state the pickle then restores is the object's as it was recorded."""
+    base = next(b for b in cls.__mro__ if not isinstance(b.__dict__.get("__new__"), staticmethod)
+                and (b.__dict__.get("__new__") is not None or b is object))
+    if base is object:
+        return object.__new__(cls)
+    if getattr(cls, "__getnewargs__", None) is getattr(base, "__getnewargs__", False):
+        return base.__new__(cls, *args)  # tuple's and str's own ``__getnewargs__``: the value itself
+    return base.__new__(cls, args)  # a namedtuple's: its fields, one argument each
+
+
 class _Loader(pickle._Unpickler):
     """The pure-Python unpickler, except that ``__slots__`` state is restored with
-    ``object.__setattr__``: immutable value classes (a ``__setattr__`` that refuses) load too.
+    ``object.__setattr__``: immutable value classes (a ``__setattr__`` that refuses) load too;
+    ``__setstate__`` is looked up on the class, so an instance whose ``__getattr__`` reads its
+    own attributes (tinydb's ``Query``) does not recurse before its state is back; and an
+    object whose class's ``__new__`` refuses the arguments its pickle gives is made by its
+    built-in base's (:func:`_builtin_new`).
     With ``allowed``, only classes of the standard library and those top-level packages load."""
 
     dispatch = dict(pickle._Unpickler.dispatch)
@@ -1051,12 +1071,23 @@ class _Loader(pickle._Unpickler):
                 raise pickle.UnpicklingError(f"{module}.{name} is not replayable")
         return super().find_class(module, name)
 
+    def load_newobj(self):
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        try:
+            obj = cls.__new__(cls, *args)
+        except TypeError:
+            obj = _builtin_new(cls, args)
+        self.append(obj)
+
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+
     def load_build(self):
         state = self.stack.pop()
         inst = self.stack[-1]
-        setstate = getattr(inst, "__setstate__", None)
+        setstate = getattr(type(inst), "__setstate__", None)
         if setstate is not None:
-            setstate(state)
+            setstate(inst, state)
             return
         slotstate = None
         if isinstance(state, tuple) and len(state) == 2:
