@@ -420,6 +420,72 @@ def test_release_history_proposes_once_per_change_and_says_where_a_task_came_fro
     assert source.origin([slug, slug], ["tests/test_slugs.py::test_cut"])["functions"] == ["slugs.py:slugify"]
 
 
+NEW_PARSE = '''\
+def _normalise(text):
+    return text.lower()
+
+
+def parse(text):
+    value = _normalise(text)
+    number = value.strip()
+    if not number:
+        raise ValueError("empty")
+    return len(number)
+'''
+
+OLD_PARSE = '''\
+class _Normaliser:
+    def run(self, text):
+        return text.lower()
+
+
+def parse(text):
+    value = _Normaliser().run(text)
+    number = value.strip()
+    if number is None:
+        raise ValueError("empty")
+    return len(number)
+'''
+
+
+def test_a_fix_beside_a_rename_goes_back_alone_when_the_whole_function_cannot(tmp_path, monkeypatch):
+    """A release replaced a helper class by a function and fixed a check in the same function: the
+    older text reads the class, which the newer module no longer has (a class is not put back), so
+    it cannot go back whole; the hunk
+    with the fix goes back alone (the newer text with that hunk put back), the hunk with the rename
+    does not. The task says it is part of the change (``origin.part``). Sabotage: with no parts
+    allowed the function gives no candidate, as before."""
+    from termgym.factory.swesynth import history
+
+    skipped: Counter = Counter()
+    [revert] = function_reverts("parse.py", NEW_PARSE, OLD_PARSE, "1.0", skipped)
+    assert revert.qualname == "parse" and revert.part
+    assert "if number is None:" in revert.replacement and "_normalise(text)" in revert.replacement
+    assert skipped == Counter({"reads names the newer code no longer has": 1,
+                               "offered in part instead (one hunk each)": 1})
+    [mutation] = revert.mutations()
+    assert "in part as released in 1.0" in mutation.description
+    scope: dict = {}
+    exec(apply_mutations(NEW_PARSE, [mutation]), scope)
+    assert scope["parse"]("  ") == 0  # the bug: blank text is no longer refused
+    with pytest.raises(ValueError):
+        exec(NEW_PARSE, scope) or scope["parse"]("  ")
+    # the origin of a kept task says so
+    new_tree, old_tree = tmp_path / "new", tmp_path / "1.0"
+    for tree, src in ((new_tree, NEW_PARSE), (old_tree, OLD_PARSE)):
+        (tree / "tests").mkdir(parents=True)
+        (tree / "parse.py").write_text(src)
+        (tree / "tests" / "test_parse.py").write_text("from parse import parse\n\n\ndef test_blank():\n    pass\n")
+    source = ReleaseHistory(new_tree, "2.0", [Release("1.0", old_tree)], groups=False)
+    mutations = source.propose({"parse.py": NEW_PARSE})
+    assert source.origin(mutations, ["tests/test_parse.py::test_blank"])["part"] is True
+    # a change of one hunk has no part that is not the whole: none is offered
+    one_hunk = OLD_PARSE.replace("_Normaliser().run(text)", "_normalise(text)")
+    assert history.partial_reverts(*(module_functions(t)["parse"] for t in (one_hunk, NEW_PARSE)), {"_normalise"}) == []
+    monkeypatch.setattr(history, "MAX_PARTS", 0)
+    assert function_reverts("parse.py", NEW_PARSE, OLD_PARSE, "1.0") == []
+
+
 def test_a_module_that_became_a_package_is_compared_with_the_file_it_was(tmp_path):
     """inflection, schema and ordered-set began as one ``name.py`` and became ``name/__init__.py``
     (or ``src/name/__init__.py``): the older file is that module's, so its functions revert."""

@@ -22,6 +22,9 @@ releases is what the maintainers really changed. For a project of the set (bundl
    (:func:`removed_methods`, with what they call on ``self`` in turn, up to :data:`MAX_PUT_BACK`).
    An import put back that names something the project's newer tree no longer has (a name its
    module dropped, a module it removed) is skipped and counted: it would only fail at collection.
+   Where the older text cannot go back whole for one of these reasons, each hunk of the release's
+   change to the function is offered alone (:func:`partial_reverts`: a fix made beside a rename
+   goes back without the rename), marked ``part`` in the task's ``origin``.
    A function whose signature changed in a release is also offered together with the changed
    functions that call it, in any file (:func:`call_groups`): a fix that really spanned them (a
    helper's parameters and its callers) only applies whole;
@@ -58,12 +61,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import textwrap
 import threading
 import time
 from collections import Counter
@@ -89,6 +94,8 @@ DEFAULT_RELEASES = 3
 MAX_GROUP = 3
 #: The most definitions (constants, imports, helpers) the newer module dropped that a revert puts back.
 MAX_PUT_BACK = 3
+#: The most partial reverts (one hunk of a release's change to a function each) offered per function.
+MAX_PARTS = 3
 
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__package__",
                                         "__builtins__", "__loader__", "__path__", "__class__", "__debug__"}
@@ -458,6 +465,9 @@ class Revert:
     #: imports it needs, at the end of the module's import block, and a method's module-level
     #: definitions, before the top-level statement that holds its class
     inserts: tuple[tuple[int, int, str], ...] = ()
+    #: one hunk of the release's change to the function put back, not its whole older text
+    #: (:func:`partial_reverts`)
+    part: bool = False
 
     @property
     def own_group(self) -> str:
@@ -467,7 +477,7 @@ class Revert:
     def mutations(self, group: str = "") -> list[Mutation]:
         """The revert's edits: its insertions and the function's older text, in one ``group`` (its
         own when none is given) where there is more than one."""
-        described = f"{self.qualname} as released in {self.old_version}"
+        described = f"{self.qualname} {'in part ' if self.part else ''}as released in {self.old_version}"
         group = group or (self.own_group if self.inserts else "")
         return [*(Mutation(bug_type=HISTORY_TYPE, path=self.path, start=offset, end=offset, replacement=text,
                            line=line, function=self.qualname, group=group,
@@ -476,6 +486,51 @@ class Revert:
                 Mutation(bug_type=HISTORY_TYPE, path=self.path, start=self.start, end=self.end,
                          replacement=self.replacement, line=self.line, function=self.qualname,
                          description=described, group=group)]
+
+
+def _parse_function(text: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    try:
+        body = pyparse.parse(textwrap.dedent(text)).body
+    except SyntaxError:
+        return None
+    if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    return body[0]
+
+
+def partial_reverts(old: FunctionSource, new: FunctionSource, new_module: set[str]) -> list[str]:
+    """The newer text of a function with one hunk of its release's change put back, for a function
+    whose older text cannot go back whole (it reads a name the newer code no longer has: a helper
+    renamed in the same release, an import since moved): the change a release made to a function
+    is often a fix beside a refactor, and the fix alone goes back. Each hunk of the line diff
+    between the newer text and the older one (reindented, with the newer docstring) is put back
+    alone; one is offered when the function still parses, its code differs from the newer code and
+    it reads nothing the newer code no longer has (:func:`gone_names`). At most
+    :data:`MAX_PARTS`, in the order of the function's lines; none when the change is one hunk (the
+    part would be the whole)."""
+    older = _reindent(_with_docstring_of(old, new), _indent(old.text), _indent(new.text))
+    if older is None:
+        return []
+    a, b = new.text.splitlines(keepends=True), older.splitlines(keepends=True)
+    if b and not b[-1].endswith("\n"):
+        b[-1] += "\n"
+    hunks = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(hunks) < 2:
+        return []
+    out: list[str] = []
+    newer = code_dump(new.node)
+    for _, i1, i2, j1, j2 in hunks:
+        if len(out) >= MAX_PARTS:
+            break
+        text = "".join(a[:i1] + b[j1:j2] + a[i2:])
+        node = _parse_function(text)
+        if node is None or node.name != new.node.name or code_dump(node) == newer:
+            continue  # a hunk that only parses with another, or changes only comments and blank lines
+        part = FunctionSource(new.qualname, node, new.start, new.end, new.line, text, old.owner)
+        if gone_names(part, new, new_module):
+            continue
+        out.append(text)
+    return out
 
 
 def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
@@ -494,6 +549,16 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
     new_funcs, old_funcs = module_functions(new_text, new_tree), module_functions(old_text, old_tree)
     bound = module_names(new_tree)
     out = []
+
+    def in_part(reason: str) -> None:
+        """The whole older text cannot go back (``reason``): its hunks that can, each alone."""
+        skipped[reason] += 1
+        for text in partial_reverts(old, new, bound):
+            node = _parse_function(text)
+            out.append(Revert(path, qualname, new.line, new.start, new.end, text, old_version,
+                              node is not None and ast.dump(node.args) != ast.dump(new.node.args), part=True))
+            skipped["offered in part instead (one hunk each)"] += 1
+
     for qualname, new in new_funcs.items():
         old = old_funcs.get(qualname)
         if old is None:
@@ -515,18 +580,18 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
             found = removed_methods(attributes, old.owner, old_text, class_attributes(new.owner))
             methods = _reindent(found[0], _indent(old.text), _indent(new.text)) if found else None
             if found is None or methods is None:
-                skipped["reads attributes its newer class no longer has"] += 1
+                in_part("reads attributes its newer class no longer has")
                 continue
             gone = [g for g in gone if not g.startswith("self.")]
             gone += [n for n in found[1] if n not in bound and n not in _BUILTINS and n not in gone]
         if gone:
             constants = removed_definitions(gone, old_tree, old_text, bound)
             if constants is None:
-                skipped["reads names the newer code no longer has"] += 1
+                in_part("reads names the newer code no longer has")
                 continue
             put_back = pyparse.parse(constants)  # parsed once for the import check and the split
             if modules and _imports_gone(put_back, path, modules):
-                skipped["puts back an import of a name the newer project no longer has"] += 1
+                in_part("puts back an import of a name the newer project no longer has")
                 continue
             imports, constants = _split_imports(constants, put_back)
             if old.owner is not None:  # a method's definitions go before its class, at module level
@@ -959,6 +1024,7 @@ class ReleaseHistory:
         self.groups = groups
         self.stats = MiningStats(releases=[r.version for r in self.releases])
         self._version_of: dict[tuple[str, int, int, str], str] = {}
+        self._parts: set[tuple[str, int, int, str]] = set()  # edits that put back one hunk (partial_reverts)
         self._lock = threading.Lock()
         self._indexes: dict[str, tuple[ReleaseTests, set[str]]] = {}
         self._new: tuple[ReleaseTests, set[str]] | None = None
@@ -994,18 +1060,20 @@ class ReleaseHistory:
                     seen.add(key)
                     found.append(r)
             for r in found:
-                out += [self._remember(m, r.old_version) for m in r.mutations()]
+                out += [self._remember(m, r.old_version, r.part) for m in r.mutations()]
             self.stats.reverts += len(found)
             if self.groups:
                 for group in call_groups(found):
                     gid = f"history:{release.version}:" + "+".join(f"{g.path}:{g.qualname}" for g in group)
-                    out += [self._remember(m, g.old_version) for g in group for m in g.mutations(gid)]
+                    out += [self._remember(m, g.old_version, g.part) for g in group for m in g.mutations(gid)]
                     self.stats.groups += 1
         self._proposed = (files, out)
         return out
 
-    def _remember(self, m: Mutation, version: str) -> Mutation:
+    def _remember(self, m: Mutation, version: str, part: bool = False) -> Mutation:
         self._version_of[(m.path, m.start, m.end, m.replacement)] = version
+        if part:
+            self._parts.add((m.path, m.start, m.end, m.replacement))
         return m
 
     def _names(self, tree: Path) -> set[str]:
@@ -1036,9 +1104,12 @@ class ReleaseHistory:
         old_index, old_names = self._release_index(old_version)
         new_index, new_names = self._new  # type: ignore[misc]
         kind = classify_kind(target_tests, new_index, old_index, new_names, old_names)
-        return {"source": "history", "from_version": old_version, "to_version": self.version,
-                "functions": list(dict.fromkeys(f"{m.path}:{m.function}" for m in mutations)), "kind": kind.kind,
-                "kind_reason": kind.reason}
+        origin = {"source": "history", "from_version": old_version, "to_version": self.version,
+                  "functions": list(dict.fromkeys(f"{m.path}:{m.function}" for m in mutations)), "kind": kind.kind,
+                  "kind_reason": kind.reason}
+        if any((m.path, m.start, m.end, m.replacement) in self._parts for m in mutations):
+            origin["part"] = True  # one hunk of the release's change, not the functions' whole older text
+        return origin
 
 
 def is_history(line: dict[str, Any]) -> bool:
@@ -1149,4 +1220,5 @@ __all__ = ["DEFAULT_RELEASES", "HISTORY_TYPE", "KINDS", "FunctionSource", "Histo
            "classify_kind", "code_dump", "counterpart", "defined_names", "earlier_releases", "fetch_release",
            "fetch_releases",
            "free_names", "function_reverts", "gone_names", "history_cache", "is_history", "mine_history", "module_functions",
-           "module_names", "release_versions", "removed_definitions", "removed_methods", "how_test_changed"]
+           "module_names", "partial_reverts", "release_versions", "removed_definitions", "removed_methods",
+           "how_test_changed"]
