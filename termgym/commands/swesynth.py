@@ -308,6 +308,9 @@ def register(subparsers) -> None:
                            "had it, or alone and with its helper, are near-duplicates; 0 turns the cap off)")
     hist.add_argument("--no-groups", action="store_true",
                       help="only single functions (not also functions changed together that call one another)")
+    hist.add_argument("--parts-only", action="store_true",
+                      help="only the partial reverts (one hunk of a release's change, where the whole older function "
+                           "cannot go back): what mining a project again after whole reverts were judged adds")
     hist.add_argument("--offline", action="store_true",
                       help="use only the releases already fetched into the cache (no package index)")
     hist.add_argument("--no-flaky-check", action="store_true",
@@ -1048,7 +1051,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         result = mine_history(args.name, args.out, releases=DEFAULT_RELEASES if args.releases is None else args.releases,
                               versions=args.versions, n=args.n,
                               seed=args.seed, workers=args.workers, backend=args.backend,
-                              time_budget=args.time_budget, groups=not args.no_groups, offline=args.offline,
+                              time_budget=args.time_budget, groups=not args.no_groups, parts_only=args.parts_only, offline=args.offline,
                               max_per_function=args.max_per_function or None, flaky_check=not args.no_flaky_check,
                               resume=args.resume, extends=extends, log=lambda line: print(line, file=sys.stderr, flush=True), progress=bar)
     except (HistoryError, ProjectError, ValueError, RuntimeError) as exc:

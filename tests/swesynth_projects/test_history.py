@@ -412,6 +412,9 @@ def test_release_history_proposes_once_per_change_and_says_where_a_task_came_fro
     assert sorted(m.function for m in mutations) == ["Counter.add", "_clean", "slugify"]
     assert source.stats.duplicates == 3 and source.stats.reverts == 3
     assert source.propose({"slugs.py": NEW}) == mutations  # asked again (generate does): the same list
+    # mining again for partial reverts only: these whole reverts are not proposed
+    assert ReleaseHistory(new_tree, "2.0", [Release("1.0", r1)], groups=False, parts_only=True).propose(
+        {"slugs.py": NEW}) == []
     slug = next(m for m in mutations if m.function == "slugify")
     origin = source.origin([slug], ["tests/test_slugs.py::test_cut"])
     assert origin["source"] == "history" and (origin["from_version"], origin["to_version"]) == ("1.0", "2.0")
@@ -479,6 +482,8 @@ def test_a_fix_beside_a_rename_goes_back_alone_when_the_whole_function_cannot(tm
     source = ReleaseHistory(new_tree, "2.0", [Release("1.0", old_tree)], groups=False)
     mutations = source.propose({"parse.py": NEW_PARSE})
     assert source.origin(mutations, ["tests/test_parse.py::test_blank"])["part"] is True
+    parts = ReleaseHistory(new_tree, "2.0", [Release("1.0", old_tree)], groups=False, parts_only=True)
+    assert parts.propose({"parse.py": NEW_PARSE}) == mutations
     # a change of one hunk has no part that is not the whole: none is offered
     one_hunk = OLD_PARSE.replace("_Normaliser().run(text)", "_normalise(text)")
     assert history.partial_reverts(*(module_functions(t)["parse"] for t in (one_hunk, NEW_PARSE)), {"_normalise"}) == []

@@ -1016,12 +1016,13 @@ class ReleaseHistory:
     bug_types = (HISTORY_TYPE,)
 
     def __init__(self, new_tree: Path, version: str, releases: Sequence[Release], *, test_dirs: Sequence[str] = (),
-                 groups: bool = True) -> None:
+                 groups: bool = True, parts_only: bool = False) -> None:
         self.new_tree = Path(new_tree)
         self.version = version
         self.releases = list(releases)
         self.test_dirs = list(test_dirs)
         self.groups = groups
+        self.parts_only = parts_only  # only partial reverts (:func:`partial_reverts`)
         self.stats = MiningStats(releases=[r.version for r in self.releases])
         self._version_of: dict[tuple[str, int, int, str], str] = {}
         self._parts: set[tuple[str, int, int, str]] = set()  # edits that put back one hunk (partial_reverts)
@@ -1058,7 +1059,8 @@ class ReleaseHistory:
                         self.stats.duplicates += 1
                         continue
                     seen.add(key)
-                    found.append(r)
+                    if r.part or not self.parts_only:
+                        found.append(r)
             for r in found:
                 out += [self._remember(m, r.old_version, r.part) for m in r.mutations()]
             self.stats.reverts += len(found)
@@ -1134,6 +1136,7 @@ class HistoryResult:
 def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES, versions: Sequence[str] = (),
                  n: int | None = None, seed: int = 0, workers: int = 1, backend: str = "local",
                  time_budget: float | None = None, stall_limit: int | None = None, groups: bool = True,
+                 parts_only: bool = False,
                  max_per_function: int | None = 1, import_time: str = "run", offline: bool = False, flaky_check: bool = True,
                  resume: bool = False, extends: str | Path | None = None, log: Callable[[str], None] | None = None,
                  progress: Callable[[Any], None] | None = None) -> HistoryResult:
@@ -1154,7 +1157,8 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
     mined for (``merge OUT --into SUITE``): a revert that suite holds already (same bug patch) is
     skipped before any test runs, and its release-history tasks (not its procedural ones) count
     against ``max_per_function``, so mining older releases of a project mined before spends its runs
-    on bugs the merge will take."""
+    on bugs the merge will take. ``parts_only`` proposes only partial reverts (:func:`partial_reverts`):
+    mining a project again for them after its whole reverts were judged."""
     from termgym.factory.swesynth.bundle import TEST_ID_FRACTION, project_held_out
     from termgym.factory.swesynth.generate import generate
     from termgym.factory.swesynth.inject import units
@@ -1176,7 +1180,8 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
                                           offline=offline, log=say)
     chosen = [r.version for r in fetched]
     tree = project_tree(project)
-    source = ReleaseHistory(tree, project.version, fetched, test_dirs=project.test_dirs, groups=groups)
+    source = ReleaseHistory(tree, project.version, fetched, test_dirs=project.test_dirs, groups=groups,
+                            parts_only=parts_only)
     source.stats.unfetchable = unfetchable
     # the candidates are counted here, from the files generate reads (it asks again: same list)
     files = {}
