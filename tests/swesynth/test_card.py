@@ -192,9 +192,13 @@ def test_the_mix_of_served_bugs_counts_sources_fix_sizes_and_types():
         {"fix_patch": PATCH, "signals": {"tokens_changed": 1}, "bug": {"bug_types": ["wrong-variable"] * 2}},
         {"fix_patch": PATCH, "signals": {"tokens_changed": 9}, "bug": {"bug_types": ["regression"]},
          "origin": {"source": "history", "kind": "fix"}},
+        {"fix_patch": PATCH, "signals": {"tokens_changed": 2}, "bug": {"bug_types": ["regression"]},
+         "origin": {"source": "history", "kind": "fix", "part": True}},
     ]
     mix = bug_mix(records)
-    assert mix["tasks"] == 3 and mix["sources"] == {"procedural": 2, "history": 1} and mix["kinds"] == {"fix": 1}
+    assert mix["tasks"] == 4 and mix["sources"] == {"procedural": 2, "history": 2} and mix["kinds"] == {"fix": 2}
+    assert mix["parts"] == 1 and "1 of the history tasks put back one hunk" in "\n".join(_mix_lines(mix))
+    mix = bug_mix(records[:3])
     assert mix["tokens"] == [4, 1, 9] and mix["bug_types"]["wrong-variable"] == 1  # once per task
     text = "\n".join(_mix_lines(mix))
     assert "**fixes of at most one token: 1 (33 %)**" in text and "changed tokens median 4, p90 9" in text
