@@ -210,6 +210,25 @@ def test_imports_follow_the_test_module(tmp_path):
     assert import_lines("search('{}', HELPER)", module, packages) is None
 
 
+def test_a_module_imported_under_another_name_is_imported_so_again(tmp_path):
+    """``from rfc3986 import parseresult as pr`` in the test and ``pr.ParseResult...`` in the
+    repro: the repro imports ``parseresult as pr``; before session 43 it wrote ``from rfc3986 import
+    pr``, which fails on both trees, so the example showed no difference and the candidate had no
+    report (wsproto's ``frame_protocol as fp`` too). Sabotage: without the alias the line is the
+    broken one again."""
+    (tmp_path / "src" / "rfc").mkdir(parents=True)
+    (tmp_path / "src" / "rfc" / "__init__.py").write_text("")
+    (tmp_path / "src" / "rfc" / "parseresult.py").write_text("def parse(text):\n    return text\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_p.py").write_text("from rfc import parseresult as pr\n\n\n"
+                                                 "def test_it():\n    assert pr.parse('x')\n")
+    module = read_test_module("tests/test_p.py::test_it", tmp_path)
+    packages = project_packages(tmp_path, ["src"])
+    assert import_lines("pr.parse('x')", module, packages) == ["from rfc import parseresult as pr"]
+    module.aliases.clear()
+    assert import_lines("pr.parse('x')", module, packages) == ["from rfc import pr"]
+
+
 def test_names_a_package_star_imports_from_its_modules_are_its_exports(tmp_path):
     """more-itertools' ``__init__`` is ``from .more import *``: ``mi.chunked`` is written
     ``from more_itertools import chunked``; a private name of the module is not exported."""

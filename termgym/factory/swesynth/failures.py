@@ -186,9 +186,10 @@ def _module_names(tree: ast.Module, repo: Path | None) -> tuple[set[str], set[st
                     continue
                 bound = alias.asname or alias.name
                 known.add(bound)
-                if repo is not None and base and ((repo / base / f"{alias.name}.py").is_file()
-                                                  or (repo / base / alias.name / "__init__.py").is_file()):
-                    modules.add(bound)
+                if repo is not None and base and any((root / base / f"{alias.name}.py").is_file()
+                                                     or (root / base / alias.name / "__init__.py").is_file()
+                                                     for root in (repo, repo / "src")):
+                    modules.add(bound)  # ``from wsproto import frame_protocol as fp`` (src layout too)
     return modules, known
 
 

@@ -125,6 +125,8 @@ class TestModule:
     project_modules: set[str] = field(default_factory=set)  # modules it imports (names used unprefixed)
     repo: Path | None = None                      # the tree (to read what project modules export)
     expects_raise: bool = False                   # the test function expects an exception
+    #: ``from pkg import module as alias``: the name each alias stands for (``{"pr": "parseresult"}``)
+    aliases: dict[str, str] = field(default_factory=dict)
 
 
 def read_test_module(test: str, repo: Path) -> TestModule:
@@ -149,6 +151,8 @@ def read_test_module(test: str, repo: Path) -> TestModule:
             if isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:
                     out.imports.setdefault(alias.asname or alias.name, f"{node.module}")
+                    if alias.asname and alias.asname != alias.name:
+                        out.aliases.setdefault(alias.asname, alias.name)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     # "=" marks a plain import (``import datetime as dt``), not ``from ... import``
@@ -270,6 +274,8 @@ def import_lines(code: str, module: TestModule, packages: set[str]) -> list[str]
         elif source.startswith("="):
             full = source[1:]
             lines.append(f"import {full}" if full.split(".")[0] == name else f"import {full} as {name}")
+        elif name in module.aliases:  # ``from rfc3986 import parseresult as pr``, not ``import pr``
+            lines.append(f"from {source} import {module.aliases[name]} as {name}")
         else:
             lines.append(f"from {source} import {name}")
     merged: dict[str, list[str]] = {}
