@@ -309,8 +309,8 @@ def register(subparsers) -> None:
     hist.add_argument("--no-groups", action="store_true",
                       help="only single functions (not also functions changed together that call one another)")
     hist.add_argument("--parts-only", action="store_true",
-                      help="only the partial reverts (one hunk of a release's change, where the whole older function "
-                           "cannot go back): what mining a project again after whole reverts were judged adds")
+                      help="only partial reverts (one hunk of a release's change to a function, for every function "
+                           "whose change spans hunks): what mining a project again after whole reverts were judged adds")
     hist.add_argument("--offline", action="store_true",
                       help="use only the releases already fetched into the cache (no package index)")
     hist.add_argument("--no-flaky-check", action="store_true",

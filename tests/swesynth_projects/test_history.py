@@ -412,9 +412,15 @@ def test_release_history_proposes_once_per_change_and_says_where_a_task_came_fro
     assert sorted(m.function for m in mutations) == ["Counter.add", "_clean", "slugify"]
     assert source.stats.duplicates == 3 and source.stats.reverts == 3
     assert source.propose({"slugs.py": NEW}) == mutations  # asked again (generate does): the same list
-    # mining again for partial reverts only: these whole reverts are not proposed
-    assert ReleaseHistory(new_tree, "2.0", [Release("1.0", r1)], groups=False, parts_only=True).propose(
-        {"slugs.py": NEW}) == []
+    # mining again for partial reverts only: no whole revert, but the hunks of every change that
+    # spans several, each alone (slugify's body without its signature: the older signature alone
+    # would leave the body reading ``max_length``, which it no longer has), none of a one-hunk change
+    parts = ReleaseHistory(new_tree, "2.0", [Release("1.0", r1)], groups=False, parts_only=True).propose(
+        {"slugs.py": NEW})
+    assert parts and all("in part as released in 1.0" in m.description for m in parts)
+    assert {m.function for m in parts} == {"slugify"} and len(parts) == 1
+    assert "max_length=None" in parts[0].replacement and "return separator.join(words)" in parts[0].replacement
+    assert all(m.replacement not in {w.replacement for w in mutations} for m in parts)
     slug = next(m for m in mutations if m.function == "slugify")
     origin = source.origin([slug], ["tests/test_slugs.py::test_cut"])
     assert origin["source"] == "history" and (origin["from_version"], origin["to_version"]) == ("1.0", "2.0")

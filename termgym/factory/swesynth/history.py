@@ -534,12 +534,14 @@ def partial_reverts(old: FunctionSource, new: FunctionSource, new_module: set[st
 
 
 def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
-                     skipped: Counter | None = None, *, modules: dict[str, str] | None = None) -> list[Revert]:
+                     skipped: Counter | None = None, *, modules: dict[str, str] | None = None,
+                     every_part: bool = False) -> list[Revert]:
     """Every function of ``new_text`` whose code differs in ``old_text``, as a :class:`Revert`
     (see the module docstring for what is skipped; ``skipped`` counts it by reason). ``modules``
     (the newer tree's source files, path -> text) lets an import put back be checked against the
     project's own module it names: one the newer release no longer defines is skipped here, not
-    left to fail the test run at collection."""
+    left to fail the test run at collection. With ``every_part``, a function that goes back whole
+    is also offered in part (its hunks, :func:`partial_reverts`), not only one that cannot."""
     skipped = skipped if skipped is not None else Counter()
     try:
         new_tree, old_tree = pyparse.parse(new_text), pyparse.parse(old_text)
@@ -615,6 +617,11 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
         out.append(Revert(path, qualname, new.line, new.start, new.end, (constants or "") + methods + text,
                           old_version, ast.dump(old.node.args) != ast.dump(new.node.args),
                           tuple(inserts)))
+        if every_part:
+            for part in partial_reverts(old, new, bound):
+                node = _parse_function(part)
+                out.append(Revert(path, qualname, new.line, new.start, new.end, part, old_version,
+                                  node is not None and ast.dump(node.args) != ast.dump(new.node.args), part=True))
     return out
 
 
@@ -1022,7 +1029,8 @@ class ReleaseHistory:
         self.releases = list(releases)
         self.test_dirs = list(test_dirs)
         self.groups = groups
-        self.parts_only = parts_only  # only partial reverts (:func:`partial_reverts`)
+        # only partial reverts (:func:`partial_reverts`), of every function whose change spans hunks
+        self.parts_only = parts_only
         self.stats = MiningStats(releases=[r.version for r in self.releases])
         self._version_of: dict[tuple[str, int, int, str], str] = {}
         self._parts: set[tuple[str, int, int, str]] = set()  # edits that put back one hunk (partial_reverts)
@@ -1053,7 +1061,7 @@ class ReleaseHistory:
                     continue
                 self.stats.files_compared += 1
                 for r in function_reverts(path, text, old_text, release.version, self.stats.skipped,
-                                          modules=files):
+                                          modules=files, every_part=self.parts_only):
                     key = (r.path, r.qualname, r.replacement)
                     if key in seen:
                         self.stats.duplicates += 1
@@ -1157,8 +1165,9 @@ def mine_history(name: str, out: str | Path, *, releases: int = DEFAULT_RELEASES
     mined for (``merge OUT --into SUITE``): a revert that suite holds already (same bug patch) is
     skipped before any test runs, and its release-history tasks (not its procedural ones) count
     against ``max_per_function``, so mining older releases of a project mined before spends its runs
-    on bugs the merge will take. ``parts_only`` proposes only partial reverts (:func:`partial_reverts`):
-    mining a project again for them after its whole reverts were judged."""
+    on bugs the merge will take. ``parts_only`` proposes only partial reverts (:func:`partial_reverts`),
+    of every function whose release change spans two or more hunks, whether or not it goes back
+    whole: mining a project again for them after its whole reverts were judged."""
     from termgym.factory.swesynth.bundle import TEST_ID_FRACTION, project_held_out
     from termgym.factory.swesynth.generate import generate
     from termgym.factory.swesynth.inject import units
