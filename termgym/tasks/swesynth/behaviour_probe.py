@@ -1049,8 +1049,9 @@ def _builtin_new(cls, args):
 class _Loader(pickle._Unpickler):
     """The pure-Python unpickler, except that ``__slots__`` state is restored with
     ``object.__setattr__``: immutable value classes (a ``__setattr__`` that refuses) load too;
-    ``__setstate__`` is looked up on the class, so an instance whose ``__getattr__`` reads its
-    own attributes (tinydb's ``Query``) does not recurse before its state is back; and an
+    ``__setstate__`` is looked up on the class where the instance's lookup recurses (an instance
+    whose ``__getattr__`` reads its own attributes, tinydb's ``Query``, before its state is back;
+    elsewhere the instance's lookup stands, as the standard unpickler's); and an
     object whose class's ``__new__`` refuses the arguments its pickle gives is made by its
     built-in base's (:func:`_builtin_new`).
     With ``allowed``, only classes of the standard library and those top-level packages load."""
@@ -1085,9 +1086,13 @@ class _Loader(pickle._Unpickler):
     def load_build(self):
         state = self.stack.pop()
         inst = self.stack[-1]
-        setstate = getattr(type(inst), "__setstate__", None)
+        try:
+            setstate = getattr(inst, "__setstate__", None)
+        except RecursionError:  # a ``__getattr__`` reading state not yet back (tinydb's ``Query``)
+            setstate = getattr(type(inst), "__setstate__", None)
+            setstate = None if setstate is None else functools.partial(setstate, inst)
         if setstate is not None:
-            setstate(inst, state)
+            setstate(state)
             return
         slotstate = None
         if isinstance(state, tuple) and len(state) == 2:
