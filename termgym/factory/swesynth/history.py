@@ -552,14 +552,21 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
     bound = module_names(new_tree)
     out = []
 
-    def in_part(reason: str) -> None:
-        """The whole older text cannot go back (``reason``): its hunks that can, each alone."""
-        skipped[reason] += 1
-        for text in partial_reverts(old, new, bound):
+    def add_parts() -> int:
+        """The hunks of the function's change that go back alone, each a :class:`Revert` (how many)."""
+        texts = partial_reverts(old, new, bound)
+        for text in texts:
             node = _parse_function(text)
             out.append(Revert(path, qualname, new.line, new.start, new.end, text, old_version,
                               node is not None and ast.dump(node.args) != ast.dump(new.node.args), part=True))
-            skipped["offered in part instead (one hunk each)"] += 1
+        return len(texts)
+
+    def in_part(reason: str) -> None:
+        """The whole older text cannot go back (``reason``): its hunks that can, each alone."""
+        skipped[reason] += 1
+        offered = add_parts()
+        if offered:
+            skipped["offered in part instead (one hunk each)"] += offered
 
     for qualname, new in new_funcs.items():
         old = old_funcs.get(qualname)
@@ -618,10 +625,7 @@ def function_reverts(path: str, new_text: str, old_text: str, old_version: str,
                           old_version, ast.dump(old.node.args) != ast.dump(new.node.args),
                           tuple(inserts)))
         if every_part:
-            for part in partial_reverts(old, new, bound):
-                node = _parse_function(part)
-                out.append(Revert(path, qualname, new.line, new.start, new.end, part, old_version,
-                                  node is not None and ast.dump(node.args) != ast.dump(new.node.args), part=True))
+            add_parts()
     return out
 
 
