@@ -5,6 +5,7 @@ finder and the stored data (no sandbox here; the attacks on real sandboxes are i
 from __future__ import annotations
 
 import collections
+import functools
 import json
 
 import pytest
@@ -517,11 +518,75 @@ def test_a_self_that_does_not_pickle_is_recorded_as_the_constructor_call_that_ma
     assert "a;b;c" in texts and len(texts) > 2
 
 
-class _Resolver:
-    """As anytree's: a private method handed on as a callback."""
+class _TomlArray(list):
+    """As tomlkit's ``Array``: a list whose pickling reads what ``__init__`` sets."""
 
-    def __init__(self, ignorecase):
+    def __init__(self, value, trivia, multiline=False):
+        super().__init__(value)
+        self._value, self.trivia, self.multiline = list(value), trivia, multiline
+
+    def __reduce__(self):
+        return type(self), (self._value, self.trivia, self.multiline)
+
+
+def test_a_constructor_whose_self_is_not_built_yet_is_recorded_on_a_blank_object(tmp_path):
+    """A bug in ``__init__`` of a class whose pickling reads what ``__init__`` sets: at the call's
+    entry ``self`` does not pickle (tomlkit's ``Array`` has no ``_value`` yet), so such a bug had no
+    replayable call. The recorder pickles that ``self`` as what ``__new__`` makes, and the replay's
+    ``__init__`` on it builds the same object. Sabotage: without the blank ``self`` nothing is kept."""
+    import base64
+    import sys
+
+    rel = "tests/swesynth/test_behaviour.py"
+
+    def record(out):
+        recorder = probe._Recorder({"targets": [[rel, "_TomlArray.__init__"]], "allowed_modules": ["termgym", "tests"],
+                                    "max_per_target": 8, "max_bytes": 4000, "out": str(out)})
+        sys.settrace(recorder.on_call)
+        try:
+            _TomlArray([1, 2], "# two", multiline=True)
+        finally:
+            sys.settrace(None)
+        recorder.write()
+        return json.loads(out.read_text()), recorder.dropped
+
+    calls, _ = record(tmp_path / "calls.json")
+    assert len(calls) == 1
+    call = probe.loads(base64.b64decode(calls[0]["args"]), allowed={"tests"})
+    blank = call["pos"][0]
+    assert type(blank) is _TomlArray and not hasattr(blank, "_value")
+    _TomlArray.__init__(*call["pos"], **call["kw"])
+    assert (blank, blank._value, blank.trivia, blank.multiline) == ([1, 2], [1, 2], "# two", True)
+    # perturbed variants of the call (held-out inputs) pickle their self as a blank object too
+    try:
+        variants = probe.perturb(calls, 6)
+        assert len(variants) == 7
+        for variant in variants:
+            again = probe.loads(base64.b64decode(variant["args"]), allowed={"tests"})["pos"]
+            assert type(again[0]) is _TomlArray and not hasattr(again[0], "_value")
+        assert len({variant["args"] for variant in variants}) > 3
+    finally:
+        probe._BUILT.clear()
+    original = probe._Blank
+    probe._Blank = lambda cls, args, kwargs: (_ for _ in ()).throw(TypeError("no blank self"))
+    try:
+        calls, dropped = record(tmp_path / "sabotaged.json")
+    finally:
+        probe._Blank = original
+    assert calls == [] and any("_value" in why for why in dropped)
+
+
+class _Resolver:
+    """As anytree's: a private method handed on as a callback, and (as its ``AbstractIter``) a
+    private static method as a default."""
+
+    def __init__(self, ignorecase, match=None):
         self.ignorecase = ignorecase
+        self.match = match or _Resolver.__always
+
+    @staticmethod
+    def __always(name):
+        return True
 
     def __cmp(self, name, pat):
         return name.lower() == pat.lower() if self.ignorecase else name == pat
@@ -537,7 +602,7 @@ def test_a_private_method_passed_on_loads_again_as_its_mangled_name():
     Sabotage: without that reduction the load fails as before."""
     import pickle
 
-    call = {"pos": [_Resolver(True).start(), "Root"], "kw": {}, "var": [], "varkw": {}}
+    call = {"pos": [_Resolver(True, len).start(), "Root"], "kw": {}, "var": [], "varkw": {}}
     with pytest.raises(AttributeError, match="__cmp"):
         pickle.loads(pickle.dumps(call))
     method, name = probe.loads(probe.dumps(call), allowed={"tests"})["pos"]
@@ -551,6 +616,67 @@ def test_a_private_method_passed_on_loads_again_as_its_mangled_name():
             probe.loads(probe.dumps(call), allowed={"tests"})
     finally:
         probe._private_method_reduce = original
+    # the private static method it keeps as a default: the standard pickle cannot find it by name
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(_Resolver(True).match)
+    again = probe.loads(probe.dumps(_Resolver(True)), allowed={"tests"})
+    assert again.match is _Resolver._Resolver__always and again.match("x") is True
+    assert probe._private_function_reduce(_sums) is None  # a module's function: found by name as usual
+    original = probe._private_function_reduce
+    probe._private_function_reduce = lambda func: None
+    try:
+        with pytest.raises((pickle.PicklingError, AttributeError)):
+            probe.dumps(_Resolver(True))
+    finally:
+        probe._private_function_reduce = original
+
+
+class _MadeBase:
+    """As marko's ``Parser``: a base class that ``Markdown`` joins with its extensions' mixins."""
+
+    def render(self):
+        return f"<p>{self.text}</p>"
+
+
+class _MadeMixin:
+    def render(self):
+        return super().render().upper()
+
+
+def test_a_class_made_at_run_time_and_a_function_cached_under_its_name_load_again():
+    """marko's ``Markdown`` makes ``type("_Parser", mixins + (Parser,), {})`` at run time, and
+    jsonschema's resolver keeps ``lru_cache(1024)(urljoin)``: the standard pickle looks both up by
+    name, finds nothing (or ``urllib.parse.urljoin`` itself) and fails, so every call whose
+    arguments held them was unreplayable. The recorder's pickle makes the class again with the
+    same call, once for all its objects, and caches the function again with the same parameters.
+    Sabotage: with either reduction off, the dump fails as before."""
+    import pickle
+    import urllib.parse
+
+    made = type("_Parser", (_MadeMixin, _MadeBase), {})
+    first, second = made(), made()
+    first.text, second.text = "a", "b"
+    cached = functools.lru_cache(64)(urllib.parse.urljoin)
+    call = {"pos": [first, second, cached], "kw": {}, "var": [], "varkw": {}}
+    for part in ([first], [cached]):
+        with pytest.raises((pickle.PicklingError, AttributeError)):
+            pickle.dumps(part)
+    assert "__slotnames__" in vars(made)  # the standard pickle's cache, left on the class it failed on
+    again, other, join = probe.loads(probe.dumps(call), allowed={"tests"})["pos"]
+    assert (again.render(), other.render()) == ("<P>A</P>", "<P>B</P>")
+    assert type(again) is type(other) and type(again).__name__ == "_Parser" and type(again) is not made
+    assert type(again).__mro__[1:] == made.__mro__[1:]
+    assert join("http://a/b/", "c") == "http://a/b/c" and join.cache_parameters() == {"maxsize": 64, "typed": False}
+    assert probe._run_time_class_reduce(_MadeBase) is None  # found by name: pickled as usual
+    assert probe._run_time_class_reduce(functools._CacheInfo)[0] is not type  # kept under another name
+    for reduction in ("_run_time_class_reduce", "_lru_cache_reduce"):
+        original = getattr(probe, reduction)
+        setattr(probe, reduction, lambda obj: None)
+        try:
+            with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+                probe.dumps(call)
+        finally:
+            setattr(probe, reduction, original)
 
 
 class _Token(tuple):

@@ -352,6 +352,12 @@ def remember_built(obj, cls, args):
     connection's state machine) is then replayed on a fresh object made the same way: an input like
     any other, which the clean code must answer the same way twice to count.
     """
+    made = functools.partial(cls, *args["pos"], *args["var"], **args["kw"], **args["varkw"])
+    _remember(obj, (made, ()))
+
+
+def _remember(obj, reduce_value):
+    """Let ``obj`` pickle as ``reduce_value`` when nothing else pickles it (:func:`_built`)."""
     if len(_BUILT) >= MAX_BUILT:
         for key in [k for k, (ref, _) in _BUILT.items() if _alive(ref) is None]:
             del _BUILT[key]
@@ -361,8 +367,7 @@ def remember_built(obj, cls, args):
         ref = weakref.ref(obj)
     except TypeError:  # no weak references (``__slots__`` without ``__weakref__``): held, within MAX_BUILT
         ref = (obj,)
-    made = functools.partial(cls, *args["pos"], *args["var"], **args["kw"], **args["varkw"])
-    _BUILT[id(obj)] = (ref, (made, ()))
+    _BUILT[id(obj)] = (ref, reduce_value)
 
 
 def _alive(ref):
@@ -707,13 +712,6 @@ def source_class(source, name, namespace):
     return cls
 
 
-source_function.__module__ = SOURCE_MODULE
-source_function.__qualname__ = "source_function"
-sys.modules.setdefault(SOURCE_MODULE, types.ModuleType(SOURCE_MODULE))
-source_class.__module__ = SOURCE_MODULE
-source_class.__qualname__ = "source_class"
-sys.modules[SOURCE_MODULE].source_function = source_function
-sys.modules[SOURCE_MODULE].source_class = source_class
 
 
 def _private_method_reduce(method):
@@ -730,11 +728,134 @@ def _private_method_reduce(method):
     return getattr, (method.__self__, f"_{owner.lstrip('_')}{name}")
 
 
+def _found_by_name(obj, module_name, qualname):
+    """Whether ``module_name.qualname`` leads back to ``obj`` itself (how pickle finds a class or a
+    function again)."""
+    found = sys.modules.get(module_name) if type(module_name) is str else None
+    for part in qualname.split(".") if type(qualname) is str else ["<locals>"]:
+        if part == "<locals>" or found is None:
+            return False
+        found = getattr(found, part, None)
+    return found is obj
+
+
+#: Metaclasses a class made at run time may have to be made again (:func:`_run_time_class_reduce`):
+#: the plain ones, whose call takes ``(name, bases, namespace)``.
+_PLAIN_METACLASSES = (type, __import__("abc").ABCMeta)
+
+
+def _run_time_class_reduce(cls):
+    """A class a project makes at run time (marko's ``Markdown`` joins its extensions into
+    ``type("_Parser", mixins + (Parser,), {})``), which no module attribute holds, as that call:
+    its metaclass called with its name, its bases and what its namespace holds. The standard
+    pickle looks the class up by name and fails, so every call whose arguments held such an
+    object (a marko ``Source`` holds its parser) pickled never. A class its module keeps under
+    another name (``functools._CacheInfo``, named ``CacheInfo``) pickles as that attribute.
+    ``None`` for a class pickle finds by name, one of another metaclass, or one defined by a ``class`` statement inside a function
+    (its qualified name says ``<locals>``; the test code's are made from their source), and one whose
+    namespace holds more than constants (a method or an object could lead back to the class before
+    the call that makes it is pickled)."""
+    meta = type(cls)
+    module, qualname = _TYPE_MODULE.__get__(cls, type), _TYPE_QUALNAME.__get__(cls, type)
+    if "." in qualname or _found_by_name(cls, module, qualname):
+        return None
+    namespace = getattr(sys.modules.get(module) if type(module) is str else None, "__dict__", None)
+    for attr, value in list(namespace.items()) if type(namespace) is dict else ():
+        if value is cls and type(attr) is str:  # kept under another name (functools._CacheInfo)
+            return operator.attrgetter(attr), (sys.modules[module],)
+    if meta not in _PLAIN_METACLASSES:
+        return None
+    namespace = {k: v for k, v in _TYPE_DICT.__get__(cls, type).items()
+                 if k not in ("__dict__", "__weakref__", "_abc_impl", "__slotnames__")  # made again on use
+                 and type(v) is not types.MemberDescriptorType}
+    if not all(_plain_data(v) for v in namespace.values()):
+        return None  # methods or objects of its own: they may lead back to the class before it is made
+    return meta, (cls.__name__, cls.__bases__, namespace)
+
+
+def _plain_data(value):
+    """Whether ``value`` is a constant or a tuple of constants (what a class made by joining bases holds)."""
+    if type(value) is tuple:
+        return all(_plain_data(v) for v in value)
+    return type(value) in (type(None), bool, int, float, str, bytes)
+
+
+def _lru_cache_reduce(wrapper):
+    """A function cached with ``functools.lru_cache`` and kept under another name than its own
+    (jsonschema's ``RefResolver`` keeps ``lru_cache(1024)(urljoin)``: named ``urljoin``, it is not
+    ``urllib.parse.urljoin``) as the wrapping call, with an empty cache. The standard pickle looks
+    the wrapper up by the wrapped function's name, finds the function, and fails. ``None`` for a
+    wrapper pickle finds by name."""
+    if _found_by_name(wrapper, getattr(wrapper, "__module__", None), getattr(wrapper, "__qualname__", None)):
+        return None
+    parameters = wrapper.cache_parameters()
+    return lru_cached, (wrapper.__wrapped__, parameters["maxsize"], parameters["typed"])
+
+
+def lru_cached(func, maxsize, typed):
+    """``func`` cached again as ``functools.lru_cache(maxsize, typed)`` made it (:func:`_lru_cache_reduce`)."""
+    return functools.lru_cache(maxsize=maxsize, typed=typed)(func)
+
+
+def blank_object(cls, args, kwargs):
+    """An object of ``cls`` as its ``__new__`` makes it before ``__init__`` runs (:class:`_Blank`);
+    pickled again (a perturbed variant of its call), it is that blank object again."""
+    new = cls.__new__
+    made = object.__new__(cls) if new is object.__new__ else new(cls, *args, **kwargs)
+    _remember(made, (blank_object, (cls, args, kwargs)))
+    return made
+
+
+class _Blank:
+    """The ``self`` a constructor receives, which pickles as what ``__new__`` made of the constructor's
+    arguments: a class whose pickling reads what ``__init__`` sets (tomlkit's ``Array`` reduces
+    itself to its ``_value``) does not pickle before ``__init__`` ran, so a bug in ``__init__``
+    had no replayable call. The replay then runs ``__init__`` on that blank object, as the
+    constructor does."""
+
+    def __init__(self, cls, args, kwargs):
+        self.cls, self.args, self.kwargs = cls, args, kwargs
+
+    def __reduce__(self):
+        return blank_object, (self.cls, self.args, self.kwargs)
+
+
+#: What a pickle names under :data:`SOURCE_MODULE` (the loader answers these names itself).
+_SOURCE_MODULE_NAMES = {"source_function": source_function, "source_class": source_class, "lru_cached": lru_cached,
+                        "blank_object": blank_object}
+sys.modules.setdefault(SOURCE_MODULE, types.ModuleType(SOURCE_MODULE))
+for _name, _made in _SOURCE_MODULE_NAMES.items():
+    _made.__module__, _made.__qualname__ = SOURCE_MODULE, _name
+    setattr(sys.modules[SOURCE_MODULE], _name, _made)
+
+
+def _private_function_reduce(func):
+    """A function of a private name kept in a class (anytree's ``AbstractIter`` defaults its filter to
+    ``AbstractIter.__default_filter``, a static method) as the ``getattr`` of its mangled name on
+    that class: the standard pickle looks up ``AbstractIter.__default_filter``, which the class
+    holds as ``_AbstractIter__default_filter``, and fails. ``None`` for any other function."""
+    owner_path, _, name = func.__qualname__.rpartition(".")
+    if not owner_path or "<locals>" in owner_path or not name.startswith("__") or name.endswith("__"):
+        return None
+    owner = sys.modules.get(func.__module__)
+    for part in owner_path.split("."):
+        owner = getattr(owner, part, None)
+    if not isinstance(owner, type) or not owner.__name__.strip("_"):
+        return None
+    mangled = f"_{owner.__name__.lstrip('_')}{name}"
+    return (getattr, (owner, mangled)) if _TYPE_DICT.__get__(owner, type).get(mangled) is not None and \
+        getattr(owner, mangled, None) is func else None
+
+
 class _Pickler(pickle.Pickler):
     """The standard pickler, plus: a module pickles as its import, a match of the ``regex`` package as
     its ``re`` one does (:func:`_match_again`), and an instance of a class
     defined inside a function (a sentinel from a factory: ``make_sentinel.<locals>.Sentinel``) as
-    the module attribute that holds it, when a module holds it. With ``rebuild``, an object
+    the module attribute that holds it, when a module holds it; a method or a function of a private
+    name as its mangled name (:func:`_private_method_reduce`, :func:`_private_function_reduce`); a
+    class made at run time as the call that makes it (:func:`_run_time_class_reduce`) and a
+    function cached under another name as its ``lru_cache`` call (:func:`_lru_cache_reduce`).
+    With ``rebuild``, an object
     :func:`remember_built` knows pickles as the constructor call that made it, and any other that
     a project module keeps as where it keeps it (:func:`_held_by_module`)."""
 
@@ -758,6 +879,18 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, type) and ("__tg_recipe__" in _TYPE_DICT.__get__(obj, type)
                                       or _by_source(_TYPE_MODULE.__get__(obj, type), _TYPE_QUALNAME.__get__(obj, type))):
             made = _class_reduce(obj)
+            if made is not None:
+                return made
+        if isinstance(obj, type):
+            made = _run_time_class_reduce(obj)
+            if made is not None:
+                return made
+        if type(obj) is functools._lru_cache_wrapper:
+            made = _lru_cache_reduce(obj)
+            if made is not None:
+                return made
+        if type(obj) is types.FunctionType:
+            made = _private_function_reduce(obj)
             if made is not None:
                 return made
         if type(obj) is types.MethodType:
@@ -967,7 +1100,14 @@ class _Recorder:
 
     def record(self, hit, code, local_vars, wanted=True):
         call = self.arguments(code, local_vars)
-        data = dumps(call)
+        try:
+            data = dumps(call)
+        except Exception:
+            if code.co_name != "__init__" or not call["pos"]:
+                raise
+            # a constructor's ``self``, not built yet: as what ``__new__`` made of the same arguments
+            call["pos"][0] = _Blank(type(call["pos"][0]), call["pos"][1:] + call["var"], {**call["kw"], **call["varkw"]})
+            data = dumps(call)
         # A test call far larger than any stored input (perturbed ones are at most about twice their
         # recorded call) cannot be one of them; a repeated call is digested once.
         if (self.digests_out is not None and len(self.digests) < MAX_TEST_DIGESTS
@@ -1064,8 +1204,8 @@ class _Loader(pickle._Unpickler):
         self.allowed = allowed
 
     def find_class(self, module, name):
-        if module == SOURCE_MODULE and name in ("source_function", "source_class"):
-            return source_function if name == "source_function" else source_class
+        if module == SOURCE_MODULE and name in _SOURCE_MODULE_NAMES:
+            return _SOURCE_MODULE_NAMES[name]
         if self.allowed is not None:
             top = module.split(".")[0]
             if top in ("__main__", "conftest") or (top not in self.allowed and top not in sys.stdlib_module_names):
