@@ -847,6 +847,21 @@ def _private_function_reduce(func):
         getattr(owner, mangled, None) is func else None
 
 
+def _misnamed_reduce(obj):
+    """How to find again a class, a function or a method that the standard pickle looks up under a
+    name that does not lead back to it (made at run time, cached, private), or None."""
+    if isinstance(obj, type):
+        return _run_time_class_reduce(obj)
+    kind = type(obj)
+    if kind is functools._lru_cache_wrapper:
+        return _lru_cache_reduce(obj)
+    if kind is types.FunctionType:
+        return _private_function_reduce(obj)
+    if kind is types.MethodType:
+        return _private_method_reduce(obj)
+    return None
+
+
 class _Pickler(pickle.Pickler):
     """The standard pickler, plus: a module pickles as its import, a match of the ``regex`` package as
     its ``re`` one does (:func:`_match_again`), and an instance of a class
@@ -881,22 +896,9 @@ class _Pickler(pickle.Pickler):
             made = _class_reduce(obj)
             if made is not None:
                 return made
-        if isinstance(obj, type):
-            made = _run_time_class_reduce(obj)
-            if made is not None:
-                return made
-        if type(obj) is functools._lru_cache_wrapper:
-            made = _lru_cache_reduce(obj)
-            if made is not None:
-                return made
-        if type(obj) is types.FunctionType:
-            made = _private_function_reduce(obj)
-            if made is not None:
-                return made
-        if type(obj) is types.MethodType:
-            made = _private_method_reduce(obj)
-            if made is not None:
-                return made
+        made = _misnamed_reduce(obj)
+        if made is not None:
+            return made
         rebuild = _REBUILT.get(type(obj))
         if rebuild is not None:
             return rebuild(obj)
