@@ -712,6 +712,11 @@ def source_class(source, name, namespace):
     return cls
 
 
+def _mangled(owner, name):
+    """The attribute a private ``name`` written in class ``owner`` is stored under (``__cmp`` in
+    ``Resolver``: ``_Resolver__cmp``), or None where nothing mangles (a class named only of
+    underscores)."""
+    return f"_{owner.lstrip('_')}{name}" if owner.strip("_") else None
 
 
 def _private_method_reduce(method):
@@ -723,20 +728,24 @@ def _private_method_reduce(method):
     if not name.startswith("__") or name.endswith("__"):
         return None
     owner = method.__func__.__qualname__.rpartition(".")[0].rpartition(".")[2]
-    if not owner.strip("_") or owner == "<locals>":
-        return None  # a class named only of underscores mangles nothing; no class: nothing to mangle
-    return getattr, (method.__self__, f"_{owner.lstrip('_')}{name}")
+    mangled = _mangled(owner, name) if owner != "<locals>" else None  # no class: nothing to mangle
+    return None if mangled is None else (getattr, (method.__self__, mangled))
+
+
+def _lookup(module_name, path):
+    """What the dotted ``path`` names in the loaded module ``module_name`` (how pickle finds a class
+    or a function again), or None."""
+    found = sys.modules.get(module_name) if type(module_name) is str else None
+    for part in path.split(".") if type(path) is str else ["<locals>"]:
+        if part == "<locals>" or found is None:
+            return None
+        found = getattr(found, part, None)
+    return found
 
 
 def _found_by_name(obj, module_name, qualname):
-    """Whether ``module_name.qualname`` leads back to ``obj`` itself (how pickle finds a class or a
-    function again)."""
-    found = sys.modules.get(module_name) if type(module_name) is str else None
-    for part in qualname.split(".") if type(qualname) is str else ["<locals>"]:
-        if part == "<locals>" or found is None:
-            return False
-        found = getattr(found, part, None)
-    return found is obj
+    """Whether ``module_name.qualname`` leads back to ``obj`` itself."""
+    return obj is not None and _lookup(module_name, qualname) is obj
 
 
 #: Metaclasses a class made at run time may have to be made again (:func:`_run_time_class_reduce`):
@@ -751,16 +760,16 @@ def _run_time_class_reduce(cls):
     pickle looks the class up by name and fails, so every call whose arguments held such an
     object (a marko ``Source`` holds its parser) pickled never. A class its module keeps under
     another name (``functools._CacheInfo``, named ``CacheInfo``) pickles as that attribute.
-    ``None`` for a class pickle finds by name, one of another metaclass, or one defined by a ``class`` statement inside a function
-    (its qualified name says ``<locals>``; the test code's are made from their source), and one whose
-    namespace holds more than constants (a method or an object could lead back to the class before
-    the call that makes it is pickled)."""
+    ``None`` for a class pickle finds by name, a nested one (its qualified name has a dot: a class
+    statement inside a function or a class; the test code's are made from their source), one of
+    another metaclass, and one whose namespace holds more than constants (a method or an object
+    could lead back to the class before the call that makes it is pickled)."""
     meta = type(cls)
     module, qualname = _TYPE_MODULE.__get__(cls, type), _TYPE_QUALNAME.__get__(cls, type)
     if "." in qualname or _found_by_name(cls, module, qualname):
         return None
-    namespace = getattr(sys.modules.get(module) if type(module) is str else None, "__dict__", None)
-    for attr, value in list(namespace.items()) if type(namespace) is dict else ():
+    module_dict = getattr(sys.modules.get(module) if type(module) is str else None, "__dict__", None)
+    for attr, value in list(module_dict.items()) if type(module_dict) is dict else ():
         if value is cls and type(attr) is str:  # kept under another name (functools._CacheInfo)
             return operator.attrgetter(attr), (sys.modules[module],)
     if meta not in _PLAIN_METACLASSES:
@@ -837,14 +846,9 @@ def _private_function_reduce(func):
     owner_path, _, name = func.__qualname__.rpartition(".")
     if not owner_path or "<locals>" in owner_path or not name.startswith("__") or name.endswith("__"):
         return None
-    owner = sys.modules.get(func.__module__)
-    for part in owner_path.split("."):
-        owner = getattr(owner, part, None)
-    if not isinstance(owner, type) or not owner.__name__.strip("_"):
-        return None
-    mangled = f"_{owner.__name__.lstrip('_')}{name}"
-    return (getattr, (owner, mangled)) if _TYPE_DICT.__get__(owner, type).get(mangled) is not None and \
-        getattr(owner, mangled, None) is func else None
+    owner = _lookup(func.__module__, owner_path)
+    mangled = _mangled(owner.__name__, name) if isinstance(owner, type) else None
+    return (getattr, (owner, mangled)) if mangled is not None and getattr(owner, mangled, None) is func else None
 
 
 def _misnamed_reduce(obj):
