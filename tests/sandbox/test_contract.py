@@ -465,10 +465,10 @@ def _three_background_sleeps(sb, tries: int = 3) -> str:
     """Start a plain, a nohup and a setsid background sleep in ``sb``; return their tag once all three run.
 
     Twice in fresh-clone CI runs (lane A starting Ray clusters beside this lane) one of the three was
-    gone for good within the wait, 20 s included; cause not proven. A raylet's process-group cleanup
-    of an exited worker (``killpg`` of a group id the setsid sleep took next) fits what was seen. That
-    is a stranger's kill, not the sandbox's, so the three are started again under a new tag; a sandbox
-    that cannot start them fails every try.
+    gone for good within the wait, 20 s included, before the sandbox was closed; what took it is not
+    proven (Ray's process-group cleanup, which would fit, is off by default). This test is about what
+    close leaves, so the three are started again under a new tag; a sandbox that cannot start them
+    fails every try.
     """
     seen = []
     for _ in range(tries):
