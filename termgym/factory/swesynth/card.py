@@ -393,7 +393,7 @@ def _mix_lines(mix: dict[str, Any]) -> list[str]:
             f"{_share(sum(1 for t in tokens if t <= 1), n)}** (issue 42 measured 64.6 % over the 5,225 procedural "
             "tasks of v2 before release history and the placement bugs).",
             f"* **Bug types** (a task counts for each type it carries; the largest is {top[0]} at "
-            f"{100 * top[1] / max(n, 1):.0f} %): " + ", ".join(f"{k} {v}" for k, v in types.items()) + "."]
+            f"{100 * top[1] / max(n, 1):.1f} %): " + ", ".join(f"{k} {v}" for k, v in types.items()) + "."]
 
 
 def _fix_samples_lines(card: dict[str, Any], n: int, seed: int) -> list[str]:
