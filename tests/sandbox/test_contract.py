@@ -461,7 +461,7 @@ def test_a_workdir_that_cannot_exist_is_a_clear_error(backend):
     assert sandbox.closed
 
 
-def _three_background_sleeps(sb, tries: int = 3) -> str:
+def _three_background_sleeps(sb, tries: int = 3, wait: float = 20) -> str:
     """Start a plain, a nohup and a setsid background sleep in ``sb``; return their tag once all three run.
 
     Twice in fresh-clone CI runs (lane A starting Ray clusters beside this lane) one of the three was
@@ -474,7 +474,7 @@ def _three_background_sleeps(sb, tries: int = 3) -> str:
     for _ in range(tries):
         tag = f"{uuid.uuid4().int % 900 + 100}.25"
         sb.exec(f"sleep {tag} & nohup sleep {tag} >/dev/null 2>&1 & (setsid sleep {tag} &)")
-        deadline = time.monotonic() + 20  # the setsid sleep may still be starting when exec returns
+        deadline = time.monotonic() + wait  # the setsid sleep may still be starting when exec returns
         while len(host_processes_matching(f"sleep {tag}")) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         found = host_processes_matching(f"sleep {tag}")
@@ -495,6 +495,20 @@ def test_close_leaves_nothing_running(make):
     assert host_processes_matching(f"sleep {tag}") == []
     with pytest.raises(SandboxError):
         sb.exec("echo after close")
+
+
+def test_sabotage_a_sandbox_that_drops_the_setsid_sleep_fails_the_three_sleeps_precondition():
+    """The retry of test_close_leaves_nothing_running cannot hide a sandbox that never runs a setsid
+    process: with the setsid sleep taken out of the command, every try comes up one short."""
+    sb = make_sandbox("local", SandboxSpec())
+    sb.start()
+    real_exec = sb.exec
+    sb.exec = lambda command, *args, **kwargs: real_exec(command.replace("(setsid sleep", "(true sleep"), *args, **kwargs)
+    try:
+        with pytest.raises(AssertionError, match="never three background sleeps"):
+            _three_background_sleeps(sb, tries=2, wait=1)
+    finally:
+        sb.close()
 
 
 def test_context_manager_closes(backend):
